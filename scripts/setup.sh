@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what zero needs to build and test from Debian 12's packages.
+# Idempotent: quiet and quick when everything is already installed.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  openmpi-bin libopenmpi-dev
+  libopenblas-dev
+  libomp-dev
+  nlohmann-json3-dev
+  libgtest-dev libbenchmark-dev
+  libssl-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "[setup] installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,155 @@
+// The "mpi" backend: one rank per process, over Open MPI (so across machines too).
+//
+// Only the comm thread calls MPI after initialisation, so MPI_THREAD_SERIALIZED suffices.
+// Collectives use the non-blocking MPI calls, polled until a deadline, so a dead or stuck peer
+// becomes a CommError naming the operation instead of a hang.
+// reduce_scatter is an all-to-all of the pieces followed by the rank-order sum that every
+// backend shares (MPI's own reductions may add in any order, which would break bit-identity).
+#include <mpi.h>
+
+#include <chrono>
+#include <climits>
+#include <thread>
+#include <vector>
+
+#include "comm/backends.h"
+#include "comm/reduce.h"
+#include "common/error.h"
+#include "memory/ledger.h"
+
+namespace zero::detail {
+namespace {
+
+std::string mpi_error_string(int code) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, msg, &len);
+  return std::string(msg, len);
+}
+
+int checked_count(std::size_t n, const std::string& what) {
+  if (n > static_cast<std::size_t>(INT_MAX)) {
+    throw CommError(cat("[comm] ", what, ": ", n, " elements per rank exceed MPI's int count; use smaller units or buckets"));
+  }
+  return static_cast<int>(n);
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  static std::unique_ptr<Communicator> create(CommOptions options) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    bool owns_init = false;
+    if (!initialized) {
+      int provided = 0;
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+      owns_init = true;
+      if (provided < MPI_THREAD_SERIALIZED) {
+        throw CommError("[comm] this MPI library does not support MPI_THREAD_SERIALIZED, which zero's comm thread needs");
+      }
+    }
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    return std::unique_ptr<Communicator>(new MpiCommunicator(comm, rank, size, owns_init, options));
+  }
+
+  ~MpiCommunicator() override {
+    stop_comm_thread();
+    MPI_Comm_free(&comm_);
+    if (owns_init_) MPI_Finalize();
+  }
+
+  std::string backend() const override { return "mpi"; }
+
+  [[noreturn]] void abort(int code) override {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);
+  }
+
+ protected:
+  void do_reduce_scatter(const float* send, float* recv, std::size_t k) override {
+    const std::string what = op_label("reduce_scatter", k * sizeof(float) * size());
+    const std::size_t n = static_cast<std::size_t>(size());
+    // pieces[j] = rank j's piece for this rank: (size, k) f32, comm scratch
+    Buffer owned;
+    std::vector<float> unaccounted;
+    float* pieces = nullptr;
+    if (options().ledger) {
+      owned = Buffer(*options().ledger, Tier::kDevice, Category::kCommBuffers, n * k, "reduce_scatter scratch");
+      pieces = owned.data();
+    } else {
+      unaccounted.resize(n * k);
+      pieces = unaccounted.data();
+    }
+    MPI_Request req;
+    const int count = checked_count(k, what);
+    check(MPI_Ialltoall(send, count, MPI_FLOAT, pieces, count, MPI_FLOAT, comm_, &req), what);
+    wait(req, what);
+    std::vector<const float*> in(n);
+    for (std::size_t j = 0; j < n; ++j) in[j] = pieces + j * k;
+    sum_in_rank_order(in.data(), size(), recv, k);
+  }
+
+  void do_all_gather(const void* send, void* recv, std::size_t bytes) override {
+    const std::string what = op_label("all_gather", bytes * size());
+    const void* src = send;
+    if (send == static_cast<const char*>(recv) + static_cast<std::size_t>(rank()) * bytes) src = MPI_IN_PLACE;
+    MPI_Request req;
+    const int count = checked_count(bytes, what);
+    check(MPI_Iallgather(src, count, MPI_BYTE, recv, count, MPI_BYTE, comm_, &req), what);
+    wait(req, what);
+  }
+
+  void do_broadcast(void* data, std::size_t bytes, int root) override {
+    const std::string what = op_label("broadcast", bytes);
+    MPI_Request req;
+    check(MPI_Ibcast(data, checked_count(bytes, what), MPI_BYTE, root, comm_, &req), what);
+    wait(req, what);
+  }
+
+  void do_barrier() override {
+    const std::string what = op_label("barrier", 0);
+    MPI_Request req;
+    check(MPI_Ibarrier(comm_, &req), what);
+    wait(req, what);
+  }
+
+ private:
+  MpiCommunicator(MPI_Comm comm, int rank, int size, bool owns_init, CommOptions options)
+      : Communicator(rank, size, options), comm_(comm), owns_init_(owns_init) {}
+
+  void check(int rc, const std::string& what) const {
+    if (rc != MPI_SUCCESS) throw CommError(cat("[comm] ", what, " failed on rank ", rank(), ": ", mpi_error_string(rc)));
+  }
+
+  // Polls until done or the deadline. Sleeps between polls once the wait is long, so a waiting
+  // rank does not take a core from compute (ranks may outnumber cores).
+  void wait(MPI_Request& req, const std::string& what) const {
+    const auto start = std::chrono::steady_clock::now();
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+      if (done) return;
+      if (std::chrono::steady_clock::now() - start > options().timeout) {
+        throw CommError(cat("[comm] ", what, " on rank ", rank(), " did not complete within ",
+                            options().timeout.count(), " ms: another rank died, is stuck, or issued a different "
+                            "sequence of collectives (see the other ranks' messages)"));
+      }
+      if (polls > 100) std::this_thread::sleep_for(std::chrono::microseconds(polls > 10000 ? 500 : 20));
+    }
+  }
+
+  MPI_Comm comm_;
+  bool owns_init_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator(CommOptions options) { return MpiCommunicator::create(options); }
+bool built_with_mpi() { return true; }
+
+}  // namespace zero::detail
