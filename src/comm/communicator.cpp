@@ -114,7 +114,8 @@ std::string Communicator::context() const {
 
 std::string Communicator::op_label(const char* op, std::size_t bytes) const {
   std::string c = context();
-  return cat(op, " of ", format_bytes(bytes), c.empty() ? "" : " (", c, c.empty() ? "" : ")");
+  const std::string name = running_ == Collective::kAllReduce ? cat("all_reduce (", op, " phase)") : std::string(op);
+  return cat(name, " of ", format_bytes(bytes), c.empty() ? "" : " (", c, c.empty() ? "" : ")");
 }
 
 void Communicator::count(Collective kind, std::uint64_t sent, std::uint64_t received) {
@@ -137,6 +138,7 @@ Traffic Communicator::traffic() const {
 Handle Communicator::enqueue(Collective kind, std::uint64_t sent, std::uint64_t received,
                              std::function<void()> op) {
   return Handle(worker_->push([this, kind, sent, received, op = std::move(op)] {
+    running_ = kind;
     op();
     count(kind, sent, received);  // counted once the bytes have moved
   }));

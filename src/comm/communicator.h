@@ -119,7 +119,9 @@ class Communicator {
   void stop_comm_thread();
 
   std::string context() const;
-  std::string op_label(const char* op, std::size_t bytes) const;  // "reduce_scatter of 4.0 KiB (step 3)"
+  // Names the collective for messages: "reduce_scatter of 4.0 KiB (step 3)"; inside an all_reduce,
+  // "all_reduce (reduce_scatter phase) of 4.0 KiB (step 3)", so the user sees what they issued.
+  std::string op_label(const char* op, std::size_t bytes) const;
 
  private:
   Handle enqueue(Collective kind, std::uint64_t sent, std::uint64_t received, std::function<void()> op);
@@ -133,6 +135,7 @@ class Communicator {
   std::array<std::atomic<std::uint64_t>, kNumCollectives> sent_{};
   std::array<std::atomic<std::uint64_t>, kNumCollectives> received_{};
   std::array<std::atomic<std::uint64_t>, kNumCollectives> calls_{};
+  Collective running_ = Collective::kBarrier;  // what the comm thread runs now; comm thread only
   mutable std::mutex context_mu_;
   std::string context_;
 };

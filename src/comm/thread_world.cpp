@@ -11,6 +11,22 @@
 
 namespace zero {
 
+namespace {
+
+// What a rank says it is doing at a rendezvous. Ranks that meet with different signatures
+// issued different collectives (or different sizes); reading each other's buffers then would
+// run past their ends, so the world fails instead.
+struct Signature {
+  const char* op = nullptr;  // "reduce_scatter", "all_gather", "broadcast", "barrier"
+  std::size_t bytes = 0;     // per rank
+  int root = -1;             // broadcast only
+  bool operator==(const Signature& o) const {
+    return std::strcmp(op, o.op) == 0 && bytes == o.bytes && root == o.root;
+  }
+};
+
+}  // namespace
+
 // Shared state of the world. A collective is two rendezvous: after the first, every rank has
 // posted its send pointer and may read the others'; after the second, nobody reads any more,
 // so buffers may be reused.
@@ -18,6 +34,8 @@ struct ThreadWorld::State {
   int size;
   CommOptions options;
   std::vector<const void*> posted;  // (size) send pointer of each rank for the current collective
+  std::vector<Signature> signatures;  // (size) what each rank posted, checked by the last to arrive
+  std::vector<std::string> labels;    // (size) each rank's op_label, for the mismatch message
 
   std::mutex mu;
   std::condition_variable cv;
@@ -27,14 +45,25 @@ struct ThreadWorld::State {
   bool aborted = false;
   std::string abort_reason;
 
-  State(int n, CommOptions o) : size(n), options(o), posted(n, nullptr), arrived(n, false) {}
+  State(int n, CommOptions o)
+      : size(n), options(o), posted(n, nullptr), signatures(n), labels(n), arrived(n, false) {}
 
-  void rendezvous(int rank, const std::string& what) {
+  // Waits until every rank has arrived. With a signature (the first rendezvous of a collective),
+  // the last rank to arrive checks that all ranks issued the same collective.
+  void rendezvous(int rank, const std::string& what, const Signature* sig = nullptr) {
     std::unique_lock lock(mu);
     if (aborted) throw CommError(abort_reason);
     const std::uint64_t gen = generation;
     arrived[rank] = true;
+    if (sig) {
+      signatures[rank] = *sig;
+      labels[rank] = what;
+    }
     if (++count == size) {
+      if (sig && !signatures_agree()) {
+        cv.notify_all();  // the waiters see `aborted` and throw too
+        throw CommError(abort_reason);
+      }
       count = 0;
       arrived.assign(size, false);
       ++generation;
@@ -54,6 +83,18 @@ struct ThreadWorld::State {
       cv.notify_all();
     }
     throw CommError(abort_reason);
+  }
+
+  // Under mu, with every rank's signature posted. On a mismatch, fails the world.
+  bool signatures_agree() {
+    int odd = -1;
+    for (int r = 1; r < size && odd < 0; ++r)
+      if (!(signatures[r] == signatures[0])) odd = r;
+    if (odd < 0) return true;
+    aborted = true;
+    abort_reason = cat("[comm] ranks issued different collectives: rank 0 ", labels[0], ", rank ", odd, " ",
+                       labels[odd], ": every rank must issue the same collectives, with the same sizes, in the same order");
+    return false;
   }
 
   void abort(const std::string& reason) {
@@ -83,7 +124,7 @@ class ThreadCommunicator final : public Communicator {
  protected:
   void do_reduce_scatter(const float* send, float* recv, std::size_t k) override {
     const std::string what = op_label("reduce_scatter", k * sizeof(float) * size());
-    post_and_meet(send, what);
+    post_and_meet(send, what, {"reduce_scatter", k * sizeof(float), -1});
     std::vector<const float*> in(size());
     for (int j = 0; j < size(); ++j)
       in[j] = static_cast<const float*>(world_->posted[j]) + static_cast<std::size_t>(rank()) * k;
@@ -93,7 +134,7 @@ class ThreadCommunicator final : public Communicator {
 
   void do_all_gather(const void* send, void* recv, std::size_t bytes) override {
     const std::string what = op_label("all_gather", bytes * size());
-    post_and_meet(send, what);
+    post_and_meet(send, what, {"all_gather", bytes, -1});
     auto* out = static_cast<char*>(recv);
     for (int j = 0; j < size(); ++j) {
       const void* src = world_->posted[j];
@@ -105,19 +146,19 @@ class ThreadCommunicator final : public Communicator {
 
   void do_broadcast(void* data, std::size_t bytes, int root) override {
     const std::string what = op_label("broadcast", bytes);
-    post_and_meet(data, what);
+    post_and_meet(data, what, {"broadcast", bytes, root});
     if (rank() != root) std::memcpy(data, world_->posted[root], bytes);
     world_->rendezvous(rank(), what);
   }
 
   void do_barrier() override {
-    post_and_meet(nullptr, op_label("barrier", 0));
+    post_and_meet(nullptr, op_label("barrier", 0), {"barrier", 0, -1});
   }
 
  private:
-  void post_and_meet(const void* send, const std::string& what) {
+  void post_and_meet(const void* send, const std::string& what, const Signature& sig) {
     world_->posted[rank()] = send;  // safe: every rank finished reading the previous collective
-    world_->rendezvous(rank(), what);
+    world_->rendezvous(rank(), what, &sig);
   }
 
   std::shared_ptr<ThreadWorld::State> world_;

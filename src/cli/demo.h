@@ -1,0 +1,14 @@
+// `zero demo`: trains the same model under stages 0, 1, 2 and 3 on N ranks and prints, per
+// stage, the measured model-state bytes per rank beside the paper's formula, the measured
+// traffic per step beside its formula, the step time, the final loss and a SHA-256 of the final
+// weights (identical across stages).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace zero::cli {
+
+int demo_main(const std::vector<std::string>& args);
+
+}  // namespace zero::cli

@@ -1,0 +1,42 @@
+#include "cli/launch.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "comm/thread_world.h"
+#include "common/error.h"
+
+namespace zero::cli {
+
+int run_ranks(const Flags& flags, const std::function<int(Communicator&)>& per_rank) {
+  std::string backend = flags.get("comm");
+  int launched = 1;
+  if (backend == "auto") backend = launched_by_mpi(&launched) && launched > 1 ? "mpi" : "threads";
+
+  if (backend == "threads") {
+    const int n = static_cast<int>(flags.get_int("ranks", 1, 1024));
+    std::vector<int> codes(n, 0);
+    ThreadWorld world(n);
+    world.run([&](int r) {
+      auto comm = world.communicator(r);
+      codes[r] = per_rank(*comm);
+    });
+    return codes[0];
+  }
+
+  auto comm = make_communicator(backend);
+  if (flags.has("ranks") && flags.get_int("ranks", 1, 1 << 20) != comm->size()) {
+    throw ConfigError(cat("[cli] --ranks ", flags.get("ranks"), " but the ", backend, " job has ", comm->size(),
+                          " ranks: drop --ranks, or launch with mpirun -np ", flags.get("ranks")));
+  }
+  try {
+    return per_rank(*comm);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zero: [rank %d of %d] %s\n", comm->rank(), comm->size(), e.what());
+    std::fflush(stderr);
+    if (comm->size() > 1) comm->abort(1);  // the other ranks may be waiting in a collective
+    throw;
+  }
+}
+
+}  // namespace zero::cli

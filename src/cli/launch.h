@@ -1,0 +1,16 @@
+// Runs a per-rank function on the world the flags ask for: N in-process thread ranks, or this
+// process's rank of an MPI job (under mpirun). Errors end every rank with a message.
+#pragma once
+
+#include <functional>
+
+#include "cli/flags.h"
+#include "comm/communicator.h"
+
+namespace zero::cli {
+
+// Reads --comm (threads | mpi | auto) and --ranks. Returns rank 0's exit code. Under MPI an
+// error on any rank is printed by that rank and aborts the whole job (non-zero exit, no hang).
+int run_ranks(const Flags& flags, const std::function<int(Communicator&)>& per_rank);
+
+}  // namespace zero::cli

@@ -1,0 +1,42 @@
+// zero: the command-line tool. Thin: parse, build, run.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/bench_adam.h"
+#include "cli/demo.h"
+#include "common/error.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: zero COMMAND [flags]\n"
+    "\n"
+    "commands:\n"
+    "  demo         train one model under ZeRO stages 0-3; print measured memory and traffic per rank\n"
+    "  bench adam   speed of the CPU Adam kernel against the memory-bandwidth ceiling\n"
+    "\n"
+    "Run `zero COMMAND --help` for a command's flags. Multi-process: mpirun -np N zero COMMAND ...\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::printf("%s", kUsage);
+    return args.empty() ? 2 : 0;
+  }
+  const std::string command = args[0];
+  try {
+    if (command == "demo") return zero::cli::demo_main({args.begin() + 1, args.end()});
+    if (command == "bench" && args.size() >= 2 && args[1] == "adam") return zero::bench_adam_main(argc - 2, argv + 2);
+    std::fprintf(stderr, "zero: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+    return 2;
+  } catch (const zero::Error& e) {
+    std::fprintf(stderr, "zero: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zero: internal error: %s\n", e.what());
+    return 3;
+  }
+}

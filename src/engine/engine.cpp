@@ -1,0 +1,136 @@
+#include "engine/engine.h"
+
+#include <cstring>
+
+#include "common/error.h"
+#include "engine/stage.h"
+
+namespace zero {
+
+std::unique_ptr<Stage> make_stage0(const StageContext& ctx);
+std::unique_ptr<Stage> make_stage1(const StageContext& ctx);
+std::unique_ptr<Stage> make_stage2(const StageContext& ctx);
+std::unique_ptr<Stage> make_stage3(const StageContext& ctx);
+
+namespace {
+
+void check_stage(int stage) {
+  if (stage < 0 || stage > 3) {
+    throw ConfigError(cat("[engine] ZeRO stage ", stage, " does not exist: use 0 (plain data parallel), "
+                          "1 (optimizer state sharded), 2 (+ gradients) or 3 (+ parameters)"));
+  }
+}
+
+void check_config(const EngineConfig& config, const FlatLayout& layout) {
+  check_stage(config.stage);
+  adam_step_scalars(config.adam, 1);  // validates the hyperparameters
+  const int n = layout.world_size();
+  for (int u = 0; u < layout.num_units(); ++u) {
+    const UnitPlace& unit = layout.unit(u);
+    if (unit.numel < static_cast<std::size_t>(n)) {
+      throw ConfigError(cat("[engine] unit '", unit.name, "' has ", unit.numel, " parameters, fewer than the ", n,
+                            " ranks: some ranks would own only padding of it. Merge it into a neighbouring unit "
+                            "or use at most ", unit.numel, " ranks"));
+    }
+  }
+}
+
+// One small collective at start-up: every rank must describe the same model, or the shards
+// would not line up and the run would compute garbage (or hang on mismatched collectives).
+void check_ranks_agree(const FlatLayout& layout, Communicator& comm) {
+  struct Summary {
+    std::uint64_t numel, units, fingerprint;
+  };
+  const Summary mine{layout.numel(), static_cast<std::uint64_t>(layout.num_units()), layout.fingerprint()};
+  std::vector<Summary> all(comm.size());
+  comm.all_gather_bytes(&mine, sizeof mine, all.data());
+  std::string diff;
+  for (int r = 1; r < comm.size(); ++r) {
+    if (std::memcmp(&all[r], &all[0], sizeof(Summary)) != 0) {
+      diff += cat("; rank ", r, " has ", all[r].numel, " parameters in ", all[r].units, " units (layout fingerprint ",
+                  std::hex, all[r].fingerprint, std::dec, ")");
+    }
+  }
+  if (!diff.empty()) {
+    throw ConfigError(cat("[engine] the ranks disagree on the model: rank 0 has ", all[0].numel, " parameters in ",
+                          all[0].units, " units (layout fingerprint ", std::hex, all[0].fingerprint, std::dec, ")",
+                          diff, ". Every rank must build the same model with the same configuration"));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Stage> make_stage(int stage, const StageContext& ctx) {
+  check_stage(stage);
+  switch (stage) {
+    case 0: return make_stage0(ctx);
+    case 1: return make_stage1(ctx);
+    case 2: return make_stage2(ctx);
+    default: return make_stage3(ctx);
+  }
+}
+
+Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, Ledger& ledger)
+    : config_(config), module_(module), comm_(comm), layout_(module.units(), comm.size()) {
+  check_config(config_, layout_);
+  check_ranks_agree(layout_, comm_);
+  stage_ = make_stage(config_.stage, {layout_, comm_, ledger, config_.seed});
+}
+
+Engine::~Engine() = default;
+
+// The training step, as in the paper: forward, backward with gradient reduction as units
+// complete, the optimizer on this rank's shard, then whatever gathering the stage needs.
+float Engine::train_step() {
+  const Traffic before = comm_.traffic();
+  comm_.set_context(cat("step ", step_ + 1));
+  forward();
+  backward();
+  stage_->finish_reduction();
+  stage_->optimizer_step(adam_step_scalars(config_.adam, ++step_));
+  stage_->gather_parameters();
+  last_traffic_ = comm_.traffic() - before;
+  return module_.loss();
+}
+
+UnitViews Engine::views_for(int u, bool with_grads) {
+  UnitViews views(layout_);
+  for (int v : layout_.units_read_by(u)) views.set(v, stage_->params(v), with_grads ? stage_->grads(v) : nullptr);
+  return views;
+}
+
+// Units run first to last. Before a unit runs, it and the units it borrows are fetched (stage 3
+// gathers them); the next unit's gather starts meanwhile, unless this unit borrows others, which
+// already makes more than one unit whole.
+void Engine::forward() {
+  const int units = layout_.num_units();
+  for (int u = 0; u < units; ++u) {
+    const auto read = layout_.units_read_by(u);
+    for (int v : read) stage_->fetch(v);
+    if (u + 1 < units && read.size() == 1) stage_->prefetch(u + 1);
+    module_.forward(u, views_for(u, false));
+    for (int v : read) stage_->release(v);
+  }
+}
+
+// Units run last to first. A unit's gradient is reduced as soon as the last unit that reads it
+// has run backward; the reduction overlaps the backward of the units before it.
+void Engine::backward() {
+  for (int u = layout_.num_units() - 1; u >= 0; --u) {
+    const auto read = layout_.units_read_by(u);
+    for (int v : read) stage_->fetch(v);
+    if (u > 0 && read.size() == 1) stage_->prefetch(u - 1);
+    module_.backward(u, views_for(u, true));
+    for (int v : read) stage_->release(v);
+    for (int v : read)
+      if (layout_.gradient_ready_after(v) == u) stage_->reduce_gradients(v);
+  }
+}
+
+std::vector<float> Engine::full_parameters() {
+  std::vector<float> out(layout_.numel());
+  stage_->copy_full_parameters(out.data());
+  return out;
+}
+
+}  // namespace zero

@@ -1,0 +1,116 @@
+// Internal to the engine: the stage policies. One interface, one implementation per stage
+// (stage0.cpp .. stage3.cpp), chosen by number in make_stage(). A stage decides what stays
+// whole and what stays sharded, and when the collectives run; the engine's step only names the
+// phases (engine.cpp).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "memory/ledger.h"
+#include "optim/adamw.h"
+#include "partition/layout.h"
+
+namespace zero {
+
+struct StageContext {
+  const FlatLayout& layout;
+  Communicator& comm;
+  Ledger& ledger;
+  std::uint64_t seed;
+};
+
+class Stage {
+ public:
+  virtual ~Stage() = default;
+
+  // Makes unit u whole and readable through params(u) until the matching release(u).
+  virtual void fetch(int u) = 0;
+  virtual void release(int u) = 0;
+  // Starts making unit u whole ahead of its fetch (stage 3 gathers asynchronously).
+  virtual void prefetch(int /*u*/) {}
+  virtual const float* params(int u) = 0;  // (unit padded) f32: whole unit, between fetch and release
+
+  // The whole gradient accumulator of unit u, zeroed at first use in a step.
+  virtual float* grads(int u) = 0;
+  // Unit u's gradient is complete: start reducing it (sum over ranks, in rank order).
+  virtual void reduce_gradients(int u) = 0;
+  // Waits for every reduction started in this step; gradients are then averaged over ranks.
+  virtual void finish_reduction() = 0;
+
+  virtual void optimizer_step(const AdamStep& s) = 0;
+  // After the optimizer: make the updated parameters whole where the stage keeps them whole.
+  virtual void gather_parameters() = 0;
+
+  // Copies every parameter, whole and unpadded, in layout order into out (layout.numel()).
+  // A collective in stage 3 (every rank must call it).
+  virtual void copy_full_parameters(float* out) = 0;
+};
+
+std::unique_ptr<Stage> make_stage(int stage, const StageContext& ctx);
+
+// ---- shared by the stage implementations ----
+
+// Adam's moments for this rank's shard (stages 1-3) or for everything (stage 0): m and v are
+// laid out like the buffer they update.
+struct AdamMoments {
+  Buffer m;  // (numel) f32, device tier, optimizer state
+  Buffer v;  // (numel) f32, device tier, optimizer state
+  AdamMoments(Ledger& ledger, std::size_t numel);
+};
+
+// Runs Adam over the elements `segments` describe, at base offsets into p, g, m and v.
+// Padding segments are skipped (they stay zero).
+void adam_segments(const AdamStep& s, const std::vector<Segment>& segments, float* p, const float* g, float* m,
+                   float* v);
+
+// g /= world size, the one averaging every stage performs, so stages agree bit for bit.
+void average_gradients(float* g, std::size_t n, int world_size);
+
+// Unit gradients that exist only while backward produces them (stages 2 and 3): allocated at
+// first use, reduce-scattered into this rank's gradient shard when complete, then freed. One
+// reduction is in flight while backward goes on; the next one waits for it, so at most two
+// whole unit gradients are alive.
+class TransientGradients {
+ public:
+  TransientGradients(const StageContext& ctx, float* grad_shard);
+  ~TransientGradients();
+  TransientGradients(const TransientGradients&) = delete;
+  TransientGradients& operator=(const TransientGradients&) = delete;
+  float* get(int u);
+  void reduce(int u);
+  void finish();
+
+ private:
+  void wait_pending();
+
+  const FlatLayout& layout_;
+  Communicator& comm_;
+  Ledger& ledger_;
+  float* grad_shard_;          // (shard) f32: where reduced slices land
+  std::vector<Buffer> whole_;  // (num_units) whole unit gradients, alive between get and reduce
+  int pending_unit_ = -1;
+  Handle pending_;
+};
+
+// Collectives in flight. Waits for all of them when destroyed (errors then are swallowed: the
+// first error already surfaced), so no transfer outlives the buffers it writes; declare it after
+// those buffers.
+class PendingOps {
+ public:
+  PendingOps() = default;
+  PendingOps(const PendingOps&) = delete;
+  PendingOps& operator=(const PendingOps&) = delete;
+  ~PendingOps();
+  void add(Handle h) { ops_.push_back(std::move(h)); }
+  void wait_all();
+
+ private:
+  std::vector<Handle> ops_;
+};
+
+// Copies unit u's parameters, unpadded, from its whole flat buffer to out.
+void copy_unpadded(const UnitPlace& unit, const float* whole, float* out);
+
+}  // namespace zero

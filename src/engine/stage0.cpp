@@ -1,0 +1,70 @@
+// Stage 0: plain data parallelism (DDP). Every rank holds everything: parameters, gradients and
+// Adam's moments, 16 bytes per parameter. Gradients are all-reduced unit by unit as backward
+// completes them, and every rank runs the same Adam step over all parameters.
+#include "engine/stage.h"
+#include "partition/init.h"
+
+namespace zero {
+namespace {
+
+class Stage0 final : public Stage {
+ public:
+  explicit Stage0(const StageContext& ctx)
+      : ctx_(ctx),
+        params_(ctx.ledger, Tier::kDevice, Category::kParameters, ctx.layout.padded_numel(), "parameters"),
+        grads_(ctx.ledger, Tier::kDevice, Category::kGradients, ctx.layout.padded_numel(), "gradients"),
+        moments_(ctx.ledger, ctx.layout.padded_numel()) {
+    for (int u = 0; u < ctx.layout.num_units(); ++u) {
+      const UnitPlace& unit = ctx.layout.unit(u);
+      init_segments(unit, ctx.layout.unit_segments(u), ctx.seed, params_.data() + unit.flat_offset);
+    }
+  }
+
+  void fetch(int) override {}
+  void release(int) override {}
+  const float* params(int u) override { return params_.data() + ctx_.layout.unit(u).flat_offset; }
+
+  float* grads(int u) override { return grads_.data() + ctx_.layout.unit(u).flat_offset; }
+
+  void reduce_gradients(int u) override {
+    const UnitPlace& unit = ctx_.layout.unit(u);
+    pending_.add(ctx_.comm.all_reduce_async({grads_.data() + unit.flat_offset, unit.padded}));
+  }
+
+  void finish_reduction() override {
+    pending_.wait_all();
+    average_gradients(grads_.data(), grads_.size(), ctx_.comm.size());
+  }
+
+  void optimizer_step(const AdamStep& s) override {
+    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
+      const std::size_t o = ctx_.layout.unit(u).flat_offset;
+      adam_segments(s, ctx_.layout.unit_segments(u), params_.data() + o, grads_.data() + o,
+                    moments_.m.data() + o, moments_.v.data() + o);
+    }
+    std::fill(grads_.span().begin(), grads_.span().end(), 0.0f);  // the next backward accumulates from zero
+  }
+
+  void gather_parameters() override {}
+
+  void copy_full_parameters(float* out) override {
+    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
+      const UnitPlace& unit = ctx_.layout.unit(u);
+      copy_unpadded(unit, params_.data() + unit.flat_offset, out);
+      out += unit.numel;
+    }
+  }
+
+ private:
+  StageContext ctx_;
+  Buffer params_;  // (padded_numel) f32, device tier: all parameters, whole
+  Buffer grads_;   // (padded_numel) f32, device tier: all gradients, whole
+  AdamMoments moments_;  // (padded_numel) each
+  PendingOps pending_;  // last: destroyed first
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_stage0(const StageContext& ctx) { return std::make_unique<Stage0>(ctx); }
+
+}  // namespace zero

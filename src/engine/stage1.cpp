@@ -1,0 +1,85 @@
+// Stage 1: optimizer state sharded. Parameters and gradients stay whole on every rank
+// (8 bytes per parameter); Adam's moments exist only for this rank's shard (8/N bytes per
+// parameter). Each unit's gradient is reduce-scattered into this rank's slice of the whole
+// gradient buffer as backward completes it; the rank updates its slice of the parameters; an
+// all-gather then makes the parameters whole again.
+#include "engine/stage.h"
+#include "partition/init.h"
+
+namespace zero {
+namespace {
+
+class Stage1 final : public Stage {
+ public:
+  explicit Stage1(const StageContext& ctx)
+      : ctx_(ctx),
+        params_(ctx.ledger, Tier::kDevice, Category::kParameters, ctx.layout.padded_numel(), "parameters"),
+        grads_(ctx.ledger, Tier::kDevice, Category::kGradients, ctx.layout.padded_numel(), "gradients"),
+        moments_(ctx.ledger, ctx.layout.shard_numel()) {
+    for (int u = 0; u < ctx.layout.num_units(); ++u) {
+      const UnitPlace& unit = ctx.layout.unit(u);
+      init_segments(unit, ctx.layout.unit_segments(u), ctx.seed, params_.data() + unit.flat_offset);
+    }
+  }
+
+  void fetch(int) override {}
+  void release(int) override {}
+  const float* params(int u) override { return params_.data() + ctx_.layout.unit(u).flat_offset; }
+  float* grads(int u) override { return grads_.data() + ctx_.layout.unit(u).flat_offset; }
+
+  void reduce_gradients(int u) override {
+    // In place: this rank's slice of the unit's gradient receives the sum over ranks.
+    pending_.add(ctx_.comm.reduce_scatter_async({grads(u), ctx_.layout.unit(u).padded}, my_slice(grads_, u)));
+  }
+
+  void finish_reduction() override {
+    pending_.wait_all();
+    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
+      auto g = my_slice(grads_, u);
+      average_gradients(g.data(), g.size(), ctx_.comm.size());
+    }
+  }
+
+  void optimizer_step(const AdamStep& s) override {
+    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
+      const std::size_t o = ctx_.layout.unit(u).shard_offset;
+      adam_segments(s, ctx_.layout.slice_segments(u, ctx_.comm.rank()), my_slice(params_, u).data(),
+                    my_slice(grads_, u).data(), moments_.m.data() + o, moments_.v.data() + o);
+    }
+    std::fill(grads_.span().begin(), grads_.span().end(), 0.0f);
+  }
+
+  void gather_parameters() override {
+    PendingOps gathers;
+    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
+      gathers.add(ctx_.comm.all_gather_async(my_slice(params_, u), {params_.data() + ctx_.layout.unit(u).flat_offset, ctx_.layout.unit(u).padded}));
+    }
+    gathers.wait_all();
+  }
+
+  void copy_full_parameters(float* out) override {
+    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
+      copy_unpadded(ctx_.layout.unit(u), params(u), out);
+      out += ctx_.layout.unit(u).numel;
+    }
+  }
+
+ private:
+  // This rank's slice of unit u inside a whole (padded_numel) buffer.
+  std::span<float> my_slice(Buffer& whole, int u) {
+    const UnitPlace& unit = ctx_.layout.unit(u);
+    return {whole.data() + unit.flat_offset + static_cast<std::size_t>(ctx_.comm.rank()) * unit.slice, unit.slice};
+  }
+
+  StageContext ctx_;
+  Buffer params_;        // (padded_numel) f32, device tier: all parameters, whole
+  Buffer grads_;         // (padded_numel) f32, device tier: all gradients, whole
+  AdamMoments moments_;  // (shard_numel) each
+  PendingOps pending_;  // last: destroyed first
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_stage1(const StageContext& ctx) { return std::make_unique<Stage1>(ctx); }
+
+}  // namespace zero

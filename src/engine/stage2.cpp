@@ -1,0 +1,79 @@
+// Stage 2: optimizer state and gradients sharded. Parameters stay whole (4 bytes per
+// parameter); this rank keeps only its slice of the reduced gradients and of Adam's moments
+// (12/N bytes per parameter). Backward writes each unit's gradient into a whole buffer that
+// lives only until the unit is complete: it is then reduce-scattered into the gradient shard
+// and freed. After the step, an all-gather makes the parameters whole again.
+#include "engine/stage.h"
+#include "partition/init.h"
+
+namespace zero {
+namespace {
+
+class Stage2 final : public Stage {
+ public:
+  explicit Stage2(const StageContext& ctx)
+      : ctx_(ctx),
+        params_(ctx.ledger, Tier::kDevice, Category::kParameters, ctx.layout.padded_numel(), "parameters"),
+        grad_shard_(ctx.ledger, Tier::kDevice, Category::kGradients, ctx.layout.shard_numel(), "gradient shard"),
+        moments_(ctx.ledger, ctx.layout.shard_numel()),
+        transient_(ctx, grad_shard_.data()) {
+    for (int u = 0; u < ctx.layout.num_units(); ++u) {
+      const UnitPlace& unit = ctx.layout.unit(u);
+      init_segments(unit, ctx.layout.unit_segments(u), ctx.seed, params_.data() + unit.flat_offset);
+    }
+  }
+
+  void fetch(int) override {}
+  void release(int) override {}
+  const float* params(int u) override { return params_.data() + ctx_.layout.unit(u).flat_offset; }
+
+  float* grads(int u) override { return transient_.get(u); }
+  void reduce_gradients(int u) override { transient_.reduce(u); }
+
+  void finish_reduction() override {
+    transient_.finish();
+    average_gradients(grad_shard_.data(), grad_shard_.size(), ctx_.comm.size());
+  }
+
+  void optimizer_step(const AdamStep& s) override {
+    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
+      const std::size_t o = ctx_.layout.unit(u).shard_offset;
+      adam_segments(s, ctx_.layout.slice_segments(u, ctx_.comm.rank()), my_params(u), grad_shard_.data() + o,
+                    moments_.m.data() + o, moments_.v.data() + o);
+    }
+  }
+
+  void gather_parameters() override {
+    PendingOps gathers;
+    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
+      const UnitPlace& unit = ctx_.layout.unit(u);
+      gathers.add(ctx_.comm.all_gather_async({my_params(u), unit.slice}, {params_.data() + unit.flat_offset, unit.padded}));
+    }
+    gathers.wait_all();
+  }
+
+  void copy_full_parameters(float* out) override {
+    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
+      copy_unpadded(ctx_.layout.unit(u), params(u), out);
+      out += ctx_.layout.unit(u).numel;
+    }
+  }
+
+ private:
+  float* my_params(int u) {
+    const UnitPlace& unit = ctx_.layout.unit(u);
+    return params_.data() + unit.flat_offset + static_cast<std::size_t>(ctx_.comm.rank()) * unit.slice;
+  }
+
+  StageContext ctx_;
+  Buffer params_;      // (padded_numel) f32, device tier: all parameters, whole
+  Buffer grad_shard_;  // (shard_numel) f32, device tier: this rank's reduced gradients
+  AdamMoments moments_;  // (shard_numel) each
+  TransientGradients transient_;
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_stage2(const StageContext& ctx) { return std::make_unique<Stage2>(ctx); }
+
+}  // namespace zero

@@ -1,0 +1,85 @@
+#include "common/error.h"
+#include "engine/stage.h"
+
+#include <cstring>
+
+namespace zero {
+
+AdamMoments::AdamMoments(Ledger& ledger, std::size_t numel)
+    : m(ledger, Tier::kDevice, Category::kOptimizerState, numel, "Adam first moment"),
+      v(ledger, Tier::kDevice, Category::kOptimizerState, numel, "Adam second moment") {}
+
+void adam_segments(const AdamStep& s, const std::vector<Segment>& segments, float* p, const float* g, float* m,
+                   float* v) {
+  for (const Segment& seg : segments) {
+    if (seg.param < 0) continue;
+    const std::size_t o = seg.offset;
+    adam_reference(s, seg.decay, p + o, g + o, m + o, v + o, seg.numel);
+  }
+}
+
+void average_gradients(float* g, std::size_t n, int world_size) {
+  if (world_size == 1) return;
+  const float w = static_cast<float>(world_size);
+  for (std::size_t i = 0; i < n; ++i) g[i] = g[i] / w;
+}
+
+void copy_unpadded(const UnitPlace& unit, const float* whole, float* out) {
+  std::memcpy(out, whole, unit.numel * sizeof(float));
+}
+
+PendingOps::~PendingOps() {
+  for (const Handle& h : ops_) {
+    try {
+      h.wait();
+    } catch (...) {
+    }
+  }
+}
+
+void PendingOps::wait_all() {
+  std::vector<Handle> ops = std::move(ops_);
+  ops_.clear();
+  for (const Handle& h : ops) h.wait();
+}
+
+TransientGradients::~TransientGradients() {
+  try {
+    pending_.wait();
+  } catch (...) {
+  }
+}
+
+TransientGradients::TransientGradients(const StageContext& ctx, float* grad_shard)
+    : layout_(ctx.layout), comm_(ctx.comm), ledger_(ctx.ledger), grad_shard_(grad_shard), whole_(ctx.layout.num_units()) {}
+
+float* TransientGradients::get(int u) {
+  Buffer& b = whole_.at(u);
+  if (b.empty()) {
+    b = Buffer(ledger_, Tier::kDevice, Category::kGradients, layout_.unit(u).padded,
+               cat("gradient of unit '", layout_.unit(u).name, "'"));
+  }
+  return b.data();
+}
+
+void TransientGradients::reduce(int u) {
+  wait_pending();
+  const UnitPlace& unit = layout_.unit(u);
+  float* whole = get(u);  // a unit whose parameters got no gradient still reduces zeros
+  pending_ = comm_.reduce_scatter_async({whole, unit.padded}, {grad_shard_ + unit.shard_offset, unit.slice});
+  pending_unit_ = u;
+}
+
+void TransientGradients::wait_pending() {
+  if (pending_unit_ < 0) return;
+  pending_.wait();
+  whole_[pending_unit_].reset();
+  pending_unit_ = -1;
+}
+
+void TransientGradients::finish() {
+  wait_pending();
+  for (const Buffer& b : whole_) ZERO_CHECK(b.empty(), "a unit gradient was never reduced");
+}
+
+}  // namespace zero

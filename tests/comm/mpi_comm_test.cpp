@@ -1,0 +1,274 @@
+// The communicator on the "mpi" backend, run as real processes by CTest:
+//   mpirun -np 2 mpi_comm_test    and    mpirun -np 4 mpi_comm_test
+// Every rank runs the same tests in the same order (each test issues the same collectives on
+// every rank). The one communicator lives for the whole run (MPI can be initialised once per
+// process): made in main before the tests and destroyed after them, which runs MPI_Finalize.
+// Results are checked bit for bit against the rank-order sum computed locally, and against the
+// "threads" backend run in this process on the same inputs: the two backends must agree exactly.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm_test_util.h"
+#include "comm/communicator.h"
+#include "comm/thread_world.h"
+#include "common/error.h"
+#include "memory/ledger.h"
+
+namespace zero {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::bits_equal;
+using testing::rank_input;
+using testing::slot;
+using testing::sum_in_rank_order;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr std::size_t kSizes[] = {0, 1, 5, 1500};  // elements per rank; 1500 crosses the 1024-element sum tile
+
+Ledger g_ledger;                        // the communicator's scratch is accounted here
+std::unique_ptr<Communicator> g_comm;  // the process's one MPI communicator
+
+Communicator& comm() { return *g_comm; }
+std::size_t world() { return static_cast<std::size_t>(g_comm->size()); }
+int rank() { return g_comm->rank(); }
+int idx(Collective c) { return static_cast<int>(c); }
+
+// What the threads backend computes for all_reduce of rank_input(r, n, salt) on every rank r.
+std::vector<std::vector<float>> threads_all_reduce(int n_ranks, std::size_t n, int salt) {
+  std::vector<std::vector<float>> out(n_ranks);
+  ThreadWorld threads(n_ranks);
+  threads.run([&](int r) {
+    auto c = threads.communicator(r);
+    out[r] = rank_input(r, n, salt);
+    c->all_reduce(out[r]);
+  });
+  return out;
+}
+
+TEST(MpiComm, IdentityMatchesTheLaunch) {
+  EXPECT_EQ(comm().backend(), "mpi");
+  int launched = 0;
+  ASSERT_TRUE(launched_by_mpi(&launched));
+  EXPECT_EQ(comm().size(), launched);
+  EXPECT_GE(rank(), 0);
+  EXPECT_LT(rank(), comm().size());
+  // Every rank a different number, together 0..N-1.
+  std::vector<int> ranks(world(), -1);
+  const int mine = rank();
+  comm().all_gather_bytes(&mine, sizeof mine, ranks.data());
+  for (std::size_t j = 0; j < world(); ++j) EXPECT_EQ(ranks[j], static_cast<int>(j));
+}
+
+TEST(MpiComm, ReduceScatterSumsInRankOrder) {
+  const std::size_t n = world();
+  for (std::size_t k : kSizes) {
+    SCOPED_TRACE(::testing::Message() << "k = " << k);
+    const auto send = rank_input(rank(), n * k, 2);
+    std::vector<float> recv(k, kNaN);
+    comm().reduce_scatter(send, recv);
+    EXPECT_TRUE(bits_equal(recv, slot(sum_in_rank_order(n, n * k, 2), rank(), k)));
+    EXPECT_TRUE(bits_equal(send, rank_input(rank(), n * k, 2))) << "send must not change";
+  }
+}
+
+TEST(MpiComm, ReduceScatterInPlace) {
+  const std::size_t n = world(), k = 1500;
+  auto data = rank_input(rank(), n * k, 3);
+  comm().reduce_scatter(data, std::span<float>(data).subspan(rank() * k, k));
+  const auto expected = sum_in_rank_order(n, n * k, 3);
+  const auto original = rank_input(rank(), n * k, 3);
+  for (std::size_t j = 0; j < n; ++j) {
+    const auto& want = static_cast<int>(j) == rank() ? expected : original;
+    EXPECT_TRUE(bits_equal(slot(data, j, k), slot(want, j, k))) << "slot " << j;
+  }
+}
+
+TEST(MpiComm, ReduceScatterScratchIsAccountedAndReturned) {
+  const std::size_t n = world(), k = 100;
+  g_ledger.reset_peaks();
+  const std::uint64_t before = g_ledger.current(Tier::kDevice, Category::kCommBuffers);
+  const auto send = rank_input(rank(), n * k, 8);
+  std::vector<float> recv(k);
+  comm().reduce_scatter(send, recv);
+  EXPECT_EQ(g_ledger.current(Tier::kDevice, Category::kCommBuffers), before);
+  EXPECT_EQ(g_ledger.peak(Tier::kDevice, Category::kCommBuffers), before + n * k * sizeof(float));
+}
+
+TEST(MpiComm, AllGatherConcatenatesInRankOrder) {
+  const std::size_t n = world();
+  for (std::size_t k : kSizes) {
+    SCOPED_TRACE(::testing::Message() << "k = " << k);
+    const auto send = rank_input(rank(), k, 4);
+    std::vector<float> recv(n * k, kNaN);
+    comm().all_gather(send, recv);
+    for (std::size_t j = 0; j < n; ++j) EXPECT_TRUE(bits_equal(slot(recv, j, k), rank_input(j, k, 4))) << "slot " << j;
+  }
+}
+
+TEST(MpiComm, AllGatherInPlace) {
+  const std::size_t n = world(), k = 33;
+  std::vector<float> data(n * k, kNaN);
+  const auto mine = rank_input(rank(), k, 5);
+  std::copy(mine.begin(), mine.end(), data.begin() + rank() * k);
+  comm().all_gather(std::span<const float>(data).subspan(rank() * k, k), data);
+  for (std::size_t j = 0; j < n; ++j) EXPECT_TRUE(bits_equal(slot(data, j, k), rank_input(j, k, 5))) << "slot " << j;
+}
+
+TEST(MpiComm, AllReduceEqualsRankOrderSumAndTheThreadsBackend) {
+  const std::size_t n = world();
+  for (std::size_t k : kSizes) {
+    SCOPED_TRACE(::testing::Message() << "k = " << k);
+    auto data = rank_input(rank(), n * k, 6);
+    comm().all_reduce(data);
+    EXPECT_TRUE(bits_equal(data, sum_in_rank_order(n, n * k, 6)));
+    const auto threads = threads_all_reduce(static_cast<int>(n), n * k, 6);
+    EXPECT_TRUE(bits_equal(data, threads[rank()])) << "mpi and threads backends disagree";
+  }
+}
+
+TEST(MpiComm, InputsTellSummationOrdersApart) {
+  if (world() < 3) GTEST_SKIP() << "two addends commute exactly";
+  const std::size_t n = 4096;
+  EXPECT_GT(testing::count_bit_differences(sum_in_rank_order(world(), n, 1), testing::sum_in_reverse_order(world(), n, 1)),
+            n / 10);
+}
+
+TEST(MpiComm, BroadcastFromEveryRoot) {
+  const std::size_t k = 17;
+  for (int root = 0; root < comm().size(); ++root) {
+    auto data = rank_input(rank(), k, 7);
+    comm().broadcast(data, root);
+    EXPECT_TRUE(bits_equal(data, rank_input(root, k, 7))) << "root " << root;
+  }
+}
+
+TEST(MpiComm, BarrierWaitsForTheLastRank) {
+  // The last rank arrives late; nobody may leave the barrier before it arrived.
+  const auto start = std::chrono::steady_clock::now();
+  if (rank() == comm().size() - 1) std::this_thread::sleep_for(200ms);
+  comm().barrier();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 190ms);
+}
+
+TEST(MpiComm, AsyncHandlesWaitedOutOfOrder) {
+  const std::size_t n = world(), k = 1100;
+  constexpr int kReduces = 4;
+  const auto rs_send = rank_input(rank(), n * k, 10);
+  std::vector<float> rs_recv(k, kNaN);
+  const auto ag_send = rank_input(rank(), k, 11);
+  std::vector<float> ag_recv(n * k, kNaN);
+  auto bc = rank_input(rank(), k, 12);
+  std::vector<std::vector<float>> ar(kReduces);
+  for (int i = 0; i < kReduces; ++i) ar[i] = rank_input(rank(), n * k, 20 + i);
+
+  std::vector<Handle> h;
+  h.push_back(comm().reduce_scatter_async(rs_send, rs_recv));
+  h.push_back(comm().all_reduce_async(ar[0]));
+  h.push_back(comm().all_gather_async(ag_send, ag_recv));
+  h.push_back(comm().all_reduce_async(ar[1]));
+  h.push_back(comm().barrier_async());
+  h.push_back(comm().broadcast_async(bc, static_cast<int>(n) - 1));
+  h.push_back(comm().all_reduce_async(ar[2]));
+  h.push_back(comm().all_reduce_async(ar[3]));
+  for (int i : {5, 2, 7, 0, 4, 1, 6, 3}) h[i].wait();
+  h[3].wait();  // waiting twice is fine
+
+  EXPECT_TRUE(bits_equal(rs_recv, slot(sum_in_rank_order(n, n * k, 10), rank(), k)));
+  for (std::size_t j = 0; j < n; ++j) EXPECT_TRUE(bits_equal(slot(ag_recv, j, k), rank_input(j, k, 11))) << "all_gather slot " << j;
+  EXPECT_TRUE(bits_equal(bc, rank_input(static_cast<int>(n) - 1, k, 12)));
+  for (int i = 0; i < kReduces; ++i) EXPECT_TRUE(bits_equal(ar[i], sum_in_rank_order(n, n * k, 20 + i))) << "all_reduce " << i;
+}
+
+TEST(MpiComm, TrafficCountersShowPayloadBytes) {
+  const std::size_t n = world(), k = 7;
+  const Traffic before = comm().traffic();
+  std::vector<float> big(n * k, 1.0f), small(k, 1.0f);
+  comm().reduce_scatter(big, small);
+  comm().reduce_scatter(big, small);
+  comm().all_gather(small, big);
+  comm().all_reduce(big);
+  comm().all_reduce(big);
+  comm().all_reduce(big);
+  comm().broadcast(small, 0);
+  comm().barrier();
+  comm().barrier();
+  const Traffic t = comm().traffic() - before;
+  const std::uint64_t piece = (n - 1) * k * 4;
+  EXPECT_EQ(t.calls[idx(Collective::kReduceScatter)], 2u);
+  EXPECT_EQ(t.sent[idx(Collective::kReduceScatter)], 2 * piece);
+  EXPECT_EQ(t.received[idx(Collective::kReduceScatter)], 2 * piece);
+  EXPECT_EQ(t.calls[idx(Collective::kAllGather)], 1u);
+  EXPECT_EQ(t.sent[idx(Collective::kAllGather)], piece);
+  EXPECT_EQ(t.received[idx(Collective::kAllGather)], piece);
+  EXPECT_EQ(t.calls[idx(Collective::kAllReduce)], 3u);
+  EXPECT_EQ(t.sent[idx(Collective::kAllReduce)], 3 * 2 * piece);
+  EXPECT_EQ(t.received[idx(Collective::kAllReduce)], 3 * 2 * piece);
+  EXPECT_EQ(t.calls[idx(Collective::kBroadcast)], 1u);
+  EXPECT_EQ(t.sent[idx(Collective::kBroadcast)], rank() == 0 ? (n - 1) * k * 4 : 0u);
+  EXPECT_EQ(t.received[idx(Collective::kBroadcast)], rank() == 0 ? 0u : k * 4);
+  EXPECT_EQ(t.calls[idx(Collective::kBarrier)], 2u);
+  EXPECT_EQ(t.sent[idx(Collective::kBarrier)], 0u);
+}
+
+// Under mpirun with several processes, a one-process backend would train N separate models.
+TEST(MpiComm, SelfAndThreadsRefuseAnMpiLaunch) {
+  for (const char* name : {"self", "threads"}) {
+    try {
+      make_communicator(name);
+      ADD_FAILURE() << name << " accepted a launch of " << world() << " processes";
+    } catch (const CommError& e) {
+      EXPECT_NE(std::string(e.what()).find("--comm mpi"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Prints failures of ranks other than 0 (whose output gtest prints as usual), tagged by rank.
+class RankFailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit RankFailurePrinter(int r) : rank_(r) {}
+  void OnTestPartResult(const ::testing::TestPartResult& result) override {
+    if (!result.failed()) return;
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::cerr << "[rank " << rank_ << "] " << (info ? info->test_suite_name() : "?") << "." << (info ? info->name() : "?")
+              << " failed at " << (result.file_name() ? result.file_name() : "?") << ":" << result.line_number() << "\n"
+              << result.summary() << std::endl;
+  }
+
+ private:
+  int rank_;
+};
+
+}  // namespace
+}  // namespace zero
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  int rank = 0;
+  try {
+    zero::CommOptions options;
+    options.timeout = std::chrono::seconds(30);  // a failing rank must not stall the others past CTest's limit
+    options.ledger = &zero::g_ledger;
+    zero::g_comm = zero::make_communicator("mpi", options);
+    rank = zero::g_comm->rank();
+  } catch (const std::exception& e) {
+    std::cerr << "mpi_comm_test: " << e.what() << std::endl;
+    return 1;
+  }
+  if (rank != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new zero::RankFailurePrinter(rank));
+  }
+  const int failed = RUN_ALL_TESTS();
+  zero::g_comm.reset();  // MPI_Finalize
+  return failed;
+}

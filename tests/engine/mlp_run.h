@@ -1,0 +1,68 @@
+// Test helper: trains the test MLP with the engine on one rank and records what the tests check.
+#pragma once
+
+#include <vector>
+
+#include <algorithm>
+
+#include "comm/communicator.h"
+#include "common/error.h"
+#include "engine/engine.h"
+#include "memory/ledger.h"
+#include "model/mlp.h"
+
+namespace zero::testing {
+
+struct MlpRun {
+  int stage = 0;
+  int steps = 10;
+  int global_batch = 12;  // rows per step, split evenly over 1, 2, 3 or 4 ranks
+  std::uint64_t seed = 7;
+  MlpShape shape;
+};
+
+struct RankResult {
+  std::vector<float> params;  // whole, after the last step
+  std::vector<float> losses;  // this rank's loss per step
+  TierUsage device;           // ledger, device tier, after the last step
+  Traffic step_traffic;       // the last step's
+  std::size_t numel = 0, padded = 0, largest_unit = 0, second_unit = 0;
+  int units = 0;
+};
+
+inline EngineConfig engine_config(const MlpRun& run) {
+  EngineConfig c;
+  c.stage = run.stage;
+  c.seed = run.seed;
+  c.adam.lr = 1e-2f;
+  c.adam.weight_decay = 0.1f;
+  return c;
+}
+
+// Runs `run` on this rank of `comm`; every rank of the world must call it.
+inline RankResult train_mlp(const MlpRun& run, Communicator& comm, Ledger& ledger) {
+  Mlp mlp(run.shape);
+  Engine engine(engine_config(run), mlp, comm, ledger);
+  RankResult out;
+  const int rows = run.global_batch / comm.size();
+  ZERO_CHECK(rows * comm.size() == run.global_batch, "the global batch must split evenly over the ranks");
+  for (int s = 0; s < run.steps; ++s) {
+    mlp.set_batch(mlp_synthetic_batch(run.shape, run.seed, s, comm.rank() * rows, rows));
+    out.losses.push_back(engine.train_step());
+  }
+  out.device = ledger.usage(Tier::kDevice);
+  out.step_traffic = engine.last_step_traffic();
+  out.params = engine.full_parameters();
+  const FlatLayout& layout = engine.layout();
+  out.numel = layout.numel();
+  out.padded = layout.padded_numel();
+  out.units = layout.num_units();
+  std::vector<std::size_t> sizes;
+  for (int u = 0; u < layout.num_units(); ++u) sizes.push_back(layout.unit(u).padded);
+  std::sort(sizes.rbegin(), sizes.rend());
+  out.largest_unit = sizes[0];
+  out.second_unit = sizes.size() > 1 ? sizes[1] : 0;
+  return out;
+}
+
+}  // namespace zero::testing
