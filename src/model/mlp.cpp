@@ -19,10 +19,10 @@ MlpBatch mlp_synthetic_batch(const MlpShape& shape, std::uint64_t seed, std::int
     const std::uint64_t row = static_cast<std::uint64_t>(first + r);
     float* x = &b.x[static_cast<std::size_t>(r) * in];
     for (int i = 0; i < in; ++i) x[i] = static_cast<float>(2.0 * counter_uniform(key, row * in + i) - 1.0);
-    for (int j = 0; j < out; ++j) {
+    for (int j = 0; j < out; ++j) {  // y_j = sin(a_j . x), |a_j . x| of order 1
       double s = 0;
       for (int i = 0; i < in; ++i) s += std::sin(0.7 * (i + 1) * (j + 1)) * x[i];
-      b.y[static_cast<std::size_t>(r) * out + j] = static_cast<float>(std::sin(s));
+      b.y[static_cast<std::size_t>(r) * out + j] = static_cast<float>(std::sin(2.0 * s / std::sqrt(in)));
     }
   }
   return b;
