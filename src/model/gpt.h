@@ -1,0 +1,58 @@
+// A GPT-2-style decoder on the CPU: token and position embeddings, L pre-LayerNorm blocks of
+// causal multi-head self-attention and a GELU MLP, a final LayerNorm, and an LM head tied to the
+// token embedding. Its units are listed in gpt_shape.h; the head borrows the embedding unit.
+//
+// The engine owns parameters and gradients; this class owns the activations of one micro-batch
+// (B sequences of T tokens), allocated once through the ledger (category activations), so the
+// ledger's peak is the whole story.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/module.h"
+#include "memory/ledger.h"
+#include "model/gpt_shape.h"
+
+namespace zero {
+
+class Gpt final : public Module {
+ public:
+  Gpt(const GptShape& shape, int micro_batch, Ledger& ledger);
+
+  // Bytes the constructor allocates for activations and backward scratch: what the planner uses.
+  static std::uint64_t activation_bytes(const GptShape& shape, int micro_batch);
+
+  // This rank's micro-batch: inputs and next-token targets, (B, T) each, token ids < V.
+  void set_batch(const std::int32_t* inputs, const std::int32_t* targets);
+
+  std::vector<UnitSpec> units() const override { return shape_.units(); }
+  void forward(int unit, const UnitViews& views) override;
+  void backward(int unit, const UnitViews& views) override;
+  float loss() const override { return loss_; }
+
+  // After a forward: the next-token distribution at sequence b, position t: (V) f32.
+  const float* probs(int b, int t) const;
+  const GptShape& shape() const { return shape_; }
+  int micro_batch() const { return B_; }
+
+ private:
+  struct Activations;
+  void embedding_forward(const UnitViews& v);
+  void block_forward(int l, const UnitViews& v);
+  void head_forward(const UnitViews& v);
+  void block_backward(int l, const UnitViews& v);
+  void head_backward(const UnitViews& v);
+  void embedding_backward(const UnitViews& v);
+  const float* block_input(int l) const;
+
+  GptShape shape_;
+  int B_;
+  std::vector<std::int32_t> inputs_, targets_;  // (B, T)
+  std::vector<Buffer> buffers_;                 // every activation, in activation_plan order
+  std::vector<float*> acts_;                    // the same, by index (see gpt.cpp: Act)
+  float loss_ = 0.0f;
+};
+
+}  // namespace zero

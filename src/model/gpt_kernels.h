@@ -1,0 +1,47 @@
+// CPU kernels of the GPT, forward and backward. Matrix products go to OpenBLAS; the rest is
+// OpenMP over independent rows. Every kernel is deterministic: each output element is computed
+// by one thread in a fixed order (reductions over rows run per output channel), so results do
+// not depend on the thread count, and ranks computing the same thing get the same bits.
+// Shapes: B batch, T time, C channels, OC output channels, NH heads, V vocabulary.
+#pragma once
+
+#include <cstdint>
+
+namespace zero::gpt {
+
+// out (B,T,C) = wte[tokens] + wpe[t]
+void encoder_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T, int C);
+// dwte[tokens] += dout, dwpe[t] += dout
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T, int C);
+
+// out = (x - mean) * rstd * w + b over the last dimension; mean, rstd (N) saved for backward.
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b, int N, int C);
+// dinp += ..., dw += ..., db += ...
+void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                        const float* mean, const float* rstd, int N, int C);
+
+// out (N,OC) = inp (N,C) @ w^T (w: (OC,C)) + bias (OC; may be null)
+void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC);
+// dinp (N,C) = dout @ w (overwritten); dw (OC,C) += dout^T @ inp; dbias (OC) += column sums of dout
+void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int N,
+                     int C, int OC);
+
+// Causal self-attention. qkv (B,T,3C) holds q, k, v; preatt, att (B,NH,T,T); out (B,T,C).
+void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH);
+// dqkv (B,T,3C) = ... (overwritten); datt, dpreatt (B,NH,T,T) scratch
+void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv, const float* att,
+                        int B, int T, int C, int NH);
+
+// GELU, tanh approximation (GPT-2)
+void gelu_forward(float* out, const float* inp, std::int64_t n);
+void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n);  // dinp = overwritten
+
+void residual_forward(float* out, const float* a, const float* b, std::int64_t n);
+
+// probs (N,V) = softmax(logits); losses (N) = -log probs[target]; returns the mean loss.
+float softmax_crossentropy_forward(float* probs, float* losses, const float* logits, const std::int32_t* targets, int N,
+                                   int V);
+// dlogits (N,V) = (probs - onehot(target)) / N   (overwritten)
+void softmax_crossentropy_backward(float* dlogits, const float* probs, const std::int32_t* targets, int N, int V);
+
+}  // namespace zero::gpt
