@@ -1,5 +1,6 @@
 #include "engine/engine.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "common/error.h"
@@ -23,6 +24,9 @@ void check_stage(int stage) {
 
 void check_config(const EngineConfig& config, const FlatLayout& layout) {
   check_stage(config.stage);
+  if (!(config.gradient_clipping >= 0.0f)) {
+    throw ConfigError(cat("[engine] gradient_clipping must be >= 0 (0 turns it off), not ", config.gradient_clipping));
+  }
   adam_step_scalars(config.adam, 1);  // validates the hyperparameters
   const int n = layout.world_size();
   for (int u = 0; u < layout.num_units(); ++u) {
@@ -82,14 +86,68 @@ Engine::~Engine() = default;
 // The training step, as in the paper: forward, backward with gradient reduction as units
 // complete, the optimizer on this rank's shard, then whatever gathering the stage needs.
 float Engine::train_step() {
-  const Traffic before = comm_.traffic();
-  comm_.set_context(cat("step ", step_ + 1));
+  const float loss = forward_backward(true);
+  step();
+  return loss;
+}
+
+float Engine::forward_backward(bool last) {
+  if (micro_batches_ == 0) step_start_traffic_ = comm_.traffic();
+  comm_.set_context(cat("step ", step_ + 1, ", micro-batch ", micro_batches_ + 1));
+  stage_->begin_micro_batch(micro_batches_ == 0, last);
   forward();
   backward();
-  stage_->finish_reduction();
+  ++micro_batches_;
+  return module_.loss();
+}
+
+StepReport Engine::step() {
+  ZERO_CHECK(micro_batches_ > 0, "step() without forward_backward()");
+  comm_.set_context(cat("step ", step_ + 1, ", optimizer"));
+  stage_->finish_reduction(micro_batches_);
+  micro_batches_ = 0;
+  StepReport report;
+  report.lr = config_.adam.lr;
+  if (config_.gradient_clipping > 0.0f || config_.report_grad_norm) report.grad_norm = global_grad_norm();
+  if (config_.gradient_clipping > 0.0f) {
+    // DeepSpeed's rule: scale by max_norm / (norm + 1e-6) when that is below one.
+    const double coef = config_.gradient_clipping / (report.grad_norm + 1e-6);
+    if (coef < 1.0) {
+      stage_->scale_gradients(static_cast<float>(coef));
+      report.clipped = true;
+    }
+  }
   stage_->optimizer_step(adam_step_scalars(config_.adam, ++step_));
   stage_->gather_parameters();
-  last_traffic_ = comm_.traffic() - before;
+  last_traffic_ = comm_.traffic() - step_start_traffic_;
+  return report;
+}
+
+// The norm of the whole reduced gradient: each rank sums the squares of its slices in double,
+// the partial sums are gathered and added in rank order. Every stage sums the same elements in
+// the same order, so the norm (and clipping) is the same in every stage, and equals the norm
+// of the unsharded gradient up to that summation order.
+double Engine::global_grad_norm() {
+  double partial = 0.0;
+  for (std::span<const float> slice : stage_->gradient_slices())
+    for (float g : slice) partial += static_cast<double>(g) * g;
+  std::vector<double> partials(comm_.size());
+  comm_.all_gather_bytes(&partial, sizeof partial, partials.data());
+  double total = 0.0;
+  for (double p : partials) total += p;
+  return std::sqrt(total);
+}
+
+void Engine::set_learning_rate(float lr) {
+  AdamConfig next = config_.adam;
+  next.lr = lr;
+  adam_step_scalars(next, 1);  // validates
+  config_.adam = next;
+}
+
+float Engine::evaluate() {
+  ZERO_CHECK(micro_batches_ == 0, "evaluate() in the middle of gradient accumulation");
+  forward();
   return module_.loss();
 }
 

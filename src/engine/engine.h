@@ -4,6 +4,10 @@
 //   model.set_batch(...);                           // this rank's micro-batch (model-specific)
 //   float loss = engine.train_step();               // forward, backward + reduce, Adam, gather
 //
+// With gradient accumulation, each optimizer step is several micro-batches:
+//   for (m = 0; m < k; ++m) { model.set_batch(...); engine.forward_backward(m == k - 1); }
+//   engine.step();
+//
 // Every stage gives the same parameters, bit for bit, for a given world size and seed.
 #pragma once
 
@@ -25,6 +29,14 @@ struct EngineConfig {
   int stage = 0;            // ZeRO stage: 0 (DDP), 1, 2 or 3
   AdamConfig adam;
   std::uint64_t seed = 1234;  // initialisation (counter-based: the same whatever the world size)
+  float gradient_clipping = 0.0f;  // max global gradient norm; 0: no clipping
+  bool report_grad_norm = false;   // compute the global norm every step even without clipping
+};
+
+struct StepReport {
+  float lr = 0.0f;
+  double grad_norm = -1.0;  // global norm before clipping; -1 when not computed
+  bool clipped = false;
 };
 
 class Engine {
@@ -39,18 +51,30 @@ class Engine {
   // One optimizer step on the micro-batch the module holds. Returns this rank's loss.
   float train_step();
 
+  // Forward and backward of the micro-batch the module holds; `last` marks the last micro-batch
+  // before step(). Returns this rank's loss on it.
+  float forward_backward(bool last);
+  // The optimizer step over the gradients accumulated since the last one: average, norm and
+  // clipping, Adam on this rank's shard, then the gathers the stage needs.
+  StepReport step();
+  // The learning rate of the next step (a schedule sets it before each step).
+  void set_learning_rate(float lr);
+  // Forward only (validation, sampling): this rank's loss on the micro-batch the module holds.
+  float evaluate();
+
   // Every parameter, whole and unpadded, in layout order. A collective in stage 3.
   std::vector<float> full_parameters();
 
   const FlatLayout& layout() const { return layout_; }
   const EngineConfig& config() const { return config_; }
   std::int64_t steps_done() const { return step_; }
-  // Bytes moved by the last train_step, by kind of collective.
+  // Bytes moved by the last optimizer step (all its micro-batches), by kind of collective.
   const Traffic& last_step_traffic() const { return last_traffic_; }
 
  private:
   void forward();
   void backward();
+  double global_grad_norm();
   UnitViews views_for(int u, bool with_grads);
 
   EngineConfig config_;
@@ -59,6 +83,8 @@ class Engine {
   FlatLayout layout_;
   std::unique_ptr<Stage> stage_;
   std::int64_t step_ = 0;
+  int micro_batches_ = 0;  // since the last optimizer step
+  Traffic step_start_traffic_;
   Traffic last_traffic_;
 };
 

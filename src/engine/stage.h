@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -32,12 +33,25 @@ class Stage {
   virtual void prefetch(int /*u*/) {}
   virtual const float* params(int u) = 0;  // (unit padded) f32: whole unit, between fetch and release
 
-  // The whole gradient accumulator of unit u, zeroed at first use in a step.
+  // A micro-batch's forward and backward begin. `first`: the first since the last optimizer
+  // step; `boundary`: the last before the next one (gradient accumulation ends there).
+  virtual void begin_micro_batch(bool first, bool boundary) = 0;
+  // The whole gradient accumulator of unit u (backward adds into it).
   virtual float* grads(int u) = 0;
-  // Unit u's gradient is complete: start reducing it (sum over ranks, in rank order).
+  // Unit u's gradient for this micro-batch is complete. Stages 0 and 1 accumulate locally and
+  // reduce at the boundary only; stages 2 and 3 reduce-scatter every micro-batch and accumulate
+  // the reduced slices (what they keep is only the shard).
   virtual void reduce_gradients(int u) = 0;
-  // Waits for every reduction started in this step; gradients are then averaged over ranks.
-  virtual void finish_reduction() = 0;
+  // Waits for every reduction of this step, then divides the gradients by N * micro_batches:
+  // the mean over every sequence of the global batch.
+  virtual void finish_reduction(int micro_batches) = 0;
+
+  // This rank's slice of every unit's reduced gradient (stage 0: the same elements, inside its
+  // whole buffer), for the global gradient norm: summed per rank, then over ranks, in a fixed
+  // order, the norm is the same in every stage.
+  virtual std::vector<std::span<const float>> gradient_slices() = 0;
+  // Multiplies every reduced gradient this rank will use by c (gradient clipping).
+  virtual void scale_gradients(float c) = 0;
 
   virtual void optimizer_step(const AdamStep& s) = 0;
   // After the optimizer: make the updated parameters whole where the stage keeps them whole.
@@ -65,8 +79,8 @@ struct AdamMoments {
 void adam_segments(const AdamStep& s, const std::vector<Segment>& segments, float* p, const float* g, float* m,
                    float* v);
 
-// g /= world size, the one averaging every stage performs, so stages agree bit for bit.
-void average_gradients(float* g, std::size_t n, int world_size);
+// g /= (world size * micro-batches): the one averaging every stage performs, so stages agree.
+void average_gradients(float* g, std::size_t n, int divisor);
 
 // Unit gradients that exist only while backward produces them (stages 2 and 3): allocated at
 // first use, reduce-scattered into this rank's gradient shard when complete, then freed. One
@@ -75,6 +89,10 @@ void average_gradients(float* g, std::size_t n, int world_size);
 class TransientGradients {
  public:
   TransientGradients(const StageContext& ctx, float* grad_shard);
+  // A micro-batch begins: the previous one's last reduction completes first (its whole buffer
+  // must not be reused while in flight). `accumulate`: add the reduced slices to the shard
+  // instead of overwriting it.
+  void begin_micro_batch(bool accumulate);
   ~TransientGradients();
   TransientGradients(const TransientGradients&) = delete;
   TransientGradients& operator=(const TransientGradients&) = delete;
@@ -92,7 +110,13 @@ class TransientGradients {
   std::vector<Buffer> whole_;  // (num_units) whole unit gradients, alive between get and reduce
   int pending_unit_ = -1;
   Handle pending_;
+  bool accumulate_ = false;
+  Buffer reduced_;  // (unit slice) f32, comm buffer: a reduced slice on its way into the shard
 };
+
+// The shard-sized gradient helpers every sharded stage shares: rank r's slices of each unit.
+std::vector<std::span<const float>> shard_slices(const FlatLayout& layout, const float* shard);
+void scale(float* g, std::size_t n, float c);
 
 // Collectives in flight. Waits for all of them when destroyed (errors then are swallowed: the
 // first error already surfaced), so no transfer outlives the buffers it writes; declare it after

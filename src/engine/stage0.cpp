@@ -26,15 +26,29 @@ class Stage0 final : public Stage {
 
   float* grads(int u) override { return grads_.data() + ctx_.layout.unit(u).flat_offset; }
 
+  void begin_micro_batch(bool, bool boundary) override { boundary_ = boundary; }
+
   void reduce_gradients(int u) override {
+    if (!boundary_) return;  // accumulate locally until the last micro-batch
     const UnitPlace& unit = ctx_.layout.unit(u);
     pending_.add(ctx_.comm.all_reduce_async({grads_.data() + unit.flat_offset, unit.padded}));
   }
 
-  void finish_reduction() override {
+  void finish_reduction(int micro_batches) override {
     pending_.wait_all();
-    average_gradients(grads_.data(), grads_.size(), ctx_.comm.size());
+    average_gradients(grads_.data(), grads_.size(), ctx_.comm.size() * micro_batches);
   }
+
+  std::vector<std::span<const float>> gradient_slices() override {
+    std::vector<std::span<const float>> out;
+    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
+      const UnitPlace& unit = ctx_.layout.unit(u);
+      out.emplace_back(grads_.data() + unit.flat_offset + static_cast<std::size_t>(ctx_.comm.rank()) * unit.slice, unit.slice);
+    }
+    return out;
+  }
+
+  void scale_gradients(float c) override { scale(grads_.data(), grads_.size(), c); }
 
   void optimizer_step(const AdamStep& s) override {
     for (int u = 0; u < ctx_.layout.num_units(); ++u) {
@@ -60,6 +74,7 @@ class Stage0 final : public Stage {
   Buffer params_;  // (padded_numel) f32, device tier: all parameters, whole
   Buffer grads_;   // (padded_numel) f32, device tier: all gradients, whole
   AdamMoments moments_;  // (padded_numel) each
+  bool boundary_ = true;
   PendingOps pending_;  // last: destroyed first
 };
 

@@ -27,17 +27,30 @@ class Stage1 final : public Stage {
   const float* params(int u) override { return params_.data() + ctx_.layout.unit(u).flat_offset; }
   float* grads(int u) override { return grads_.data() + ctx_.layout.unit(u).flat_offset; }
 
+  void begin_micro_batch(bool, bool boundary) override { boundary_ = boundary; }
+
   void reduce_gradients(int u) override {
+    if (!boundary_) return;  // accumulate locally until the last micro-batch
     // In place: this rank's slice of the unit's gradient receives the sum over ranks.
     pending_.add(ctx_.comm.reduce_scatter_async({grads(u), ctx_.layout.unit(u).padded}, my_slice(grads_, u)));
   }
 
-  void finish_reduction() override {
+  void finish_reduction(int micro_batches) override {
     pending_.wait_all();
     for (int u = 0; u < ctx_.layout.num_units(); ++u) {
       auto g = my_slice(grads_, u);
-      average_gradients(g.data(), g.size(), ctx_.comm.size());
+      average_gradients(g.data(), g.size(), ctx_.comm.size() * micro_batches);
     }
+  }
+
+  std::vector<std::span<const float>> gradient_slices() override {
+    std::vector<std::span<const float>> out;
+    for (int u = 0; u < ctx_.layout.num_units(); ++u) out.emplace_back(my_slice(grads_, u));
+    return out;
+  }
+
+  void scale_gradients(float c) override {
+    for (int u = 0; u < ctx_.layout.num_units(); ++u) scale(my_slice(grads_, u).data(), my_slice(grads_, u).size(), c);
   }
 
   void optimizer_step(const AdamStep& s) override {
@@ -75,6 +88,7 @@ class Stage1 final : public Stage {
   Buffer params_;        // (padded_numel) f32, device tier: all parameters, whole
   Buffer grads_;         // (padded_numel) f32, device tier: all gradients, whole
   AdamMoments moments_;  // (shard_numel) each
+  bool boundary_ = true;
   PendingOps pending_;  // last: destroyed first
 };
 

@@ -48,13 +48,17 @@ class Stage3 final : public Stage {
     return gathered_[u]->whole.data();
   }
 
+  void begin_micro_batch(bool first, bool) override { transient_.begin_micro_batch(!first); }
   float* grads(int u) override { return transient_.get(u); }
   void reduce_gradients(int u) override { transient_.reduce(u); }
 
-  void finish_reduction() override {
+  void finish_reduction(int micro_batches) override {
     transient_.finish();
-    average_gradients(grad_shard_.data(), grad_shard_.size(), ctx_.comm.size());
+    average_gradients(grad_shard_.data(), grad_shard_.size(), ctx_.comm.size() * micro_batches);
   }
+
+  std::vector<std::span<const float>> gradient_slices() override { return shard_slices(ctx_.layout, grad_shard_.data()); }
+  void scale_gradients(float c) override { scale(grad_shard_.data(), grad_shard_.size(), c); }
 
   void optimizer_step(const AdamStep& s) override {
     for (int u = 0; u < ctx_.layout.num_units(); ++u) {

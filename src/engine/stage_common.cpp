@@ -18,10 +18,20 @@ void adam_segments(const AdamStep& s, const std::vector<Segment>& segments, floa
   }
 }
 
-void average_gradients(float* g, std::size_t n, int world_size) {
-  if (world_size == 1) return;
-  const float w = static_cast<float>(world_size);
+void average_gradients(float* g, std::size_t n, int divisor) {
+  if (divisor == 1) return;
+  const float w = static_cast<float>(divisor);
   for (std::size_t i = 0; i < n; ++i) g[i] = g[i] / w;
+}
+
+void scale(float* g, std::size_t n, float c) {
+  for (std::size_t i = 0; i < n; ++i) g[i] = g[i] * c;
+}
+
+std::vector<std::span<const float>> shard_slices(const FlatLayout& layout, const float* shard) {
+  std::vector<std::span<const float>> out;
+  for (int u = 0; u < layout.num_units(); ++u) out.emplace_back(shard + layout.unit(u).shard_offset, layout.unit(u).slice);
+  return out;
 }
 
 void copy_unpadded(const UnitPlace& unit, const float* whole, float* out) {
@@ -53,7 +63,13 @@ TransientGradients::~TransientGradients() {
 TransientGradients::TransientGradients(const StageContext& ctx, float* grad_shard)
     : layout_(ctx.layout), comm_(ctx.comm), ledger_(ctx.ledger), grad_shard_(grad_shard), whole_(ctx.layout.num_units()) {}
 
+void TransientGradients::begin_micro_batch(bool accumulate) {
+  wait_pending();
+  accumulate_ = accumulate;
+}
+
 float* TransientGradients::get(int u) {
+  if (u == pending_unit_) wait_pending();  // never add into a buffer that is being reduced
   Buffer& b = whole_.at(u);
   if (b.empty()) {
     b = Buffer(ledger_, Tier::kDevice, Category::kGradients, layout_.unit(u).padded,
@@ -66,7 +82,12 @@ void TransientGradients::reduce(int u) {
   wait_pending();
   const UnitPlace& unit = layout_.unit(u);
   float* whole = get(u);  // a unit whose parameters got no gradient still reduces zeros
-  pending_ = comm_.reduce_scatter_async({whole, unit.padded}, {grad_shard_ + unit.shard_offset, unit.slice});
+  float* dest = grad_shard_ + unit.shard_offset;
+  if (accumulate_) {
+    reduced_ = Buffer(ledger_, Tier::kDevice, Category::kCommBuffers, unit.slice, "reduced gradient slice");
+    dest = reduced_.data();
+  }
+  pending_ = comm_.reduce_scatter_async({whole, unit.padded}, {dest, unit.slice});
   pending_unit_ = u;
 }
 
@@ -74,6 +95,11 @@ void TransientGradients::wait_pending() {
   if (pending_unit_ < 0) return;
   pending_.wait();
   whole_[pending_unit_].reset();
+  if (!reduced_.empty()) {  // accumulate, in micro-batch order
+    float* dest = grad_shard_ + layout_.unit(pending_unit_).shard_offset;
+    for (std::size_t i = 0; i < reduced_.size(); ++i) dest[i] = dest[i] + reduced_.data()[i];
+    reduced_.reset();
+  }
   pending_unit_ = -1;
 }
 

@@ -94,6 +94,55 @@ TEST_P(StageEquivalence, MatchesSingleProcessWithinTolerance) {
   }
 }
 
+// Gradient accumulation: stages 0 and 1 add the micro-batches' gradients locally and reduce
+// once; stages 2 and 3 reduce every micro-batch and add the reduced slices. Within each pair the
+// weights are bit-identical; across pairs (and against one process taking the whole global
+// batch at once) only the summation order differs.
+TEST_P(StageEquivalence, GradientAccumulation) {
+  const auto [n, tied] = GetParam();
+  MlpRun run;
+  run.global_batch = 24;
+  if (tied) run.shape = tied_shape();
+  const auto single = run_single(run)[0].params;  // one micro-batch of 24 rows
+  run.micro_batches = 2;
+  std::vector<std::vector<float>> by_stage;
+  for (int stage = 0; stage <= 3; ++stage) {
+    run.stage = stage;
+    by_stage.push_back(run_threads(run, n)[0].params);
+  }
+  EXPECT_TRUE(same_bits(by_stage[0], by_stage[1]));
+  EXPECT_TRUE(same_bits(by_stage[2], by_stage[3]));
+  for (const auto& params : by_stage) {
+    double diff = 0, scale = 0;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      diff = std::max(diff, std::abs(static_cast<double>(params[i]) - single[i]));
+      scale = std::max(scale, std::abs(static_cast<double>(single[i])));
+    }
+    EXPECT_LE(diff / scale, 1e-5);
+  }
+}
+
+// Gradient clipping uses the global norm over all shards: it equals the unsharded norm (one
+// process), and is the same, bit for bit, in every stage.
+TEST_P(StageEquivalence, ClippingUsesTheGlobalNorm) {
+  const auto [n, tied] = GetParam();
+  MlpRun run;
+  if (tied) run.shape = tied_shape();
+  run.clipping = 0.05f;  // below the gradient norms of this run, so every step clips
+  const auto single = run_single(run)[0];
+  std::vector<float> stage0;
+  for (int stage = 0; stage <= 3; ++stage) {
+    run.stage = stage;
+    const auto ranks = run_threads(run, n);
+    for (std::size_t s = 0; s < single.grad_norms.size(); ++s) {
+      EXPECT_GT(single.grad_norms[s], run.clipping);
+      EXPECT_NEAR(ranks[0].grad_norms[s], single.grad_norms[s], 1e-5 * single.grad_norms[s]) << "step " << s;
+    }
+    if (stage == 0) stage0 = ranks[0].params;
+    EXPECT_TRUE(same_bits(ranks[0].params, stage0)) << "stage " << stage;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Worlds, StageEquivalence,
                          ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Bool()),
                          [](const auto& p) {

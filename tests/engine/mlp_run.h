@@ -18,12 +18,15 @@ struct MlpRun {
   int steps = 10;
   int global_batch = 12;  // rows per step, split evenly over 1, 2, 3 or 4 ranks
   std::uint64_t seed = 7;
+  int micro_batches = 1;  // gradient accumulation: the global batch in this many micro-batches
+  float clipping = 0.0f;
   MlpShape shape;
 };
 
 struct RankResult {
   std::vector<float> params;  // whole, after the last step
-  std::vector<float> losses;  // this rank's loss per step
+  std::vector<float> losses;  // this rank's loss per step (its last micro-batch's)
+  std::vector<double> grad_norms;  // per step, when clipping
   TierUsage device;           // ledger, device tier, after the last step
   Traffic step_traffic;       // the last step's
   std::size_t numel = 0, padded = 0, largest_unit = 0, second_unit = 0;
@@ -36,6 +39,7 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.seed = run.seed;
   c.adam.lr = 1e-2f;
   c.adam.weight_decay = 0.1f;
+  c.gradient_clipping = run.clipping;
   return c;
 }
 
@@ -44,11 +48,17 @@ inline RankResult train_mlp(const MlpRun& run, Communicator& comm, Ledger& ledge
   Mlp mlp(run.shape);
   Engine engine(engine_config(run), mlp, comm, ledger);
   RankResult out;
-  const int rows = run.global_batch / comm.size();
-  ZERO_CHECK(rows * comm.size() == run.global_batch, "the global batch must split evenly over the ranks");
+  const int micro_rows = run.global_batch / run.micro_batches;  // rows of one micro-batch, all ranks
+  const int rows = micro_rows / comm.size();
+  ZERO_CHECK(rows * comm.size() * run.micro_batches == run.global_batch, "the global batch must split evenly");
   for (int s = 0; s < run.steps; ++s) {
-    mlp.set_batch(mlp_synthetic_batch(run.shape, run.seed, s, comm.rank() * rows, rows));
-    out.losses.push_back(engine.train_step());
+    float loss = 0;
+    for (int m = 0; m < run.micro_batches; ++m) {
+      mlp.set_batch(mlp_synthetic_batch(run.shape, run.seed, s, m * micro_rows + comm.rank() * rows, rows));
+      loss = engine.forward_backward(m + 1 == run.micro_batches);
+    }
+    out.grad_norms.push_back(engine.step().grad_norm);
+    out.losses.push_back(loss);
   }
   out.device = ledger.usage(Tier::kDevice);
   out.step_traffic = engine.last_step_traffic();
