@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
   libssl-dev
+  zlib1g-dev jargon-text
 )
 
 missing=()

@@ -1,0 +1,88 @@
+// Training and validation batches from a token stream.
+//
+// Words used here:
+//   sequence      T+1 consecutive tokens; its first T are a row of inputs, its last T the
+//                 targets (the next token at every position).
+//   global batch  the B sequences of one optimizer step, over all ranks and micro-batches.
+//                 Sequence i of global batch s starts at an offset drawn counter-based from
+//                 (seed, s, i), so the global batch depends on nothing else: not on the number
+//                 of ranks, nor on who reads which sequence, nor on what was read before.
+//   slice         the sequences [first, first + count) of a global batch that one rank (or one
+//                 micro-batch of one rank) reads; slices of different ranks are disjoint.
+// Training draws offsets with replacement (like nanoGPT's get_batch); validation walks fixed,
+// non-overlapping windows, so every evaluation sees the same tokens.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "data/token_file.h"
+
+namespace zero::data {
+
+// The last `validation` part of the tokens is held out.
+struct TokenSplit {
+  std::span<const std::uint16_t> train;
+  std::span<const std::uint16_t> validation;  // empty when val_fraction is 0
+};
+
+// Splits data.tokens: the last floor(n * val_fraction) tokens are validation, the rest train.
+// val_fraction in [0, 1); 0 means no validation split. Each non-empty split must hold at least
+// one sequence (seq_len + 1 tokens); otherwise zero::Error says the file is shorter than one
+// sequence and how many tokens it needs. The spans point into `data`.
+TokenSplit split_tokens(const TokenData& data, double val_fraction, int seq_len);
+
+struct SequenceRange {
+  int first = 0;  // index of the first sequence within the global batch
+  int count = 0;
+};
+
+// Rank `rank` of `world_size` reads sequences [rank*B/N, (rank+1)*B/N) of a global batch of B.
+SequenceRange batch_slice(int global_batch, int world_size, int rank);
+// Micro-batch `micro_step` of `accumulation_steps` within that rank's slice, split the same way.
+SequenceRange micro_batch_slice(int global_batch, int world_size, int rank, int accumulation_steps, int micro_step);
+
+class TokenBatches {
+ public:
+  // `tokens` (usually the train split) must outlive this object and hold >= seq_len + 1 tokens.
+  TokenBatches(std::span<const std::uint16_t> tokens, int seq_len, std::uint64_t seed);
+
+  int seq_len() const { return seq_len_; }
+
+  // Where sequence `sequence` of global batch `batch_index` starts in the tokens.
+  std::int64_t sequence_offset(std::int64_t batch_index, int sequence) const;
+
+  // Sequences [first_sequence, first_sequence + count) of global batch `batch_index`:
+  //   inputs  (count, T) int32: tokens [offset, offset + T)
+  //   targets (count, T) int32: tokens [offset + 1, offset + T + 1)
+  void fill(std::int64_t batch_index, int first_sequence, int count, std::int32_t* inputs,
+            std::int32_t* targets) const;
+
+ private:
+  std::span<const std::uint16_t> tokens_;  // (n) not owned
+  int seq_len_;                             // T
+  std::uint64_t key_;                       // the seed, mixed with the stream's name
+};
+
+class ValidationWindows {
+ public:
+  // Window w is the sequence at offset w*T: windows tile the split without overlapping inputs.
+  // There are min(max_windows, (n - 1) / T) of them (max_windows <= 0: all). `tokens` must
+  // outlive this object and hold >= seq_len + 1 tokens.
+  ValidationWindows(std::span<const std::uint16_t> tokens, int seq_len, int max_windows);
+
+  int count() const { return count_; }
+  int seq_len() const { return seq_len_; }
+  std::int64_t offset(int window) const;
+
+  // Windows [first_window, first_window + count) as (count, T) inputs and targets, as in
+  // TokenBatches::fill. Split them over ranks with batch_slice(count(), N, r).
+  void fill(int first_window, int count, std::int32_t* inputs, std::int32_t* targets) const;
+
+ private:
+  std::span<const std::uint16_t> tokens_;  // (n) not owned
+  int seq_len_;                             // T
+  int count_;
+};
+
+}  // namespace zero::data

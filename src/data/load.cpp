@@ -1,0 +1,82 @@
+#include "data/load.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "common/error.h"
+#include "data/file_io.h"
+#include "data/gzip.h"
+#include "data/tokenizer.h"
+
+namespace zero::data {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// "text" or "bin" for a file named `name` (".gz" already removed), given the requested format.
+std::string resolve_format(std::string_view name, const std::string& format) {
+  if (format == "text" || format == "bin") return format;
+  if (format == "auto") return ends_with(name, ".bin") ? "bin" : "text";
+  throw ConfigError(cat("[data] unknown data format '", format, "': use auto, text or bin"));
+}
+
+std::string hex_byte(unsigned char c) {
+  char buf[8];
+  std::snprintf(buf, sizeof(buf), "0x%02X", c);
+  return buf;
+}
+
+[[noreturn]] void throw_empty(const std::string& name) {
+  throw Error(cat("[data] ", name, " is empty: pass a file with text or tokens in it"));
+}
+
+}  // namespace
+
+TokenData tokenize_text(std::string_view text, const std::string& name) {
+  if (text.empty()) throw_empty(name);
+  if (has_token_file_magic(text)) {
+    throw Error(cat("[data] ", name, " is an llm.c token file (it starts with the magic ", token_file::kMagic,
+                    "), not text: name it *.bin or load it with format 'bin'"));
+  }
+  const std::size_t bad = utf8_error_offset(text);
+  if (bad != std::string_view::npos) {
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+    throw Error(cat("[data] ", name, " is not valid UTF-8 text: byte ", hex_byte(static_cast<unsigned char>(text[bad])),
+                    " at offset ", bad, " (line ", line, ") does not begin a valid UTF-8 character; "
+                    "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8), or pass an llm.c .bin token file"));
+  }
+  TokenData data;
+  data.tokens = ByteTokenizer::encode(text);
+  data.vocab_size = ByteTokenizer::kVocabSize;
+  data.source = name;
+  data.format = "text";
+  return data;
+}
+
+TokenData load_tokens(const std::string& path, const std::string& format) {
+  std::string_view name = path;
+  if (ends_with(name, ".gz")) name.remove_suffix(3);
+  const std::string kind = resolve_format(name, format);  // before reading: a bad format fails fast
+  std::string bytes = read_file_bytes(path);
+  if (bytes.empty()) throw_empty(path);
+  if (is_gzip(bytes)) {
+    bytes = gunzip(bytes, path);
+    if (bytes.empty()) throw Error(cat("[data] ", path, " is empty once decompressed: pass a file with text or tokens in it"));
+  }
+  if (kind == "bin") return parse_token_file(bytes, path);
+  return tokenize_text(bytes, path);
+}
+
+std::string default_text_path() {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(kDefaultTextPath, ec)) return kDefaultTextPath;
+  throw Error(cat("[data] the default text ", kDefaultTextPath, " is missing: run scripts/setup.sh (it installs "
+                  "Debian's package ", kDefaultTextPackage, "), or pass your own text file with --data FILE. If ",
+                  kDefaultTextPackage, " is installed and the file is still missing, dpkg is set to skip "
+                  "/usr/share/doc (see /etc/dpkg/dpkg.cfg.d/); allow it there and reinstall the package"));
+}
+
+}  // namespace zero::data

@@ -1,0 +1,34 @@
+// Loading a data file into tokens, whatever its format, and the default text.
+//
+// Formats: "text" is any UTF-8 text, tokenized by bytes (vocabulary 256); "bin" is llm.c's
+// pre-tokenized GPT-2 token file (see token_file.h); "auto" picks by the name: *.bin is bin,
+// anything else is text. A gzip-compressed file (notes.txt.gz, train.bin.gz) is decompressed
+// first and its format judged by the name without ".gz".
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "data/token_file.h"
+
+namespace zero::data {
+
+// Throws zero::Error ("[data] <path> ...", saying what to do) for a missing file, an empty one,
+// text that is not valid UTF-8, a .bin with a wrong magic, version or size, and a file whose
+// content is not the format its name (or `format`) says; zero::ConfigError for an unknown
+// format name.
+TokenData load_tokens(const std::string& path, const std::string& format = "auto");
+
+// Byte tokens of `text`, checked to be non-empty UTF-8; `name` is the source named in errors.
+TokenData tokenize_text(std::string_view text, const std::string& name);
+
+// The default training text: the Jargon File (version 4.4.7, public domain), English prose
+// about hacker culture and slang, about 1.7 MB once decompressed. Debian 12 ships it in the
+// package jargon-text (section doc, main), which scripts/setup.sh installs.
+inline constexpr const char* kDefaultTextPackage = "jargon-text";
+inline constexpr const char* kDefaultTextPath = "/usr/share/doc/jargon-text/jargon.txt.gz";
+
+// kDefaultTextPath, or zero::Error telling how to install it when it is missing.
+std::string default_text_path();
+
+}  // namespace zero::data
