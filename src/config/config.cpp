@@ -1,0 +1,468 @@
+// The top level of the config, the batch, the optimizer, precision, and our own sections; the file
+// and the command-line overrides. zero_optimization is in zero_section.cpp, the scheduler in
+// schedule.cpp, the key-table machinery in reader.cpp.
+#include "config/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+#include "config/reader.h"
+
+namespace zero {
+
+using namespace config_detail;
+
+namespace {
+
+constexpr std::int64_t kMaxInt = std::numeric_limits<int>::max();
+constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
+constexpr JsonType kBool = JsonType::boolean, kInt = JsonType::integer, kNum = JsonType::number,
+                   kStr = JsonType::string, kObj = JsonType::object, kArr = JsonType::array, kAny = JsonType::any;
+
+// The top level. Ignored keys change no number zero computes (logging and monitoring, and
+// permissions for optimizers zero does not have); "disabled only" sections are accepted with
+// "enabled": false and are otherwise known but not supported yet (read_disabled_only).
+std::vector<KeyRule> top_rules() {
+  const Use R = Use::read, I = Use::ignore, U = Use::unsupported;
+  return {
+      {"train_batch_size", R, kInt, ""},
+      {"train_micro_batch_size_per_gpu", R, kInt, ""},
+      {"gradient_accumulation_steps", R, kInt, ""},
+      {"optimizer", R, kObj, ""},
+      {"scheduler", R, kObj, ""},
+      {"gradient_clipping", R, kNum, ""},
+      {"steps_per_print", R, kInt, ""},
+      {"zero_optimization", R, kAny, ""},  // an object, or DeepSpeed's deprecated boolean
+      {"fp16", R, kObj, ""},
+      {"bf16", R, kObj, ""},
+      {"bfloat16", R, kObj, ""},  // DeepSpeed's other spelling of bf16
+      {"communication_data_type", R, kAny, ""},
+      {"train_steps", R, kInt, ""},  // ours
+      {"seed", R, kInt, ""},         // ours
+      {"model", R, kObj, ""},        // ours
+      {"data", R, kObj, ""},         // ours
+      // Disabled only (read_disabled_only below).
+      {"amp", R, kObj, ""},
+      {"autotuning", R, kObj, ""},
+      {"elasticity", R, kObj, ""},
+      {"nebula", R, kObj, ""},
+      {"hybrid_engine", R, kObj, ""},
+      {"torch_autocast", R, kObj, ""},
+      {"curriculum_learning", R, kObj, ""},
+      {"progressive_layer_drop", R, kObj, ""},
+      {"eigenvalue", R, kObj, ""},
+      // Accepted and ignored: no numerical effect.
+      {"wall_clock_breakdown", I, kBool, "DeepSpeed's per-phase timing log; zero train prints step time"},
+      {"memory_breakdown", I, kBool, "DeepSpeed's memory log; zero train prints the ledger"},
+      {"dump_state", I, kBool, "prints DeepSpeed's state at start-up"},
+      {"flops_profiler", I, kObj, "a profiler; it only measures"},
+      {"tensorboard", I, kObj, "a monitor; zero train --metrics writes the same numbers as JSON"},
+      {"wandb", I, kObj, "a monitor; zero train --metrics writes the same numbers as JSON"},
+      {"csv_monitor", I, kObj, "a monitor; zero train --metrics writes the same numbers as JSON"},
+      {"comms_logger", I, kObj, "a communication log; zero counts traffic itself"},
+      {"timers", I, kObj, "DeepSpeed's timer synchronisation"},
+      {"zero_allow_untested_optimizer", I, kBool, "permits client optimizers with ZeRO; zero only has Adam/AdamW"},
+      {"zero_force_ds_cpu_optimizer", I, kBool, "DeepSpeed's check that offload uses its CPU Adam; zero's always does"},
+      // Known but not supported yet, accepted at their no-op value.
+      {"gradient_predivide_factor", U, kNum, "dividing before the all-reduce and multiplying after changes rounding; zero averages once after a deterministic sum", 1.0},
+      {"prescale_gradients", U, kBool, "scaling before the all-reduce changes rounding; zero averages once after a deterministic sum", false},
+      {"sparse_gradients", U, kBool, "sparse embedding gradients; zero reduces dense gradients", false},
+      // Known but not supported yet.
+      {"activation_checkpointing", U, kObj, "activation checkpointing; zero's GPT keeps its activations"},
+      {"sparse_attention", U, kObj, "sparse attention kernels"},
+      {"pipeline", U, kObj, "pipeline parallelism; zero is data-parallel"},
+      {"tensor_parallel", U, kObj, "tensor parallelism; zero is data-parallel"},
+      {"data_efficiency", U, kObj, "DeepSpeed's data sampling and routing"},
+      {"compression_training", U, kObj, "compression (quantization, pruning) during training"},
+      {"quantize_training", U, kObj, "quantized training"},
+      {"weight_quantization", U, kObj, "weight quantization"},
+      {"aio", U, kObj, "asynchronous I/O for the NVMe tier, which is on the roadmap"},
+      {"compile", U, kObj, "torch.compile"},
+      {"checkpoint", U, kObj, "DeepSpeed's checkpoint options; zero's checkpoints are always reshardable"},
+      {"data_types", U, kObj, "other gradient-accumulation data types; zero accumulates in fp32"},
+      {"dataloader_drop_last", U, kBool, "DeepSpeed's data loader option; zero's loader is configured in the \"data\" section"},
+  };
+}
+
+// A DeepSpeed feature zero does not have, accepted only when the file switches it off.
+void read_disabled_only(const Section& top, const std::string& key, const std::string& what, std::vector<std::string>& ignored) {
+  if (!top.has(key)) return;
+  const nlohmann::json& s = top.at(key);
+  const auto it = s.find("enabled");
+  if (it != s.end() && it->is_boolean() && !it->get<bool>()) {
+    ignored.push_back(top.path_of(key));
+    return;
+  }
+  top.fail(key, cat("is known but not supported yet: ", what, "; set \"enabled\": false or remove the section"));
+}
+
+std::optional<std::int64_t> positive_batch(const Section& top, const std::string& key, const char* meaning) {
+  if (!top.has(key)) return std::nullopt;
+  const std::int64_t v = top.get_int(key, 0, std::numeric_limits<std::int64_t>::min(), kMaxInt64);
+  if (v <= 0) top.fail(key, cat("is ", v, "; it must be a positive integer (", meaning, ")"));
+  if (v > kMaxInt) top.fail(key, cat("is ", v, ", more than ", kMaxInt));
+  return v;
+}
+
+[[noreturn]] void batch_error(const std::string& what) {
+  throw ConfigError(cat("[config] ", what, " (DeepSpeed's rule: train_batch_size = train_micro_batch_size_per_gpu * gradient_accumulation_steps * world size)"));
+}
+
+// DeepSpeed's _set_batch_related_parameters and _batch_assertion (runtime/config.py): any two of
+// the three give the third, one alone is completed with gradient_accumulation_steps = 1, and all
+// three must agree with the world size. Where DeepSpeed's floor division would silently lose
+// samples, the message says what to change instead.
+void read_batch(const Section& top, int world, TrainConfig& c) {
+  const auto tb = positive_batch(top, "train_batch_size", "samples per optimizer step, over all ranks");
+  const auto mb = positive_batch(top, "train_micro_batch_size_per_gpu", "samples per rank per forward/backward");
+  const auto ga = positive_batch(top, "gradient_accumulation_steps", "micro-batches per optimizer step");
+  const std::int64_t w = world;
+  if (static_cast<double>(mb.value_or(1)) * static_cast<double>(ga.value_or(1)) * static_cast<double>(w) > kMaxInt) {
+    batch_error(cat("train_micro_batch_size_per_gpu * gradient_accumulation_steps * world size is more than ", kMaxInt));
+  }
+  std::int64_t train = 0, micro = 0, accum = 1;
+  if (tb && mb && ga) {
+    train = *tb, micro = *mb, accum = *ga;
+    if (train != micro * accum * w) {
+      batch_error(cat("train_batch_size ", train, " != train_micro_batch_size_per_gpu ", micro, " * gradient_accumulation_steps ",
+                      accum, " * world size ", w, " = ", micro * accum * w, "; set train_batch_size to ", micro * accum * w,
+                      ", or change the others so that the product is ", train));
+    }
+  } else if (tb && mb) {
+    train = *tb, micro = *mb;
+    if (train % (micro * w) != 0) {
+      batch_error(cat("train_batch_size ", train, " is not a multiple of train_micro_batch_size_per_gpu ", micro, " * world size ",
+                      w, " = ", micro * w, ", so gradient_accumulation_steps would not be a whole number; make train_batch_size a multiple of ",
+                      micro * w, " or change train_micro_batch_size_per_gpu"));
+    }
+    accum = train / (micro * w);
+  } else if (tb && ga) {
+    train = *tb, accum = *ga;
+    if (train % (accum * w) != 0) {
+      batch_error(cat("train_batch_size ", train, " is not a multiple of gradient_accumulation_steps ", accum, " * world size ", w,
+                      " = ", accum * w, ", so train_micro_batch_size_per_gpu would not be a whole number; make train_batch_size a multiple of ",
+                      accum * w, " or change gradient_accumulation_steps"));
+    }
+    micro = train / (accum * w);
+  } else if (mb && ga) {
+    micro = *mb, accum = *ga, train = micro * accum * w;
+  } else if (tb) {
+    train = *tb;
+    if (train % w != 0) {
+      batch_error(cat("train_batch_size ", train, " does not split over ", w, " ranks; make it a multiple of ", w,
+                      " or set train_micro_batch_size_per_gpu and gradient_accumulation_steps"));
+    }
+    micro = train / w;
+  } else if (mb) {
+    micro = *mb, train = micro * w;
+  } else {
+    throw ConfigError("[config] set train_batch_size or train_micro_batch_size_per_gpu (or both); as in DeepSpeed, "
+                      "gradient_accumulation_steps alone cannot give the batch size");
+  }
+  if (train > kMaxInt) batch_error(cat("train_batch_size ", train, " is more than ", kMaxInt));
+  c.train_batch_size = static_cast<int>(train);
+  c.micro_batch_size = static_cast<int>(micro);
+  c.gradient_accumulation_steps = static_cast<int>(accum);
+}
+
+std::vector<KeyRule> adam_param_rules() {
+  const Use R = Use::read, I = Use::ignore, U = Use::unsupported;
+  return {
+      {"lr", R, kNum, ""},
+      {"betas", R, kArr, ""},
+      {"eps", R, kNum, ""},
+      {"weight_decay", R, kNum, ""},
+      {"adam_w_mode", R, kBool, ""},
+      {"set_grad_none", I, kBool, "whether DeepSpeed's FusedAdam frees gradients with None or zeros"},
+      {"torch_adam", U, kBool, "selects PyTorch's Adam instead of DeepSpeed's fused one; zero has one Adam (optim/adamw.h)", false},
+      {"bias_correction", U, kBool, "Adam without bias correction", true},
+      {"amsgrad", U, kBool, "the AMSGrad variant of Adam", false},
+      {"max_grad_norm", U, kNum, "DeepSpeed rejects it too; use the top-level \"gradient_clipping\""},
+  };
+}
+
+void read_betas(const Section& params, AdamConfig& adam) {
+  if (!params.has("betas")) return;
+  const nlohmann::json& b = params.at("betas");
+  if (b.size() != 2 || !b[0].is_number() || !b[1].is_number()) {
+    params.fail("betas", cat("must be two numbers [beta1, beta2], found ", describe_value(b)));
+  }
+  for (int i = 0; i < 2; ++i) {
+    const double v = b[i].get<double>();
+    if (!(v >= 0.0 && v < 1.0)) params.fail("betas", cat("[", i, "] is ", v, "; each beta must be in [0, 1)"));
+  }
+  adam.beta1 = b[0].get<float>();
+  adam.beta2 = b[1].get<float>();
+}
+
+// The optimizer's name, checked. DeepSpeed lower-cases it; only Adam and AdamW are implemented.
+std::string optimizer_type(const Section& opt) {
+  if (!opt.has("type")) opt.fail("type", "is missing; set \"AdamW\" or \"Adam\"");
+  const std::string name = opt.get_string("type", "");
+  std::string low = name;
+  for (char& ch : low) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (low == "adam") return "Adam";
+  if (low == "adamw") return "AdamW";
+  static const std::set<std::string> known = {"lamb", "onebitadam", "onebitlamb", "zerooneadam", "adagrad", "lion",
+                                              "muon", "muadam", "muadamw", "musgd", "sgd"};
+  if (known.count(low)) opt.fail("type", cat("\"", name, "\" is known but not supported yet: zero implements Adam and AdamW; use one of them"));
+  opt.fail("type", cat("\"", name, "\" is not an optimizer zero knows; did you mean \"", nearest(name, {"Adam", "AdamW"}),
+                       "\"? (zero implements Adam and AdamW)"));
+}
+
+// "optimizer": {"type", "params"}. Defaults are DeepSpeed's FusedAdam's: lr 1e-3, betas
+// (0.9, 0.999), eps 1e-8, weight_decay 0. For type Adam DeepSpeed's adam_w_mode defaults to true,
+// so "Adam" means decoupled decay (AdamW) unless adam_w_mode is false; for type AdamW it is
+// always decoupled, and adam_w_mode: false (which DeepSpeed quietly overrides) is an error.
+void read_optimizer(const Section& top, TrainConfig& c) {
+  if (!top.has("optimizer")) return;  // no section: AdamW with the defaults
+  const Section opt = top.child("optimizer", {{"type", Use::read, kStr, ""}, {"params", Use::read, kObj, ""}});
+  c.optimizer_type = optimizer_type(opt);
+  c.adam.decoupled = true;
+  if (!opt.has("params")) return;
+  const Section p = opt.child("params", adam_param_rules());
+  c.adam.lr = static_cast<float>(p.get_number("lr", c.adam.lr));
+  c.adam.eps = static_cast<float>(p.get_number("eps", c.adam.eps));
+  c.adam.weight_decay = static_cast<float>(p.get_number("weight_decay", c.adam.weight_decay));
+  read_betas(p, c.adam);
+  if (c.adam.lr < 0) p.fail("lr", cat("is ", p.at("lr").dump(), "; the learning rate must be >= 0"));
+  if (c.adam.eps < 0) p.fail("eps", cat("is ", p.at("eps").dump(), "; eps must be >= 0"));
+  if (c.adam.weight_decay < 0) p.fail("weight_decay", cat("is ", p.at("weight_decay").dump(), "; weight_decay must be >= 0"));
+  const bool w_mode = p.get_bool("adam_w_mode", true);
+  if (c.optimizer_type == "AdamW" && !w_mode) {
+    p.fail("adam_w_mode", "is false, but type \"AdamW\" always uses decoupled weight decay (DeepSpeed ignores this flag for AdamW); "
+                          "for L2 decay added to the gradient use type \"Adam\" with adam_w_mode false");
+  }
+  c.adam.decoupled = w_mode;
+}
+
+std::vector<KeyRule> fp16_rules() {
+  const Use I = Use::ignore;
+  const std::string off = "loss scaling applies only when fp16 is enabled";
+  return {{"enabled", Use::read, kBool, ""},          {"auto_cast", I, kBool, off},
+          {"loss_scale", I, kNum, off},               {"initial_scale_power", I, kInt, off},
+          {"loss_scale_window", I, kInt, off},        {"hysteresis", I, kInt, off},
+          {"consecutive_hysteresis", I, kBool, off},  {"min_loss_scale", I, kNum, off},
+          {"fp16_master_weights_and_grads", I, kBool, off}};
+}
+
+std::vector<KeyRule> bf16_rules() {
+  const Use I = Use::ignore;
+  const std::string off = "applies only when bf16 is enabled";
+  return {{"enabled", Use::read, kBool, ""},       {"immediate_grad_update", I, kBool, off},
+          {"check_grad_overflow", I, kBool, off},  {"bf16_master_weights_and_grads", I, kBool, off},
+          {"bf16_optimizer_states", I, kBool, off}};
+}
+
+// Mixed precision is on the roadmap; DeepSpeed's example files carry fp16 blocks, which users
+// switch off for fp32 training, so "enabled": false (and the loss-scale keys with it) is accepted.
+void read_precision(const Section& top, TrainConfig& c) {
+  if (top.has("bf16") && top.has("bfloat16")) top.fail("bfloat16", "and bf16 are the same section; keep one");
+  for (const char* key : {"fp16", "bf16", "bfloat16"}) {
+    if (!top.has(key)) continue;
+    const bool is_fp16 = std::string(key) == "fp16";
+    const Section s = top.child(key, is_fp16 ? fp16_rules() : bf16_rules());
+    if (s.get_bool("enabled", false)) {
+      s.fail("enabled", "= true is known but not supported yet: mixed precision is on the roadmap, zero trains in fp32 for now; "
+                        "set enabled to false");
+    }
+  }
+  c.fp16 = c.bf16 = false;
+}
+
+// What gradients are reduced in. Only fp32, which is what zero does, is accepted.
+void read_communication(const Section& top) {
+  if (!top.has("communication_data_type")) return;
+  const nlohmann::json& v = top.at("communication_data_type");
+  if (!v.is_string()) top.fail("communication_data_type", cat("must be a string or null, found ", describe_value(v)));
+  const std::string t = v.get<std::string>();
+  if (t == "fp32") return;
+  if (t == "fp16" || t == "bf16") {
+    top.fail("communication_data_type", cat("= \"", t, "\" is known but not supported yet: zero reduces gradients in fp32; set \"fp32\" or remove it"));
+  }
+  top.fail("communication_data_type", cat("= \"", t, "\" is not a data type; DeepSpeed's are \"fp32\", \"fp16\" and \"bf16\""));
+}
+
+ModelSection read_model(const Section& top) {
+  ModelSection m;
+  if (!top.has("model")) return m;
+  const Use R = Use::read;
+  const Section s = top.child("model", {{"type", R, kStr, ""}, {"vocab_size", R, kInt, ""}, {"n_ctx", R, kInt, ""},
+                                        {"seq_len", R, kInt, ""}, {"n_embd", R, kInt, ""}, {"n_layer", R, kInt, ""},
+                                        {"n_head", R, kInt, ""}});
+  m.type = s.get_string("type", "gpt");
+  if (m.type != "gpt") s.fail("type", cat("is \"", m.type, "\"; the only model is \"gpt\""));
+  if (s.has("n_ctx") && s.has("seq_len")) s.fail("seq_len", "and n_ctx are the same (the context length); keep one");
+  GptShape& g = m.shape;
+  g.vocab_size = static_cast<int>(s.get_int("vocab_size", g.vocab_size, 1, 65536));
+  g.seq_len = static_cast<int>(s.get_int(s.has("seq_len") ? "seq_len" : "n_ctx", g.seq_len, 1, kMaxInt));
+  g.channels = static_cast<int>(s.get_int("n_embd", g.channels, 1, kMaxInt));
+  g.layers = static_cast<int>(s.get_int("n_layer", g.layers, 1, kMaxInt));
+  g.heads = static_cast<int>(s.get_int("n_head", g.heads, 1, kMaxInt));
+  try {
+    g.validate();
+  } catch (const ConfigError& e) {
+    std::string what = e.what();
+    if (what.rfind("[model] ", 0) == 0) what = what.substr(8);
+    throw ConfigError(cat("[config] in \"model\": ", what));
+  }
+  return m;
+}
+
+DataSection read_data(const Section& top, std::uint64_t seed) {
+  DataSection d;
+  d.seed = seed;
+  if (!top.has("data")) return d;
+  const Use R = Use::read;
+  const Section s = top.child("data", {{"path", R, kStr, ""}, {"format", R, kStr, ""}, {"val_fraction", R, kNum, ""}, {"seed", R, kInt, ""}});
+  d.path = s.get_string("path", "");
+  const std::string format = s.get_string("format", "auto");
+  if (format == "auto") d.format = DataFormat::auto_detect;
+  else if (format == "text") d.format = DataFormat::text;
+  else if (format == "bin") d.format = DataFormat::bin;
+  else s.fail("format", cat("is \"", format, "\"; it must be \"auto\" (by extension), \"text\" (UTF-8, byte tokens) or \"bin\" (llm.c tokens)"));
+  d.val_fraction = s.get_number("val_fraction", d.val_fraction);
+  if (!(d.val_fraction >= 0.0 && d.val_fraction < 1.0)) s.fail("val_fraction", cat("is ", d.val_fraction, "; it must be in [0, 1)"));
+  d.seed = static_cast<std::uint64_t>(s.get_int("seed", static_cast<std::int64_t>(seed), 0, kMaxInt64));
+  return d;
+}
+
+}  // namespace
+
+TrainConfig parse_config(const nlohmann::json& j, int world_size) {
+  if (world_size < 1) throw ConfigError(cat("[config] world size must be at least 1, not ", world_size));
+  TrainConfig c;
+  const Section top(j, "", top_rules(), &c.ignored_keys);
+  read_batch(top, world_size, c);
+  read_optimizer(top, c);
+  c.scheduler = read_scheduler(top);
+  c.gradient_clipping = static_cast<float>(top.get_number("gradient_clipping", 0.0));
+  if (c.gradient_clipping < 0) top.fail("gradient_clipping", cat("is ", c.gradient_clipping, "; it must be >= 0 (0 turns clipping off)"));
+  c.steps_per_print = static_cast<int>(top.get_int("steps_per_print", 10, 1, kMaxInt));
+  c.zero = read_zero(top);
+  read_precision(top, c);
+  read_communication(top);
+  const std::vector<std::pair<const char*, const char*>> disabled_only = {
+      {"amp", "NVIDIA Apex mixed precision"},          {"autotuning", "DeepSpeed's autotuner"},
+      {"elasticity", "elastic training"},              {"nebula", "Nebula checkpointing"},
+      {"hybrid_engine", "the RLHF hybrid engine"},     {"torch_autocast", "torch.autocast mixed precision"},
+      {"curriculum_learning", "curriculum learning"},  {"progressive_layer_drop", "progressive layer dropping"},
+      {"eigenvalue", "eigenvalue computation"}};
+  for (const auto& [key, what] : disabled_only) read_disabled_only(top, key, what, c.ignored_keys);
+  c.train_steps = top.get_int("train_steps", c.train_steps, 1, kMaxInt64);
+  c.seed = static_cast<std::uint64_t>(top.get_int("seed", static_cast<std::int64_t>(c.seed), 0, kMaxInt64));
+  c.model = read_model(top);
+  c.data = read_data(top, c.seed);
+  std::sort(c.ignored_keys.begin(), c.ignored_keys.end());
+  return c;
+}
+
+namespace {
+
+// Line and column (1-based) of the byte nlohmann reports: the 1-based index of the last byte read.
+std::pair<std::size_t, std::size_t> line_column(const std::string& text, std::size_t byte) {
+  const std::size_t at = std::min(byte == 0 ? 0 : byte - 1, text.size());
+  std::size_t line = 1, line_start = 0;
+  for (std::size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') ++line, line_start = i + 1;
+  }
+  return {line, at - line_start + 1};
+}
+
+// nlohmann keeps the last of two equal keys; DeepSpeed (and we) reject the file instead, since the
+// first value would be silently dropped.
+nlohmann::json::parser_callback_t duplicate_key_check(const std::string& path) {
+  struct Frame {
+    std::set<std::string> keys;
+    std::string key;  // the key being read, for paths
+  };
+  auto frames = std::make_shared<std::vector<Frame>>();
+  return [frames, path](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start || event == E::array_start) frames->push_back({{}, "[]"});
+    if (event == E::object_end || event == E::array_end) frames->pop_back();
+    if (event == E::key) {
+      Frame& f = frames->back();
+      f.key = parsed.get<std::string>();
+      if (!f.keys.insert(f.key).second) {
+        std::string full;
+        for (const Frame& fr : *frames) full += (full.empty() || fr.key == "[]" ? "" : ".") + fr.key;
+        throw ConfigError(cat("[config] ", path, ": key '", full, "' appears twice; keep one"));
+      }
+    }
+    return true;
+  };
+}
+
+}  // namespace
+
+nlohmann::json read_config_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw ConfigError(cat("[config] config file '", path, "' ", std::filesystem::exists(path, ec) ? "is not a regular file" : "does not exist",
+                          "; check the path"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (!in) throw ConfigError(cat("[config] cannot read config file '", path, "'"));
+  const std::string text = buffer.str();
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw ConfigError(cat("[config] config file '", path, "' is empty; it must hold a JSON object such as {\"train_batch_size\": 8}"));
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text, duplicate_key_check(path));
+  } catch (const nlohmann::json::parse_error& e) {
+    const auto [line, column] = line_column(text, e.byte);
+    std::string what = e.what();  // "[json.exception.parse_error.101] parse error at line 1, column 2: <reason>"
+    const auto reason = what.find(": ", what.find("parse error"));
+    if (reason != std::string::npos) what = what.substr(reason + 2);
+    throw ConfigError(cat("[config] ", path, ":", line, ":", column, ": JSON syntax error: ", what,
+                          ". Fix the file (often a trailing comma, a missing comma or quote; JSON has no comments)"));
+  }
+  return j;
+}
+
+TrainConfig load_config(const std::string& path, int world_size) { return parse_config(read_config_file(path), world_size); }
+
+void apply_override(nlohmann::json& j, const std::string& dotted_key, const nlohmann::json& value) {
+  std::vector<std::string> parts;
+  std::stringstream ss(dotted_key);
+  for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
+  if (dotted_key.empty() || dotted_key.back() == '.' || std::find(parts.begin(), parts.end(), "") != parts.end()) {
+    throw ConfigError(cat("[config] override key '", dotted_key, "' is not a dotted key path like zero_optimization.stage"));
+  }
+  nlohmann::json* node = &j;
+  std::string walked;
+  for (const std::string& part : parts) {
+    if (node->is_null()) *node = nlohmann::json::object();
+    if (!node->is_object()) {
+      throw ConfigError(cat("[config] override ", dotted_key, ": '", walked, "' is ", describe_value(*node),
+                            ", not an object, so it has no key '", part, "'"));
+    }
+    walked += (walked.empty() ? "" : ".") + part;
+    node = &(*node)[part];
+  }
+  *node = value;
+}
+
+void apply_override(nlohmann::json& j, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos) {
+    throw ConfigError(cat("[config] override '", assignment, "' must look like key=value, e.g. zero_optimization.stage=2"));
+  }
+  const std::string text = assignment.substr(eq + 1);
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) value = text;  // not JSON: a plain string such as a path
+  apply_override(j, assignment.substr(0, eq), value);
+}
+
+}  // namespace zero

@@ -1,0 +1,146 @@
+// The training configuration: a DeepSpeed-compatible JSON file, validated into a plain struct.
+//
+//   TrainConfig c = load_config("ds_config.json", world_size);   // throws ConfigError
+//
+// A user brings the ds_config.json they already use with DeepSpeed. Every key in it is one of:
+//   - read:        parsed into TrainConfig (batch sizes, optimizer, scheduler, zero_optimization ...);
+//   - ignored:     accepted and ignored, ONLY where the key has no numerical effect (logging,
+//                  monitors, communication-pattern hints); their paths are listed in
+//                  TrainConfig::ignored_keys so the CLI can say so. Each is listed, with the
+//                  reason, in the rule tables of config.cpp and zero_section.cpp;
+//   - unsupported: known (DeepSpeed has it) but not supported yet: an error that says so and what
+//                  to do. Some are accepted at their no-op value only (e.g. "prescale_gradients":
+//                  false, "zero_quantized_weights": false, "fp16": {"enabled": false}).
+// Anything else is an unknown key: an error naming its full path (zero_optimization.stgae) and
+// the nearest known key at that level. Nothing with a numerical effect is ever silently dropped.
+//
+// Besides DeepSpeed's keys the file may hold sections of our own: "model", "data",
+// "train_steps" and "seed" (DeepSpeed has none of these: its model and data come from Python).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/gpt_shape.h"
+#include "optim/adamw.h"
+
+namespace zero {
+
+// DeepSpeed's "offload_optimizer" / "offload_param" device. ("nvme" is known but not supported yet.)
+enum class OffloadDevice { none, cpu };
+
+struct OffloadConfig {
+  OffloadDevice device = OffloadDevice::none;
+  bool pin_memory = false;  // page-locked host memory; DeepSpeed's code default (its newest docs say true)
+};
+
+// "zero_optimization", with DeepSpeed's defaults (deepspeed/runtime/zero/config.py). Sizes count
+// elements, not bytes, as in DeepSpeed.
+struct ZeroConfig {
+  int stage = 0;                                           // 0 (DDP), 1, 2 or 3
+  std::int64_t reduce_bucket_size = 500'000'000;           // elements reduced at a time
+  std::int64_t allgather_bucket_size = 500'000'000;        // elements all-gathered at a time
+  bool overlap_comm = false;                               // DeepSpeed: default true for stage 3 only
+  bool contiguous_gradients = true;
+  std::int64_t stage3_prefetch_bucket_size = 50'000'000;   // code default 5e7 (the docs table says 5e8)
+  std::int64_t stage3_param_persistence_threshold = 100'000;  // parameters this small stay whole
+  std::int64_t stage3_max_live_parameters = 1'000'000'000;
+  std::int64_t stage3_max_reuse_distance = 1'000'000'000;
+  std::int64_t sub_group_size = 1'000'000'000;             // optimizer-step tile (elements)
+  OffloadConfig offload_optimizer;                         // stages 1-3
+  OffloadConfig offload_param;                             // stage 3 only
+};
+
+enum class ScheduleType { none, warmup, warmup_decay, warmup_cosine };  // none, WarmupLR, WarmupDecayLR, WarmupCosineLR
+enum class WarmupType { log, linear };
+
+// "scheduler": DeepSpeed's learning-rate schedules (deepspeed/runtime/lr_schedules.py), same
+// parameter names, same formulas, same step counting.
+struct Schedule {
+  ScheduleType type = ScheduleType::none;
+  WarmupType warmup_type = WarmupType::log;
+  std::int64_t warmup_num_steps = 1000;
+  std::int64_t total_num_steps = 0;   // WarmupDecayLR, WarmupCosineLR (required there)
+  double warmup_min_lr = 0.0;         // WarmupLR, WarmupDecayLR
+  // WarmupLR, WarmupDecayLR. Unset: the optimizer's lr (WarmupLR). WarmupDecayLR's own default is
+  // 0.001, filled in by the parser, exactly as DeepSpeed does.
+  std::optional<double> warmup_max_lr;
+  double warmup_min_ratio = 0.0;      // WarmupCosineLR: lr = base_lr * ratio
+  double cos_min_ratio = 0.0001;      // WarmupCosineLR
+
+  // The learning rate of optimizer step `step`, counting from 0: `step` is the number of optimizer
+  // steps already taken (Engine::steps_done() before the step). DeepSpeed sets the lr when the
+  // scheduler is built and calls scheduler.step() after every optimizer step, so optimizer step
+  // `step` runs with DeepSpeed's last_batch_iteration = step - 1. Hence the first optimizer step
+  // (step 0) uses warmup_min_lr for WarmupLR/WarmupDecayLR and 0 for WarmupCosineLR, and the
+  // second (step 1, last_batch_iteration 0) uses gamma = 0 again. base_lr is the optimizer's lr.
+  // Computed in double, rounded once to float.
+  float lr_at(std::int64_t step, float base_lr) const;
+};
+
+// Our own "model" section: {"type": "gpt", "vocab_size", "n_ctx" (or "seq_len"), "n_embd",
+// "n_layer", "n_head"}.
+struct ModelSection {
+  std::string type = "gpt";
+  GptShape shape;  // defaults V=256 T=64 C=128 L=4 H=4
+};
+
+enum class DataFormat { auto_detect, text, bin };  // "auto": by extension, .bin is llm.c's format
+
+// Our own "data" section: {"path", "format", "val_fraction", "seed"}.
+struct DataSection {
+  std::string path;                 // empty: the CLI's default text
+  DataFormat format = DataFormat::auto_detect;
+  double val_fraction = 0.05;       // held-out share of the tokens, in [0, 1)
+  std::uint64_t seed = 1234;        // unset: the top-level seed
+};
+
+struct TrainConfig {
+  // Batch: train_batch_size == micro_batch_size * gradient_accumulation_steps * world_size.
+  int train_batch_size = 0;
+  int micro_batch_size = 0;             // DeepSpeed's train_micro_batch_size_per_gpu
+  int gradient_accumulation_steps = 1;
+
+  AdamConfig adam;                      // "optimizer": {"params": {lr, betas, eps, weight_decay}}
+  std::string optimizer_type = "AdamW"; // "Adam" or "AdamW" (as written in DeepSpeed's spelling)
+  Schedule scheduler;
+  float gradient_clipping = 0.0f;       // global-norm clip; 0 = off (DeepSpeed's code default)
+  int steps_per_print = 10;
+  ZeroConfig zero;
+  ModelSection model;
+  DataSection data;
+  std::int64_t train_steps = 200;       // ours: optimizer steps to run (DeepSpeed has no such key)
+  std::uint64_t seed = 1234;            // ours: initialisation seed (DeepSpeed has no such key)
+  bool bf16 = false;                    // always false for now: enabled=true is rejected
+  bool fp16 = false;                    // always false for now: enabled=true is rejected
+
+  // Paths of keys present in the file that were accepted and ignored (no numerical effect), e.g.
+  // "wall_clock_breakdown", "zero_optimization.round_robin_gradients", for the CLI to mention.
+  std::vector<std::string> ignored_keys;
+};
+
+// Reads, parses and validates a JSON config file: parse_config(read_config_file(path), world_size).
+TrainConfig load_config(const std::string& path, int world_size);
+
+// The document in a config file, not yet validated (to apply overrides to before parse_config).
+// ConfigError for a missing or empty file, a JSON syntax error (with file:line:column), or a key
+// written twice in one object (nlohmann would silently keep the last; DeepSpeed rejects it too).
+nlohmann::json read_config_file(const std::string& path);
+
+// Validates a parsed document. world_size is the number of data-parallel ranks.
+TrainConfig parse_config(const nlohmann::json& j, int world_size);
+
+// Command-line overrides, applied to the document before parse_config so that they are validated
+// exactly like the file: sets j["a"]["b"]["c"] = value for dotted_key "a.b.c", creating objects on
+// the way. ConfigError if the path runs through a value that is not an object.
+void apply_override(nlohmann::json& j, const std::string& dotted_key, const nlohmann::json& value);
+
+// The same for one "a.b.c=value" assignment: value is read as JSON (2, 2e8, true, [0.9,0.95],
+// "x") and, when it is not valid JSON, taken as a plain string (data.path=/tmp/x.txt).
+void apply_override(nlohmann::json& j, const std::string& assignment);
+
+}  // namespace zero

@@ -1,0 +1,213 @@
+// "zero_optimization": DeepSpeed's DeepSpeedZeroConfig (runtime/zero/config.py) and its offload
+// blocks (runtime/zero/offload_config.py), with DeepSpeed's defaults.
+//
+// Every key DeepSpeed knows here is read, ignored, or unsupported:
+//
+// | key                                            | zero does                                            |
+// |------------------------------------------------|------------------------------------------------------|
+// | stage, reduce_bucket_size, allgather_bucket_size, overlap_comm, contiguous_gradients,        |
+// | stage3_prefetch_bucket_size, stage3_param_persistence_threshold, stage3_max_live_parameters,  |
+// | stage3_max_reuse_distance, sub_group_size, offload_optimizer, offload_param                   |
+// |   (and the unprefixed pydantic names prefetch_bucket_size ... max_reuse_distance)  | read   |
+// | cpu_offload, cpu_offload_param, cpu_offload_use_pin_memory (deprecated)  | read, mapped onto the offload blocks as DeepSpeed does |
+// | allgather_partitions      | ignored: all-gather vs a series of broadcasts; same values         |
+// | reduce_scatter            | ignored: reduce-scatter vs all-reduce; zero's deterministic reduction gives the same average |
+// | round_robin_gradients     | ignored: order of gradient copies to the host; same values         |
+// | use_multi_rank_bucket_allreduce | ignored: how buckets are grouped into collectives            |
+// | stage3_model_persistence_threshold, stage3_module_granularity_threshold, stage3_use_all_reduce_for_fetch_params, |
+// | stage3_allgather_sequential, stage3_partition_stream_chunk_size, memory_efficient_linear,    |
+// | override_module_apply, leaf_module, parameter_alignment | ignored: when and in what pieces parameters are fetched or padded; same values |
+// | stage3_gather_16bit_weights_on_model_save (and its other spellings) | ignored: only how a 16-bit model is saved |
+// | load_from_fp32_weights    | ignored: zero trains in fp32, its master weights are the weights    |
+// | elastic_checkpoint        | ignored: zero's checkpoints always reshard                          |
+// | pipeline_loading_checkpoint | ignored: how a checkpoint is loaded                              |
+// | ignore_unused_parameters  | ignored: an error check for unused parameters; zero's models use all |
+// | compute_grad_norm         | ignored: zero always computes the global gradient norm              |
+// | log_trace_cache_warnings, enable_sanity_checks | ignored: logging and debug checks              |
+// | save_muon_momentum_buffer_in_memory | ignored: zero has no Muon                                 |
+// | legacy_stage1, zero_hpz_partition_size, zero_quantized_weights, zero_quantized_nontrainable_weights, |
+// | zero_quantized_gradients, zeropp_loco_param, mics_shard_size, mics_hierarchical_params_gather, zenflow |
+// |                           | known but not supported yet unless at the no-op default            |
+#include <limits>
+
+#include "common/error.h"
+#include "config/reader.h"
+
+namespace zero::config_detail {
+
+namespace {
+
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+constexpr JsonType kBool = JsonType::boolean, kInt = JsonType::integer, kNum = JsonType::number,
+                   kStr = JsonType::string, kObj = JsonType::object;
+
+std::vector<KeyRule> zero_rules() {
+  const Use R = Use::read, I = Use::ignore, U = Use::unsupported;
+  const std::string fetch = "when and in what pieces parameters are fetched; the same values arrive";
+  const std::string save = "only how a 16-bit model is saved";
+  return {
+      {"stage", R, kInt, ""},
+      {"reduce_bucket_size", R, kInt, ""},
+      {"allgather_bucket_size", R, kInt, ""},
+      {"overlap_comm", R, kBool, ""},
+      {"contiguous_gradients", R, kBool, ""},
+      {"stage3_prefetch_bucket_size", R, kInt, ""},
+      {"prefetch_bucket_size", R, kInt, ""},
+      {"stage3_param_persistence_threshold", R, kInt, ""},
+      {"param_persistence_threshold", R, kInt, ""},
+      {"stage3_max_live_parameters", R, kInt, ""},
+      {"max_live_parameters", R, kInt, ""},
+      {"stage3_max_reuse_distance", R, kInt, ""},
+      {"max_reuse_distance", R, kInt, ""},
+      {"sub_group_size", R, kInt, ""},
+      {"offload_optimizer", R, kObj, ""},
+      {"offload_param", R, kObj, ""},
+      {"cpu_offload", R, kBool, ""},
+      {"cpu_offload_param", R, kBool, ""},
+      {"cpu_offload_use_pin_memory", R, kBool, ""},
+      {"allgather_partitions", I, kBool, "all-gather vs a series of broadcasts; the same values arrive"},
+      {"reduce_scatter", I, kBool, "reduce-scatter vs all-reduce; zero's deterministic reduction gives the same average"},
+      {"round_robin_gradients", I, kBool, "the order of gradient copies to the host"},
+      {"use_multi_rank_bucket_allreduce", I, kBool, "how buckets are grouped into collectives"},
+      {"stage3_model_persistence_threshold", I, kInt, fetch},
+      {"model_persistence_threshold", I, kInt, fetch},
+      {"stage3_module_granularity_threshold", I, kInt, fetch},
+      {"module_granularity_threshold", I, kInt, fetch},
+      {"stage3_use_all_reduce_for_fetch_params", I, kBool, fetch},
+      {"use_all_reduce_for_fetch_params", I, kBool, fetch},
+      {"stage3_allgather_sequential", I, kBool, fetch},
+      {"allgather_sequential", I, kBool, fetch},
+      {"stage3_partition_stream_chunk_size", I, kInt, fetch},
+      {"memory_efficient_linear", I, kBool, fetch},
+      {"override_module_apply", I, kBool, fetch},
+      {"leaf_module", I, kObj, fetch},
+      {"parameter_alignment", I, kBool, "padding between parameters in flat buffers"},
+      {"stage3_gather_16bit_weights_on_model_save", I, kBool, save},
+      {"gather_16bit_weights_on_model_save", I, kBool, save},
+      {"stage3_gather_fp16_weights_on_model_save", I, kBool, save},
+      {"load_from_fp32_weights", I, kBool, "zero trains in fp32: its master weights are the weights"},
+      {"elastic_checkpoint", I, kBool, "zero's checkpoints always reshard"},
+      {"pipeline_loading_checkpoint", I, kBool, "how a checkpoint is loaded"},
+      {"ignore_unused_parameters", I, kBool, "an error check for unused parameters; zero's models use them all"},
+      {"compute_grad_norm", I, kBool, "zero always computes the global gradient norm"},
+      {"log_trace_cache_warnings", I, kBool, "logging"},
+      {"enable_sanity_checks", I, kBool, "debug checks"},
+      {"save_muon_momentum_buffer_in_memory", I, kBool, "zero has no Muon optimizer"},
+      {"legacy_stage1", U, kBool, "DeepSpeed's old stage 1", false},
+      {"zero_hpz_partition_size", U, kInt, "ZeRO++ hierarchical partitioning (hpZ), on the roadmap", 1},
+      {"zero_quantized_weights", U, kBool, "ZeRO++ quantized weight all-gather (qwZ), on the roadmap", false},
+      {"zero_quantized_nontrainable_weights", U, kBool, "quantized frozen weights", false},
+      {"zero_quantized_gradients", U, kBool, "ZeRO++ quantized gradients (qgZ), on the roadmap", false},
+      {"zeropp_loco_param", U, kObj, "LoCo-ZeRO++ error feedback", nullptr},
+      {"mics_shard_size", U, kInt, "MiCS sub-group sharding", -1},
+      {"mics_hierarchical_params_gather", U, kBool, "MiCS hierarchical gathers", false},
+      {"zenflow", U, kObj, "ZenFlow", nullptr},
+  };
+}
+
+std::vector<KeyRule> offload_rules(bool optimizer) {
+  const Use R = Use::read, I = Use::ignore, U = Use::unsupported;
+  const std::string nvme = "used only with device nvme";
+  std::vector<KeyRule> rules = {
+      {"device", R, kStr, ""},
+      {"pin_memory", R, kBool, ""},
+      {"nvme_path", I, kStr, nvme},
+      {"buffer_count", I, kInt, nvme},
+  };
+  if (optimizer) {
+    rules.insert(rules.end(), {
+        {"pipeline_read", I, kBool, nvme},
+        {"pipeline_write", I, kBool, nvme},
+        {"fast_init", I, kBool, nvme},
+        {"convert_grad_on_cpu", I, kBool, "where fp16 gradients are converted; zero's are fp32"},
+        {"cpuadam_cores_perc", I, kNum, "threads for DeepSpeed's CPU Adam"},
+        {"ratio", U, kNum, "partial optimizer offload", 1.0},
+        {"super_offload", U, kBool, "DeepSpeed's Superchip offload", false},
+    });
+  } else {
+    rules.insert(rules.end(), {{"buffer_size", I, kInt, nvme}, {"max_in_cpu", I, kInt, nvme}});
+  }
+  return rules;
+}
+
+// An offload block; DeepSpeed's docs say a missing device is an error, so it is one here too.
+OffloadConfig read_offload(const Section& zero, const std::string& key) {
+  OffloadConfig o;
+  if (!zero.has(key)) return o;
+  const Section s = zero.child(key, offload_rules(key == "offload_optimizer"));
+  if (!s.has("device")) s.fail("device", "is missing; set \"cpu\" to offload, or \"none\"");
+  const std::string device = s.get_string("device", "none");
+  if (device == "cpu") o.device = OffloadDevice::cpu;
+  else if (device == "nvme") s.fail("device", "= \"nvme\" is known but not supported yet: the NVMe tier is on the roadmap; use \"cpu\"");
+  else if (device != "none") s.fail("device", cat("is \"", device, "\"; it must be \"cpu\" or \"none\""));
+  o.pin_memory = s.get_bool("pin_memory", o.pin_memory);
+  return o;
+}
+
+// A key DeepSpeed accepts under two names (pydantic's field name and its stage3_ alias).
+std::int64_t read_aliased(const Section& s, const std::string& key, const std::string& alias, std::int64_t fallback) {
+  if (s.has(key) && s.has(alias)) s.fail(alias, cat("and ", key, " are the same setting; keep one"));
+  return s.get_int(s.has(alias) ? alias : key, fallback, 0, kMax);
+}
+
+// DeepSpeed's deprecated booleans, mapped the way its new_param_fn does.
+void read_deprecated_offload(const Section& s, ZeroConfig& z) {
+  if (s.get_bool("cpu_offload", false)) {
+    if (s.has("offload_optimizer")) s.fail("cpu_offload", "(deprecated) and offload_optimizer both set optimizer offload; keep offload_optimizer");
+    z.offload_optimizer.device = OffloadDevice::cpu;
+  }
+  if (s.get_bool("cpu_offload_param", false)) {
+    if (s.has("offload_param")) s.fail("cpu_offload_param", "(deprecated) and offload_param both set parameter offload; keep offload_param");
+    z.offload_param.device = OffloadDevice::cpu;
+  }
+  if (s.has("cpu_offload_use_pin_memory")) {
+    const bool pin = s.get_bool("cpu_offload_use_pin_memory", false);
+    z.offload_optimizer.pin_memory = z.offload_optimizer.pin_memory || pin;
+    z.offload_param.pin_memory = z.offload_param.pin_memory || pin;
+  }
+}
+
+void check_offload_stage(const Section& s, const ZeroConfig& z) {
+  if (z.offload_optimizer.device == OffloadDevice::cpu && z.stage == 0) {
+    s.fail("offload_optimizer", "offloads the optimizer state, which needs ZeRO stage 1, 2 or 3 (it is sharded there); set stage >= 1");
+  }
+  if (z.offload_param.device == OffloadDevice::cpu && z.stage != 3) {
+    s.fail("offload_param", cat("offloads parameters, which only stage 3 shards; stage is ", z.stage, ": set stage 3 or remove offload_param"));
+  }
+}
+
+}  // namespace
+
+ZeroConfig read_zero(const Section& top) {
+  ZeroConfig z;
+  if (!top.has("zero_optimization")) return z;
+  const nlohmann::json& v = top.at("zero_optimization");
+  if (v.is_boolean()) {  // DeepSpeed's deprecated form: true is stage 1
+    z.stage = v.get<bool>() ? 1 : 0;
+    return z;
+  }
+  const Section s = top.child("zero_optimization", zero_rules());
+  const std::int64_t stage = s.get_int("stage", 0, std::numeric_limits<std::int64_t>::min(), kMax);
+  if (stage < 0 || stage > 3) {
+    s.fail("stage", cat("is ", stage, "; ZeRO stages are 0-3 (0: data parallel, 1: + optimizer state sharded, "
+                        "2: + gradients, 3: + parameters)"));
+  }
+  z.stage = static_cast<int>(stage);
+  z.reduce_bucket_size = s.get_int("reduce_bucket_size", z.reduce_bucket_size, 1, kMax);
+  z.allgather_bucket_size = s.get_int("allgather_bucket_size", z.allgather_bucket_size, 1, kMax);
+  z.overlap_comm = s.get_bool("overlap_comm", z.stage == 3);  // DeepSpeed's overlap_comm_valid
+  z.contiguous_gradients = s.get_bool("contiguous_gradients", z.contiguous_gradients);
+  z.stage3_prefetch_bucket_size = read_aliased(s, "prefetch_bucket_size", "stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size);
+  z.stage3_param_persistence_threshold =
+      read_aliased(s, "param_persistence_threshold", "stage3_param_persistence_threshold", z.stage3_param_persistence_threshold);
+  z.stage3_max_live_parameters = read_aliased(s, "max_live_parameters", "stage3_max_live_parameters", z.stage3_max_live_parameters);
+  z.stage3_max_reuse_distance = read_aliased(s, "max_reuse_distance", "stage3_max_reuse_distance", z.stage3_max_reuse_distance);
+  z.sub_group_size = s.get_int("sub_group_size", z.sub_group_size, 1, kMax);
+  z.offload_optimizer = read_offload(s, "offload_optimizer");
+  z.offload_param = read_offload(s, "offload_param");
+  read_deprecated_offload(s, z);
+  check_offload_stage(s, z);
+  return z;
+}
+
+}  // namespace zero::config_detail

@@ -1,0 +1,455 @@
+// The config layer: DeepSpeed's example files parse, every bad input gets its message, batch sizes
+// resolve as DeepSpeed resolves them, and the schedules give DeepSpeed's numbers.
+#include "config/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "common/error.h"
+
+namespace zero {
+namespace {
+
+using nlohmann::json;
+
+std::string fixture(const std::string& name) { return std::string(ZERO_TEST_DATA_DIR) + "/config/" + name; }
+
+// The message parse_config throws for j; a test failure if it throws none.
+std::string error_of(const json& j, int world = 1) {
+  try {
+    parse_config(j, world);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no ConfigError for " << j.dump();
+  return "";
+}
+
+#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << "message: " << (text)
+
+// A small valid config, to which each test adds one bad thing.
+json base() { return json{{"train_batch_size", 8}}; }
+
+json with(json j, const std::string& dotted, const json& value) {
+  apply_override(j, dotted, value);
+  return j;
+}
+
+// ---- DeepSpeed's documented ZeRO configs, fp16 disabled ----
+
+TEST(ConfigFiles, Stage1TutorialExample) {
+  const TrainConfig c = load_config(fixture("ds_zero_stage1.json"), 2);
+  EXPECT_EQ(c.zero.stage, 1);
+  EXPECT_EQ(c.zero.reduce_bucket_size, 500'000'000);  // 5e8, a float in JSON
+  EXPECT_EQ(c.train_batch_size, 8);
+  EXPECT_EQ(c.micro_batch_size, 4);
+  EXPECT_EQ(c.gradient_accumulation_steps, 1);
+  EXPECT_EQ(c.optimizer_type, "Adam");
+  EXPECT_TRUE(c.adam.decoupled);  // DeepSpeed's adam_w_mode defaults to true for type Adam
+  EXPECT_FLOAT_EQ(c.adam.lr, 0.001f);
+  EXPECT_FLOAT_EQ(c.adam.beta1, 0.8f);
+  EXPECT_FLOAT_EQ(c.adam.beta2, 0.999f);
+  EXPECT_FLOAT_EQ(c.adam.weight_decay, 3e-7f);
+  EXPECT_EQ(c.scheduler.type, ScheduleType::warmup);
+  EXPECT_EQ(c.scheduler.warmup_num_steps, 1000);
+  EXPECT_FALSE(c.fp16);
+  EXPECT_FALSE(c.zero.overlap_comm);  // DeepSpeed's default below stage 3
+}
+
+TEST(ConfigFiles, Stage2TutorialExample) {
+  const TrainConfig c = load_config(fixture("ds_zero_stage2.json"), 2);
+  EXPECT_EQ(c.zero.stage, 2);
+  EXPECT_TRUE(c.zero.contiguous_gradients);
+  EXPECT_TRUE(c.zero.overlap_comm);
+  EXPECT_EQ(c.zero.allgather_bucket_size, 500'000'000);
+  EXPECT_EQ(c.ignored_keys, std::vector<std::string>{"zero_optimization.reduce_scatter"});
+}
+
+TEST(ConfigFiles, Stage2With2e8Buckets) {
+  const TrainConfig c = load_config(fixture("ds_zero_stage2_2e8.json"), 4);
+  EXPECT_EQ(c.zero.stage, 2);
+  EXPECT_EQ(c.zero.reduce_bucket_size, 200'000'000);
+  EXPECT_EQ(c.zero.allgather_bucket_size, 200'000'000);
+  EXPECT_EQ(c.micro_batch_size, 2);  // 16 / (2 accumulation * 4 ranks)
+  EXPECT_FLOAT_EQ(c.gradient_clipping, 1.0f);
+  EXPECT_EQ(c.steps_per_print, 2000);
+  EXPECT_EQ(c.optimizer_type, "AdamW");
+  EXPECT_EQ(c.scheduler.type, ScheduleType::warmup_decay);
+  EXPECT_EQ(c.scheduler.total_num_steps, 10000);
+}
+
+TEST(ConfigFiles, Stage2OffloadTutorialExample) {
+  const TrainConfig c = load_config(fixture("ds_zero_stage2_offload.json"), 1);
+  EXPECT_EQ(c.zero.stage, 2);
+  EXPECT_EQ(c.zero.offload_optimizer.device, OffloadDevice::cpu);  // parsed; the engine decides
+  EXPECT_EQ(c.zero.offload_param.device, OffloadDevice::none);
+  EXPECT_EQ(c.train_batch_size, 10);
+}
+
+TEST(ConfigFiles, Stage3InfinityTutorialExample) {
+  const TrainConfig c = load_config(fixture("ds_zero_stage3_offload.json"), 8);
+  EXPECT_EQ(c.zero.stage, 3);
+  EXPECT_TRUE(c.zero.overlap_comm);  // DeepSpeed's default for stage 3
+  EXPECT_EQ(c.zero.stage3_max_live_parameters, 1'000'000'000);
+  EXPECT_EQ(c.zero.stage3_max_reuse_distance, 1'000'000'000);
+  EXPECT_EQ(c.zero.stage3_prefetch_bucket_size, 10'000'000);
+  EXPECT_EQ(c.zero.stage3_param_persistence_threshold, 100'000);
+  EXPECT_EQ(c.zero.reduce_bucket_size, 10'000'000);
+  EXPECT_EQ(c.zero.offload_optimizer.device, OffloadDevice::cpu);
+  EXPECT_EQ(c.zero.offload_param.device, OffloadDevice::cpu);
+  EXPECT_EQ(c.gradient_accumulation_steps, 1);
+}
+
+TEST(ConfigFiles, Stage3ConfigJsonExample) {
+  const TrainConfig c = load_config(fixture("ds_zero_stage3.json"), 2);
+  EXPECT_EQ(c.zero.stage, 3);
+  EXPECT_EQ(c.zero.stage3_prefetch_bucket_size, 940'000);
+  EXPECT_EQ(c.zero.offload_param.device, OffloadDevice::none);
+  EXPECT_EQ(c.scheduler.type, ScheduleType::warmup_cosine);
+  EXPECT_EQ(c.scheduler.warmup_type, WarmupType::linear);
+  EXPECT_FLOAT_EQ(c.adam.beta2, 0.95f);
+  const std::vector<std::string> ignored = {"wall_clock_breakdown", "zero_optimization.stage3_gather_16bit_weights_on_model_save"};
+  EXPECT_EQ(c.ignored_keys, ignored);
+}
+
+// ---- The file itself ----
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("zero_config_test_" + name);
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+std::string load_error(const std::string& path) {
+  try {
+    load_config(path, 1);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no ConfigError for " << path;
+  return "";
+}
+
+TEST(ConfigFile, SyntaxErrorNamesFileLineAndColumn) {
+  // Line 3 has a trailing comma; the parser notices at the '}' on line 4, column 1.
+  const std::string path = write_temp("syntax.json", "{\n  \"train_batch_size\": 8,\n  \"steps_per_print\": 5,\n}\n");
+  const std::string msg = load_error(path);
+  EXPECT_CONTAINS(msg, "[config] ");
+  EXPECT_CONTAINS(msg, path + ":4:1: JSON syntax error");
+  EXPECT_CONTAINS(msg, "trailing comma");
+}
+
+TEST(ConfigFile, SyntaxErrorColumnInsideALine) {
+  const std::string path = write_temp("syntax2.json", "{\n  \"zero_optimization\": {\"stage\": 2 \"x\": 1}\n}\n");
+  // The unexpected token is the string "x" where a ',' should be; like nlohmann's own message, the
+  // column is that of the token's last character.
+  EXPECT_CONTAINS(load_error(path), path + ":2:38:");
+}
+
+TEST(ConfigFile, MissingFile) {
+  const std::string msg = load_error("/nonexistent/ds_config.json");
+  EXPECT_CONTAINS(msg, "[config] config file '/nonexistent/ds_config.json' does not exist");
+  EXPECT_CONTAINS(load_error(write_temp("empty.json", "\n")), "is empty");
+}
+
+TEST(ConfigFile, DuplicateKey) {
+  const std::string path = write_temp("dup.json", R"({"train_batch_size": 8, "zero_optimization": {"stage": 1, "stage": 2}})");
+  EXPECT_CONTAINS(load_error(path), "key 'zero_optimization.stage' appears twice");
+}
+
+// ---- Unknown, unsupported and wrongly typed keys ----
+
+TEST(ConfigKeys, UnknownKeyNamesPathAndNearestKey) {
+  const std::string msg = error_of(with(base(), "zero_optimization", {{"stgae", 2}}));
+  EXPECT_CONTAINS(msg, "unknown key 'zero_optimization.stgae'");
+  EXPECT_CONTAINS(msg, "did you mean 'zero_optimization.stage'?");
+  EXPECT_CONTAINS(error_of(with(base(), "train_micro_batch_size", 2)), "did you mean 'train_micro_batch_size_per_gpu'?");
+  const json adam = {{"type", "AdamW"}, {"params", {{"weight_decy", 0.1}}}};
+  EXPECT_CONTAINS(error_of(with(base(), "optimizer", adam)), "did you mean 'optimizer.params.weight_decay'?");
+  EXPECT_CONTAINS(error_of(with(base(), "scheduler", {{"type", "WarmupCosineLR"}, {"params", {{"warmup_min_lr", 0}}}})),
+                  "unknown key 'scheduler.params.warmup_min_lr'; did you mean 'scheduler.params.warmup_min_ratio'?");
+}
+
+TEST(ConfigKeys, FarFromAnyKeyListsTheKnownKeys) {
+  const std::string msg = error_of(with(base(), "data", {{"filename", "x.txt"}}));
+  EXPECT_CONTAINS(msg, "unknown key 'data.filename'");
+  EXPECT_CONTAINS(msg, "The keys known in 'data' are: path, format, val_fraction, seed.");
+}
+
+TEST(ConfigKeys, KnownButUnsupported) {
+  const std::string fp16 = error_of(with(base(), "fp16", {{"enabled", true}}));
+  EXPECT_CONTAINS(fp16, "fp16.enabled = true is known but not supported yet: mixed precision is on the roadmap");
+  EXPECT_CONTAINS(fp16, "set enabled to false");
+  EXPECT_CONTAINS(error_of(with(base(), "bf16.enabled", true)), "bf16.enabled = true is known but not supported yet");
+  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization.zero_quantized_weights", true)),
+                  "zero_optimization.zero_quantized_weights = true is known but not supported yet: ZeRO++");
+  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization.offload_optimizer.device", "nvme")),
+                  "zero_optimization.offload_optimizer.device = \"nvme\" is known but not supported yet");
+  EXPECT_CONTAINS(error_of(with(base(), "activation_checkpointing.partition_activations", false)),
+                  "activation_checkpointing = {\"partition_activations\":false} is known but not supported yet");
+  EXPECT_CONTAINS(error_of(with(base(), "prescale_gradients", true)), "set it to false or remove it");
+  EXPECT_CONTAINS(error_of(with(base(), "optimizer", {{"type", "Adam"}, {"params", {{"torch_adam", true}}}})),
+                  "optimizer.params.torch_adam = true is known but not supported yet");
+  EXPECT_CONTAINS(error_of(with(base(), "optimizer.type", "Lamb")), "optimizer.type \"Lamb\" is known but not supported yet");
+  EXPECT_CONTAINS(error_of(with(base(), "scheduler.type", "OneCycle")), "scheduler.type \"OneCycle\" is known but not supported yet");
+  EXPECT_CONTAINS(error_of(with(base(), "amp.enabled", true)), "amp is known but not supported yet");
+  EXPECT_CONTAINS(error_of(with(base(), "communication_data_type", "bf16")), "known but not supported yet: zero reduces gradients in fp32");
+}
+
+TEST(ConfigKeys, NoOpValuesOfUnsupportedKeysAreAccepted) {
+  json j = base();
+  j["prescale_gradients"] = false;
+  j["gradient_predivide_factor"] = 1;  // 1 == 1.0
+  j["amp"] = {{"enabled", false}, {"opt_level", "O1"}};
+  j["communication_data_type"] = nullptr;
+  j["zero_optimization"] = {{"stage", 2}, {"zero_quantized_gradients", false}, {"zero_hpz_partition_size", 1}};
+  j["fp16"] = {{"enabled", false}, {"loss_scale_window", 100}};
+  const TrainConfig c = parse_config(j, 1);
+  EXPECT_EQ(c.zero.stage, 2);
+  const std::vector<std::string> ignored = {"amp", "fp16.loss_scale_window"};
+  EXPECT_EQ(c.ignored_keys, ignored);
+}
+
+TEST(ConfigKeys, WrongTypeNamesPathExpectedTypeAndValue) {
+  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization.stage", "two")),
+                  "[config] zero_optimization.stage must be an integer, found \"two\" (a string)");
+  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization.reduce_bucket_size", 2.5e8 + 0.5)), "must be an integer, found 250000000.5");
+  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization.overlap_comm", 1)), "overlap_comm must be a boolean (true or false), found 1");
+  EXPECT_CONTAINS(error_of(with(base(), "optimizer", "adam")), "optimizer must be an object, found \"adam\"");
+  EXPECT_CONTAINS(error_of(with(base(), "train_micro_batch_size_per_gpu", "auto")), "Hugging Face Trainer placeholder");
+  EXPECT_CONTAINS(error_of(with(base(), "optimizer", {{"type", "AdamW"}, {"params", {{"betas", 0.9}}}})),
+                  "optimizer.params.betas must be an array, found 0.9");
+  EXPECT_CONTAINS(error_of(json::array({1, 2})), "the config must be a JSON object");
+}
+
+// ---- Values out of range ----
+
+TEST(ConfigValues, StageOutsideZeroToThree) {
+  const std::string msg = error_of(with(base(), "zero_optimization.stage", 5));
+  EXPECT_CONTAINS(msg, "zero_optimization.stage is 5; ZeRO stages are 0-3");
+  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization.stage", -1)), "ZeRO stages are 0-3");
+}
+
+TEST(ConfigValues, OptimizerParameters) {
+  auto adam = [](const std::string& key, const json& v) { return with(base(), "optimizer", {{"type", "AdamW"}, {"params", {{key, v}}}}); };
+  EXPECT_CONTAINS(error_of(adam("lr", -0.1)), "optimizer.params.lr is -0.1; the learning rate must be >= 0");
+  EXPECT_CONTAINS(error_of(adam("betas", {0.9, 1.0})), "optimizer.params.betas [1] is 1; each beta must be in [0, 1)");
+  EXPECT_CONTAINS(error_of(adam("betas", {-0.1, 0.9})), "[0] is -0.1");
+  EXPECT_CONTAINS(error_of(adam("betas", {0.9})), "must be two numbers [beta1, beta2]");
+  EXPECT_CONTAINS(error_of(adam("eps", -1e-8)), "eps must be >= 0");
+  EXPECT_CONTAINS(error_of(adam("weight_decay", -1)), "weight_decay must be >= 0");
+  EXPECT_CONTAINS(error_of(adam("max_grad_norm", 1.0)), "use the top-level \"gradient_clipping\"");
+  EXPECT_CONTAINS(error_of(with(base(), "optimizer.type", "SGDM")), "is not an optimizer zero knows");
+  EXPECT_CONTAINS(error_of(with(base(), "gradient_clipping", -1)), "gradient_clipping is -1; it must be >= 0");
+}
+
+TEST(ConfigValues, AdamDecayMode) {
+  auto parse_adam = [](const json& opt) { return parse_config(with(base(), "optimizer", opt), 1); };
+  EXPECT_TRUE(parse_adam({{"type", "adam"}}).adam.decoupled);  // case-insensitive, as DeepSpeed
+  EXPECT_EQ(parse_adam({{"type", "ADAMW"}}).optimizer_type, "AdamW");
+  EXPECT_FALSE(parse_adam({{"type", "Adam"}, {"params", {{"adam_w_mode", false}}}}).adam.decoupled);
+  EXPECT_CONTAINS(error_of(with(base(), "optimizer", {{"type", "AdamW"}, {"params", {{"adam_w_mode", false}}}})),
+                  "type \"AdamW\" always uses decoupled weight decay");
+  EXPECT_TRUE(parse_config(base(), 1).adam.decoupled);  // no optimizer section: AdamW defaults
+}
+
+TEST(ConfigValues, OffloadNeedsTheRightStage) {
+  EXPECT_CONTAINS(error_of(with(with(base(), "zero_optimization.stage", 2), "zero_optimization.offload_param.device", "cpu")),
+                  "only stage 3 shards; stage is 2");
+  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization.offload_optimizer.device", "cpu")), "needs ZeRO stage 1, 2 or 3");
+  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization.offload_optimizer", json::object())), "offload_optimizer.device is missing");
+}
+
+TEST(ConfigValues, DeprecatedZeroForms) {
+  EXPECT_EQ(parse_config(with(base(), "zero_optimization", true), 1).zero.stage, 1);  // DeepSpeed: true means stage 1
+  json j = with(base(), "zero_optimization", {{"stage", 2}, {"cpu_offload", true}, {"cpu_offload_use_pin_memory", true}});
+  const TrainConfig c = parse_config(j, 1);
+  EXPECT_EQ(c.zero.offload_optimizer.device, OffloadDevice::cpu);
+  EXPECT_TRUE(c.zero.offload_optimizer.pin_memory);
+  EXPECT_EQ(parse_config(with(base(), "zero_optimization", {{"stage", 3}, {"prefetch_bucket_size", 123}}), 1).zero.stage3_prefetch_bucket_size, 123);
+}
+
+TEST(ConfigValues, ModelAndDataSections) {
+  json j = base();
+  j["model"] = {{"type", "gpt"}, {"n_ctx", 32}, {"n_embd", 64}, {"n_layer", 2}, {"n_head", 2}};
+  j["data"] = {{"path", "war_and_peace.txt"}, {"format", "text"}, {"val_fraction", 0.1}};
+  j["seed"] = 7;
+  j["train_steps"] = 50;
+  const TrainConfig c = parse_config(j, 1);
+  EXPECT_EQ(c.model.shape.describe(), "V=256 T=32 C=64 L=2 H=2");
+  EXPECT_EQ(c.data.path, "war_and_peace.txt");
+  EXPECT_EQ(c.data.format, DataFormat::text);
+  EXPECT_DOUBLE_EQ(c.data.val_fraction, 0.1);
+  EXPECT_EQ(c.data.seed, 7u);  // the top-level seed when data.seed is unset
+  EXPECT_EQ(c.train_steps, 50);
+  EXPECT_EQ(parse_config(base(), 1).model.shape.describe(), "V=256 T=64 C=128 L=4 H=4");
+  EXPECT_CONTAINS(error_of(with(base(), "model", {{"n_embd", 100}, {"n_head", 3}})), "n_embd (100) must divide by n_head (3)");
+  EXPECT_CONTAINS(error_of(with(base(), "model", {{"n_ctx", 8}, {"seq_len", 8}})), "keep one");
+  EXPECT_CONTAINS(error_of(with(base(), "data.format", "csv")), "data.format is \"csv\"");
+  EXPECT_CONTAINS(error_of(with(base(), "data.val_fraction", 1.0)), "it must be in [0, 1)");
+  EXPECT_CONTAINS(error_of(with(base(), "train_steps", 0)), "train_steps must be at least 1, not 0");
+}
+
+// ---- Batch sizes: DeepSpeed's rules ----
+
+struct Batch {
+  int train, micro, accum;
+};
+
+Batch resolve(const json& j, int world) {
+  const TrainConfig c = parse_config(j, world);
+  return {c.train_batch_size, c.micro_batch_size, c.gradient_accumulation_steps};
+}
+
+void expect_batch(const json& j, int world, Batch want) {
+  const Batch got = resolve(j, world);
+  EXPECT_EQ(got.train, want.train) << j.dump();
+  EXPECT_EQ(got.micro, want.micro) << j.dump();
+  EXPECT_EQ(got.accum, want.accum) << j.dump();
+}
+
+TEST(ConfigBatch, ResolvesAsDeepSpeedDoes) {
+  expect_batch({{"train_batch_size", 32}, {"train_micro_batch_size_per_gpu", 4}, {"gradient_accumulation_steps", 2}}, 4, {32, 4, 2});
+  expect_batch({{"train_batch_size", 32}, {"train_micro_batch_size_per_gpu", 4}}, 4, {32, 4, 2});      // accumulation inferred
+  expect_batch({{"train_batch_size", 32}, {"gradient_accumulation_steps", 2}}, 4, {32, 4, 2});         // micro inferred
+  expect_batch({{"train_micro_batch_size_per_gpu", 4}, {"gradient_accumulation_steps", 2}}, 4, {32, 4, 2});  // total inferred
+  expect_batch({{"train_batch_size", 32}}, 4, {32, 8, 1});               // one alone: accumulation 1
+  expect_batch({{"train_micro_batch_size_per_gpu", 4}}, 4, {16, 4, 1});  // one alone: accumulation 1
+}
+
+TEST(ConfigBatch, Mismatches) {
+  const json three = {{"train_batch_size", 12}, {"train_micro_batch_size_per_gpu", 4}, {"gradient_accumulation_steps", 1}};
+  const std::string msg = error_of(three, 2);
+  EXPECT_CONTAINS(msg, "train_batch_size 12 != train_micro_batch_size_per_gpu 4 * gradient_accumulation_steps 1 * world size 2 = 8");
+  EXPECT_CONTAINS(msg, "set train_batch_size to 8");
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 10}, {"train_micro_batch_size_per_gpu", 4}}, 1),
+                  "train_batch_size 10 is not a multiple of train_micro_batch_size_per_gpu 4 * world size 1 = 4");
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 12}, {"gradient_accumulation_steps", 5}}, 1),
+                  "train_batch_size 12 is not a multiple of gradient_accumulation_steps 5 * world size 1 = 5");
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 6}}, 4), "train_batch_size 6 does not split over 4 ranks");
+  EXPECT_CONTAINS(error_of({{"gradient_accumulation_steps", 2}}, 1), "set train_batch_size or train_micro_batch_size_per_gpu");
+  EXPECT_CONTAINS(error_of(json::object(), 1), "set train_batch_size or train_micro_batch_size_per_gpu");
+}
+
+TEST(ConfigBatch, ZeroOrNegative) {
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 0}}), "train_batch_size is 0; it must be a positive integer");
+  EXPECT_CONTAINS(error_of({{"train_micro_batch_size_per_gpu", -2}}), "train_micro_batch_size_per_gpu is -2; it must be a positive integer");
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"gradient_accumulation_steps", 0}}), "gradient_accumulation_steps is 0");
+  EXPECT_CONTAINS(error_of(base(), 0), "world size must be at least 1");
+}
+
+// ---- Schedules: DeepSpeed's formulas, values computed by hand ----
+
+Schedule schedule_of(const json& sched, float lr = 1e-3f) {
+  json j = base();
+  j["scheduler"] = sched;
+  j["optimizer"] = {{"type", "AdamW"}, {"params", {{"lr", lr}}}};
+  return parse_config(j, 1).scheduler;
+}
+
+void expect_lr(float got, double want) { EXPECT_NEAR(got, want, 1e-6 * std::fabs(want) + 1e-12); }
+
+TEST(ConfigSchedule, WarmupLRLog) {
+  // DeepSpeed's config-json example: min 0, max 0.001, 1000 steps, log warm-up.
+  const Schedule s = schedule_of({{"type", "WarmupLR"}, {"params", {{"warmup_min_lr", 0}, {"warmup_max_lr", 0.001}, {"warmup_num_steps", 1000}}}});
+  expect_lr(s.lr_at(0, 1e-3f), 0.0);    // before DeepSpeed's first scheduler.step(): min lr
+  expect_lr(s.lr_at(1, 1e-3f), 0.0);    // last_batch_iteration 0: log(1) = 0
+  expect_lr(s.lr_at(2, 1e-3f), 1.0034333188799373e-4);  // 0.001 * log(2) / log(1000)
+  expect_lr(s.lr_at(1000, 1e-3f), 1e-3);                // log(1000) / log(1000)
+  expect_lr(s.lr_at(5000, 1e-3f), 1e-3);                // then constant
+}
+
+TEST(ConfigSchedule, WarmupLRLinearAndDefaults) {
+  const Schedule lin = schedule_of({{"type", "WarmupLR"}, {"params", {{"warmup_min_lr", 1e-4}, {"warmup_max_lr", 1e-3}, {"warmup_num_steps", 10}, {"warmup_type", "linear"}}}});
+  expect_lr(lin.lr_at(0, 5e-4f), 1e-4);
+  expect_lr(lin.lr_at(6, 5e-4f), 5.5e-4);  // 1e-4 + 9e-4 * 5/10
+  expect_lr(lin.lr_at(11, 5e-4f), 1e-3);
+  // No warmup_max_lr: the optimizer's lr (DeepSpeed's WarmupLR).
+  const Schedule def = schedule_of({{"type", "WarmupLR"}, {"params", {{"warmup_num_steps", 4}, {"warmup_type", "linear"}}}}, 3e-4f);
+  expect_lr(def.lr_at(3, 3e-4f), 1.5e-4);  // 3e-4 * 2/4
+  // warmup_num_steps 1 becomes 2, as in DeepSpeed (max(2, n)).
+  const Schedule one = schedule_of({{"type", "WarmupLR"}, {"params", {{"warmup_num_steps", 1}, {"warmup_type", "linear"}, {"warmup_max_lr", 1.0}}}});
+  expect_lr(one.lr_at(2, 1.0f), 0.5);
+  // Log warm-up with a non-zero floor: 1e-4 + 9e-4 * log(3) / log(5).
+  const Schedule lg = schedule_of({{"type", "WarmupLR"}, {"params", {{"warmup_min_lr", 1e-4}, {"warmup_max_lr", 1e-3}, {"warmup_num_steps", 5}}}});
+  expect_lr(lg.lr_at(3, 1e-3f), 7.143455750373869e-4);
+}
+
+TEST(ConfigSchedule, WarmupDecayLR) {
+  const Schedule s = schedule_of({{"type", "WarmupDecayLR"},
+                                  {"params", {{"warmup_max_lr", 0.01}, {"warmup_num_steps", 10}, {"warmup_type", "linear"}, {"total_num_steps", 110}}}});
+  expect_lr(s.lr_at(1, 1e-3f), 0.0);
+  expect_lr(s.lr_at(6, 1e-3f), 0.005);   // warm-up: 0.01 * 5/10
+  expect_lr(s.lr_at(11, 1e-3f), 0.01);   // decay starts: (110 - 10) / (110 - 10)
+  expect_lr(s.lr_at(61, 1e-3f), 0.005);  // (110 - 60) / 100
+  expect_lr(s.lr_at(111, 1e-3f), 0.0);   // the end
+  expect_lr(s.lr_at(200, 1e-3f), 0.0);   // clamped at 0
+  // WarmupDecayLR's own default warmup_max_lr is 0.001, whatever the optimizer's lr.
+  const Schedule def = schedule_of({{"type", "WarmupDecayLR"}, {"params", {{"total_num_steps", 100}, {"warmup_num_steps", 10}}}}, 0.5f);
+  EXPECT_DOUBLE_EQ(*def.warmup_max_lr, 0.001);
+  expect_lr(def.lr_at(11, 0.5f), 0.001);
+  EXPECT_CONTAINS(error_of(with(base(), "scheduler", {{"type", "WarmupDecayLR"}, {"params", json::object()}})),
+                  "scheduler.params.total_num_steps is missing");
+}
+
+TEST(ConfigSchedule, WarmupCosineLR) {
+  const Schedule s = schedule_of({{"type", "WarmupCosineLR"},
+                                  {"params", {{"total_num_steps", 110}, {"warmup_num_steps", 10}, {"warmup_min_ratio", 0.1},
+                                              {"cos_min_ratio", 0.01}, {"warmup_type", "linear"}}}},
+                                 0.1f);
+  expect_lr(s.lr_at(0, 0.1f), 0.0);     // DeepSpeed's WarmupCosineLR returns 0 before its first step
+  expect_lr(s.lr_at(1, 0.1f), 0.01);    // ratio 0.1 + 0 * 0.9
+  expect_lr(s.lr_at(6, 0.1f), 0.055);   // ratio 0.1 + 0.5 * 0.9
+  expect_lr(s.lr_at(11, 0.1f), 0.09997557473810371);  // 0.1 * (0.01 + 0.99 * (1 + cos(pi * 1/100)) / 2)
+  expect_lr(s.lr_at(60, 0.1f), 0.0505);  // progress 50/100: 0.1 * (0.01 + 0.99 * 0.5)
+  expect_lr(s.lr_at(111, 0.1f), 0.001);  // the floor, cos_min_ratio
+  expect_lr(s.lr_at(1000, 0.1f), 0.001); // and it stays there
+  const Schedule lg = schedule_of({{"type", "WarmupCosineLR"}, {"params", {{"total_num_steps", 5000}}}}, 0.1f);
+  expect_lr(lg.lr_at(2, 0.1f), 0.010034333188799373);  // 0.1 * log(2) / log(1000)
+}
+
+TEST(ConfigSchedule, NoneAndBadInput) {
+  expect_lr(parse_config(base(), 1).scheduler.lr_at(7, 3e-4f), 3e-4);
+  EXPECT_CONTAINS(error_of(with(base(), "scheduler.type", "WarmupCosine")), "did you mean \"WarmupCosineLR\"?");
+  EXPECT_CONTAINS(error_of(with(base(), "scheduler", {{"type", "WarmupLR"}, {"params", {{"warmup_type", "cosine"}}}})),
+                  "warmup_type is \"cosine\"; it must be \"log\" or \"linear\"");
+  EXPECT_CONTAINS(error_of(with(base(), "scheduler", {{"type", "WarmupLR"}, {"params", {{"warmup_num_steps", 0}}}})),
+                  "warmup_num_steps must be at least 1, not 0");
+  EXPECT_CONTAINS(error_of(with(base(), "scheduler", {{"params", json::object()}})), "scheduler.type is missing");
+}
+
+// ---- Command-line overrides ----
+
+TEST(ConfigOverride, SetsNestedKeysAndIsValidatedLikeTheFile) {
+  json j = read_config_file(fixture("ds_zero_stage2.json"));
+  apply_override(j, "zero_optimization.stage", 3);
+  apply_override(j, "optimizer.params.lr=3e-4");
+  apply_override(j, "data.path=/tmp/text.txt");  // not JSON: a string
+  apply_override(j, "optimizer.params.betas=[0.9,0.95]");
+  const TrainConfig c = parse_config(j, 2);
+  EXPECT_EQ(c.zero.stage, 3);
+  EXPECT_FLOAT_EQ(c.adam.lr, 3e-4f);
+  EXPECT_FLOAT_EQ(c.adam.beta2, 0.95f);
+  EXPECT_EQ(c.data.path, "/tmp/text.txt");
+  apply_override(j, "zero_optimization.stgae=2");
+  EXPECT_CONTAINS(error_of(j, 2), "unknown key 'zero_optimization.stgae'");
+}
+
+TEST(ConfigOverride, BadOverrides) {
+  json j = base();
+  try {
+    apply_override(j, "train_batch_size.x", 1);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_CONTAINS(e.what(), "'train_batch_size' is 8, not an object");
+  }
+  EXPECT_THROW(apply_override(j, "zero_optimization..stage", 1), ConfigError);
+  EXPECT_THROW(apply_override(j, "no_equals_sign"), ConfigError);
+}
+
+}  // namespace
+}  // namespace zero
