@@ -30,6 +30,7 @@ Flags::Flags(const std::string& command, std::vector<FlagSpec> specs, const std:
       throw ConfigError(cat("[cli] --", name, " takes no value"));
     }
     values_[name] = s.takes_value ? value : "1";
+    all_values_[name].push_back(values_[name]);
   }
 }
 
@@ -48,6 +49,12 @@ std::string Flags::get(const std::string& name) const {
   const FlagSpec& s = spec(name);
   auto it = values_.find(name);
   return it == values_.end() ? s.default_value : it->second;
+}
+
+std::vector<std::string> Flags::get_all(const std::string& name) const {
+  spec(name);
+  auto it = all_values_.find(name);
+  return it == all_values_.end() ? std::vector<std::string>{} : it->second;
 }
 
 long long Flags::get_int(const std::string& name, long long min, long long max) const {

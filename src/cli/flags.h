@@ -25,7 +25,8 @@ class Flags {
   std::string usage() const;
 
   bool has(const std::string& name) const;
-  std::string get(const std::string& name) const;  // the value or the default
+  std::string get(const std::string& name) const;  // the value (the last, if repeated) or the default
+  std::vector<std::string> get_all(const std::string& name) const;  // every value given, in order
   long long get_int(const std::string& name, long long min, long long max) const;
 
  private:
@@ -34,6 +35,7 @@ class Flags {
   std::string command_;
   std::vector<FlagSpec> specs_;
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> all_values_;
   bool help_ = false;
 };
 

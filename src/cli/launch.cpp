@@ -1,6 +1,11 @@
 #include "cli/launch.h"
 
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
 #include "comm/thread_world.h"
@@ -17,7 +22,12 @@ int run_ranks(const Flags& flags, const std::function<int(Communicator&)>& per_r
     const int n = static_cast<int>(flags.get_int("ranks", 1, 1024));
     std::vector<int> codes(n, 0);
     ThreadWorld world(n);
+    // The ranks share this process's cores: split them, and keep OpenBLAS (one pool for the
+    // whole process) single-threaded, or the ranks' threads would oversubscribe the cores.
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (n > 1) openblas_set_num_threads(1);
     world.run([&](int r) {
+      omp_set_num_threads(std::max(1, cores / n));
       auto comm = world.communicator(r);
       codes[r] = per_rank(*comm);
     });

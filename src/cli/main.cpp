@@ -5,6 +5,8 @@
 
 #include "cli/bench_adam.h"
 #include "cli/demo.h"
+#include "cli/estimate.h"
+#include "cli/train.h"
 #include "common/error.h"
 
 namespace {
@@ -13,7 +15,9 @@ const char* kUsage =
     "usage: zero COMMAND [flags]\n"
     "\n"
     "commands:\n"
+    "  train        train a GPT on text with a DeepSpeed-style config (zero train --help)\n"
     "  demo         train one model under ZeRO stages 0-3; print measured memory and traffic per rank\n"
+    "  estimate     which ZeRO stage (and offload) fits: per-rank memory and traffic, and a recommendation\n"
     "  bench adam   speed of the CPU Adam kernel against the memory-bandwidth ceiling\n"
     "\n"
     "Run `zero COMMAND --help` for a command's flags. Multi-process: mpirun -np N zero COMMAND ...\n";
@@ -28,7 +32,9 @@ int main(int argc, char** argv) {
   }
   const std::string command = args[0];
   try {
+    if (command == "train") return zero::cli::train_main({args.begin() + 1, args.end()}, argv[0]);
     if (command == "demo") return zero::cli::demo_main({args.begin() + 1, args.end()});
+    if (command == "estimate") return zero::cli::estimate_main({args.begin() + 1, args.end()});
     if (command == "bench" && args.size() >= 2 && args[1] == "adam") return zero::bench_adam_main(argc - 2, argv + 2);
     std::fprintf(stderr, "zero: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;

@@ -1,0 +1,207 @@
+#include "cli/train.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/flags.h"
+#include "cli/launch.h"
+#include "common/error.h"
+#include "config/config.h"
+#include "data/load.h"
+#include "train/trainer.h"
+
+namespace zero::cli {
+namespace {
+
+std::vector<FlagSpec> train_flags() {
+  return {{"config", "DeepSpeed-style JSON config (ds_config.json); without it, a small built-in GPT setup", true, ""},
+          {"ranks", "data-parallel ranks: launches `mpirun -np N` itself (or N thread ranks with --comm threads)", true, "1"},
+          {"comm", "backend: auto (mpi under mpirun, else launch mpirun for --ranks > 1), mpi, threads", true, "auto"},
+          {"stage", "ZeRO stage 0-3 (overrides zero_optimization.stage)", true, ""},
+          {"steps", "optimizer steps (overrides train_steps)", true, ""},
+          {"data", "text file (UTF-8, byte-level tokens) or llm.c .bin tokens (overrides data.path)", true, ""},
+          {"micro-batch", "sequences per rank per micro-batch (overrides train_micro_batch_size_per_gpu)", true, ""},
+          {"lr", "learning rate (overrides optimizer.params.lr)", true, ""},
+          {"seed", "initialisation seed (overrides seed)", true, ""},
+          {"set", "any config key, dotted: --set zero_optimization.reduce_bucket_size=2e8 (repeatable)", true, ""},
+          {"metrics", "write one JSON object per step (all ranks' figures) to this file", true, ""},
+          {"sample", "bytes of text to generate after training (text data only)", true, "300"}};
+}
+
+// The setup used without --config: a small character-level GPT on the default text.
+nlohmann::json default_config() {
+  return {{"train_micro_batch_size_per_gpu", 8},
+          {"gradient_accumulation_steps", 1},
+          {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 2e-3}, {"betas", {0.9, 0.95}}, {"eps", 1e-8}, {"weight_decay", 0.1}}}}},
+          {"scheduler", {{"type", "WarmupLR"}, {"params", {{"warmup_min_lr", 0}, {"warmup_max_lr", 2e-3}, {"warmup_num_steps", 20}, {"warmup_type", "linear"}}}}},
+          {"gradient_clipping", 1.0},
+          {"steps_per_print", 10},
+          {"zero_optimization", {{"stage", 1}}},
+          {"train_steps", 200},
+          {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 64}, {"n_embd", 128}, {"n_layer", 4}, {"n_head", 4}}}};
+}
+
+TrainConfig build_config(const Flags& flags, int world_size) {
+  nlohmann::json j = default_config();
+  if (!flags.get("config").empty()) {
+    // Read through load_config's checks first (file errors, syntax with line and column), then
+    // reload the document to apply the overrides and validate the result.
+    const std::string path = flags.get("config");
+    std::ifstream in(path);
+    if (!in) throw ConfigError(cat("[config] cannot open ", path, ": check the path"));
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error&) {
+      load_config(path, world_size);  // throws the detailed syntax error
+      throw;
+    }
+  }
+  const std::pair<const char*, const char*> simple[] = {{"stage", "zero_optimization.stage"}, {"steps", "train_steps"},
+                                                         {"micro-batch", "train_micro_batch_size_per_gpu"},
+                                                         {"lr", "optimizer.params.lr"}, {"seed", "seed"}};
+  for (const auto& [flag, key] : simple)
+    if (flags.has(flag)) apply_override(j, cat(key, "=", flags.get(flag)));
+  if (flags.has("data")) apply_override(j, "data.path", flags.get("data"));
+  for (const std::string& assignment : flags.get_all("set")) apply_override(j, assignment);
+  return parse_config(j, world_size);
+}
+
+std::string mib(std::uint64_t bytes) { return format_bytes(bytes); }
+
+void print_step(const StepMetrics& m, std::int64_t total, int every) {
+  std::uint64_t dev = 0, dev_peak = 0, host = 0, host_peak = 0, sent = 0;
+  for (const RankFigures& f : m.ranks) {
+    dev = std::max(dev, f.total_current[0]), dev_peak = std::max(dev_peak, f.total_peak[0]);
+    host = std::max(host, f.total_current[1]), host_peak = std::max(host_peak, f.total_peak[1]);
+    std::uint64_t s = 0;
+    for (auto b : f.sent) s += b;
+    sent = std::max(sent, s);
+  }
+  int launched = 1;  // under mpirun, rank 0's stdout is mpirun's pty whatever the user's is
+  const bool tty = isatty(fileno(stdout)) && !launched_by_mpi(&launched);
+  if (m.step % every == 0 || m.step == 1 || m.step == total) {
+    std::printf("%sstep %6lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %9.0f tok/s | %7.1f ms | device %s/%s | host %s/%s | sent %s\n",
+                tty ? "\r\033[K" : "", static_cast<long long>(m.step), static_cast<long long>(total), m.loss, m.lr,
+                m.grad_norm, m.tokens_per_second, m.step_seconds * 1e3, mib(dev).c_str(), mib(dev_peak).c_str(),
+                mib(host).c_str(), mib(host_peak).c_str(), mib(sent).c_str());
+  } else if (tty) {
+    const int width = 30, done = static_cast<int>(width * m.step / total);
+    std::printf("\r[%s%s] %lld/%lld loss %.4f", std::string(done, '#').c_str(), std::string(width - done, '.').c_str(),
+                static_cast<long long>(m.step), static_cast<long long>(total), m.loss);
+  }
+  std::fflush(stdout);
+}
+
+nlohmann::json metrics_json(const StepMetrics& m) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (std::size_t r = 0; r < m.ranks.size(); ++r) {
+    const RankFigures& f = m.ranks[r];
+    nlohmann::json mem, sent;
+    for (int t = 0; t < kNumTiers; ++t) {
+      nlohmann::json cur, peak;
+      for (int c = 0; c < kNumCategories; ++c) {
+        cur[category_name(static_cast<Category>(c))] = f.current[t][c];
+        peak[category_name(static_cast<Category>(c))] = f.peak[t][c];
+      }
+      mem[tier_name(static_cast<Tier>(t))] = {{"current", cur}, {"peak", peak}, {"total_current", f.total_current[t]}, {"total_peak", f.total_peak[t]}};
+    }
+    for (int k = 0; k < kNumCollectives; ++k) sent[collective_name(static_cast<Collective>(k))] = f.sent[k];
+    ranks.push_back({{"rank", r}, {"loss", f.loss}, {"memory_bytes", mem}, {"sent_bytes", sent}});
+  }
+  return {{"step", m.step}, {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm}, {"step_seconds", m.step_seconds},
+          {"tokens_per_second", m.tokens_per_second}, {"ranks", ranks}};
+}
+
+// `zero train --ranks N` outside mpirun: start the MPI job, with this same command, and wait.
+int launch_mpi_job(const Flags& flags, const std::vector<std::string>& args, const char* self_path) {
+  const long long n = flags.get_int("ranks", 1, 4096);
+  std::vector<std::string> cmd = {"mpirun", "--oversubscribe", "-np", std::to_string(n)};
+  if (geteuid() == 0) cmd.insert(cmd.begin() + 1, "--allow-run-as-root");
+  cmd.push_back(std::filesystem::canonical(self_path).string());
+  cmd.push_back("train");
+  for (std::size_t i = 0; i < args.size(); ++i) {  // drop --ranks and --comm; the job is MPI
+    const std::string& a = args[i];
+    if (a == "--ranks" || a == "--comm") { ++i; continue; }
+    if (a.rfind("--ranks=", 0) == 0 || a.rfind("--comm=", 0) == 0) continue;
+    cmd.push_back(a);
+  }
+  cmd.insert(cmd.end(), {"--comm", "mpi"});
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::string threads = std::to_string(std::max<long long>(1, cores / n));
+  setenv("OMP_NUM_THREADS", threads.c_str(), 0);
+  setenv("OPENBLAS_NUM_THREADS", threads.c_str(), 0);
+  setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+  std::vector<char*> argv;
+  for (auto& s : cmd) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  execvp("mpirun", argv.data());
+  throw Error("[train] could not start mpirun (is Open MPI installed? run scripts/setup.sh), or run under mpirun yourself");
+}
+
+void print_summary(const TrainConfig& c, const TrainResult& r, const std::string& data) {
+  std::printf("\nsummary: %lld steps, %.1f ms/step, %.0f tokens/s; train loss %.4f -> %.4f", static_cast<long long>(c.train_steps),
+              r.mean_step_seconds * 1e3, r.tokens_per_second, r.losses.front(), r.losses.back());
+  if (r.final_val_loss >= 0) std::printf("; validation loss %.4f -> %.4f", r.first_val_loss, r.final_val_loss);
+  std::printf("\ndata: %s\n", data.c_str());
+  std::uint64_t peak = 0;
+  for (const RankFigures& f : r.final_ranks) peak = std::max(peak, f.total_peak[0]);
+  std::printf("peak device-tier memory per rank: %s; final weights sha256 %s\n", mib(peak).c_str(), r.weights_sha256.c_str());
+  if (!r.sample.empty()) std::printf("\nsample:\n%s\n", r.sample.c_str());
+}
+
+}  // namespace
+
+int train_main(const std::vector<std::string>& args, const char* self_path) {
+  Flags flags("zero train", train_flags(), args);
+  if (flags.help()) {
+    std::printf("Trains a GPT with ZeRO on text (see README: zero train).\n\n%s", flags.usage().c_str());
+    return 0;
+  }
+  int launched = 1;
+  const bool under_mpi = launched_by_mpi(&launched) && launched > 1;
+  if (flags.get("comm") == "auto" && !under_mpi && flags.get_int("ranks", 1, 4096) > 1) {
+    return launch_mpi_job(flags, args, self_path);
+  }
+  const std::string metrics_path = flags.get("metrics");
+  const int sample = static_cast<int>(flags.get_int("sample", 0, 100000));
+  return run_ranks(flags, [&](Communicator& comm) {
+    TrainOptions o;
+    o.config = build_config(flags, comm.size());
+    o.data_path = o.config.data.path.empty() ? data::default_text_path() : o.config.data.path;
+    o.sample_chars = sample;
+    const TrainConfig& c = o.config;
+    std::ofstream metrics;
+    if (comm.rank() == 0) {
+      std::printf("zero train: GPT %s (%lld parameters), ZeRO stage %d, %d ranks (%s), batch %d = %d x %d x %d ranks, %lld steps\n",
+                  c.model.shape.describe().c_str(), static_cast<long long>(c.model.shape.num_parameters()), c.zero.stage,
+                  comm.size(), comm.backend().c_str(), c.train_batch_size, c.micro_batch_size, c.gradient_accumulation_steps,
+                  comm.size(), static_cast<long long>(c.train_steps));
+      for (const std::string& k : c.ignored_keys) std::printf("config: %s has no effect here and is ignored\n", k.c_str());
+      if (!metrics_path.empty()) {
+        metrics.open(metrics_path + ".partial");
+        if (!metrics) throw Error(cat("[train] cannot write ", metrics_path, ": check the directory exists and is writable"));
+      }
+      o.on_step = [&](const StepMetrics& m) {
+        print_step(m, c.train_steps, c.steps_per_print);
+        if (metrics.is_open()) metrics << metrics_json(m).dump() << "\n" << std::flush;
+      };
+    }
+    const TrainResult r = train(o, comm);
+    if (comm.rank() == 0) {
+      print_summary(c, r, o.data_path);
+      if (metrics.is_open()) {
+        metrics.close();
+        std::filesystem::rename(metrics_path + ".partial", metrics_path);  // complete: publish it
+      }
+    }
+    return 0;
+  });
+}
+
+}  // namespace zero::cli

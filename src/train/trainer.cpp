@@ -1,0 +1,191 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "common/error.h"
+#include "common/sha256.h"
+#include "data/batches.h"
+#include "data/load.h"
+#include "data/tokenizer.h"
+#include "engine/engine.h"
+#include "model/gpt.h"
+#include "partition/init.h"
+
+namespace zero {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+data::TokenData load_data(const TrainOptions& o) {
+  const char* formats[] = {"auto", "text", "bin"};
+  data::TokenData d = data::load_tokens(o.data_path, formats[static_cast<int>(o.config.data.format)]);
+  const int V = o.config.model.shape.vocab_size;
+  if (d.vocab_size > V) {
+    throw ConfigError(cat("[train] ", o.data_path, " has tokens up to ", d.vocab_size - 1, " (a vocabulary of ",
+                          d.vocab_size, ") but the model's vocab_size is ", V, ": set model.vocab_size to at least ",
+                          d.vocab_size));
+  }
+  return d;
+}
+
+RankFigures figures(const Ledger& ledger, const Traffic& traffic, float loss) {
+  RankFigures f{};
+  for (int t = 0; t < kNumTiers; ++t) {
+    const TierUsage u = ledger.usage(static_cast<Tier>(t));
+    for (int c = 0; c < kNumCategories; ++c) f.current[t][c] = u.current[c], f.peak[t][c] = u.peak[c];
+    f.total_current[t] = u.total_current;
+    f.total_peak[t] = u.total_peak;
+  }
+  for (int k = 0; k < kNumCollectives; ++k) f.sent[k] = traffic.sent[k], f.received[k] = traffic.received[k];
+  f.loss = loss;
+  return f;
+}
+
+// Mean over ranks of one float per rank, summed in rank order (the same on every rank).
+float mean_over_ranks(Communicator& comm, float x, std::vector<float>* all = nullptr) {
+  std::vector<float> v(comm.size());
+  comm.all_gather_bytes(&x, sizeof x, v.data());
+  double s = 0;
+  for (float e : v) s += e;
+  if (all) *all = v;
+  return static_cast<float>(s / comm.size());
+}
+
+// Mean loss over the validation windows, spread over the ranks B at a time. Every rank runs the
+// same number of forward passes (stage 3 gathers in each).
+float validation_loss(const data::ValidationWindows& windows, Gpt& gpt, Engine& engine, Communicator& comm) {
+  const int B = gpt.micro_batch(), T = gpt.shape().seq_len;
+  const data::SequenceRange mine = data::batch_slice(windows.count(), comm.size(), comm.rank());
+  std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
+  double sum = 0;
+  for (int w = 0; w < mine.count; w += B) {
+    windows.fill(mine.first + w, B, in.data(), tgt.data());
+    gpt.set_batch(in.data(), tgt.data());
+    sum += engine.evaluate();
+  }
+  const int passes = mine.count / B;
+  return mean_over_ranks(comm, passes ? static_cast<float>(sum / passes) : 0.0f);
+}
+
+// Generates text after a prompt, one byte at a time, sampling the model's distribution with a
+// counter-based draw (the same on every rank, which all run each forward pass together).
+std::string generate(Gpt& gpt, Engine& engine, std::span<const std::uint16_t> prompt, int chars, std::uint64_t seed) {
+  const int B = gpt.micro_batch(), T = gpt.shape().seq_len, V = gpt.shape().vocab_size;
+  std::vector<std::int32_t> ctx(prompt.begin(), prompt.end());
+  std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T, 0), tgt(in.size(), 0);
+  std::vector<std::uint16_t> out;
+  for (int i = 0; i < chars; ++i) {
+    const int n = std::min<int>(static_cast<int>(ctx.size()), T);
+    std::copy(ctx.end() - n, ctx.end(), in.begin());
+    gpt.set_batch(in.data(), tgt.data());
+    engine.evaluate();
+    const float* p = gpt.probs(0, n - 1);
+    const double u = counter_uniform(seed, static_cast<std::uint64_t>(i));
+    double acc = 0;
+    int tok = V - 1;
+    for (int v = 0; v < V; ++v) {
+      acc += p[v];
+      if (u < acc) {
+        tok = v;
+        break;
+      }
+    }
+    ctx.push_back(tok);
+    out.push_back(static_cast<std::uint16_t>(tok));
+  }
+  return data::printable_text(data::ByteTokenizer::decode(out));
+}
+
+EngineConfig engine_config(const TrainConfig& c) {
+  if (c.zero.offload_optimizer.device != OffloadDevice::none || c.zero.offload_param.device != OffloadDevice::none) {
+    throw ConfigError("[train] zero_optimization.offload_optimizer / offload_param are not supported yet (ZeRO-Offload "
+                      "is on the roadmap): set their device to \"none\" or remove them");
+  }
+  EngineConfig e;
+  e.stage = c.zero.stage;
+  e.adam = c.adam;
+  e.seed = c.seed;
+  e.gradient_clipping = c.gradient_clipping;
+  e.report_grad_norm = true;
+  return e;
+}
+
+}  // namespace
+
+TrainResult train(const TrainOptions& o, Communicator& comm) {
+  const TrainConfig& c = o.config;
+  const data::TokenData tokens = load_data(o);
+  const int T = c.model.shape.seq_len, B = c.micro_batch_size, A = c.gradient_accumulation_steps;
+  const data::TokenSplit split = data::split_tokens(tokens, c.data.val_fraction, T);
+  const data::TokenBatches batches(split.train, T, c.data.seed);
+
+  Ledger ledger;
+  Gpt gpt(c.model.shape, B, ledger);
+  Engine engine(engine_config(c), gpt, comm, ledger);
+
+  std::unique_ptr<data::ValidationWindows> windows;
+  if (!split.validation.empty()) {
+    const int per_world = comm.size() * B;
+    const int n = std::max(per_world, o.val_windows / per_world * per_world);
+    windows = std::make_unique<data::ValidationWindows>(split.validation, T, n);
+    if (windows->count() < per_world) windows.reset();  // too short to give every rank a full micro-batch
+  }
+
+  TrainResult result;
+  result.num_parameters = engine.layout().numel();
+  result.padded_parameters = engine.layout().padded_numel();
+  result.largest_unit = engine.layout().largest_unit();
+  if (windows) result.first_val_loss = validation_loss(*windows, gpt, engine, comm);
+
+  std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
+  const double tokens_per_step = static_cast<double>(c.train_batch_size) * T;
+  double timed = 0;
+  for (std::int64_t step = 0; step < c.train_steps; ++step) {
+    const auto t0 = Clock::now();
+    double loss_sum = 0;
+    for (int m = 0; m < A; ++m) {
+      const data::SequenceRange r = data::micro_batch_slice(c.train_batch_size, comm.size(), comm.rank(), A, m);
+      batches.fill(step, r.first, r.count, in.data(), tgt.data());
+      gpt.set_batch(in.data(), tgt.data());
+      loss_sum += engine.forward_backward(m + 1 == A);
+    }
+    engine.set_learning_rate(c.scheduler.lr_at(step, c.adam.lr));
+    const StepReport report = engine.step();
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+
+    StepMetrics m;
+    m.step = step + 1;
+    m.lr = report.lr;
+    m.grad_norm = report.grad_norm;
+    const RankFigures mine = figures(ledger, engine.last_step_traffic(), static_cast<float>(loss_sum / A));
+    m.ranks.resize(comm.size());
+    comm.all_gather_bytes(&mine, sizeof mine, m.ranks.data());
+    std::vector<double> times(comm.size());
+    comm.all_gather_bytes(&seconds, sizeof seconds, times.data());
+    m.step_seconds = *std::max_element(times.begin(), times.end());
+    double loss = 0;
+    for (const RankFigures& f : m.ranks) loss += f.loss;
+    m.loss = static_cast<float>(loss / comm.size());
+    m.tokens_per_second = tokens_per_step / m.step_seconds;
+    if (step > 0 || c.train_steps == 1) timed += m.step_seconds;
+    result.losses.push_back(m.loss);
+    if (comm.rank() == 0) {
+      result.final_ranks = m.ranks;
+      if (o.on_step) o.on_step(m);
+    }
+  }
+  result.mean_step_seconds = timed / std::max<std::int64_t>(1, c.train_steps - 1);
+  result.tokens_per_second = tokens_per_step / result.mean_step_seconds;
+  if (windows) result.final_val_loss = validation_loss(*windows, gpt, engine, comm);
+  if (o.sample_chars > 0 && tokens.format == "text") {  // byte-level text: the sample is readable
+    const auto prompt = split.validation.empty() ? split.train.first(T / 2) : split.validation.first(T / 2);
+    result.sample = data::printable_text(data::ByteTokenizer::decode(prompt)) + generate(gpt, engine, prompt, o.sample_chars, c.seed);
+  }
+  const std::vector<float> weights = engine.full_parameters();  // a collective in stage 3
+  result.weights_sha256 = sha256_hex(weights.data(), weights.size() * sizeof(float));
+  return result;
+}
+
+}  // namespace zero

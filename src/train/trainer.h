@@ -1,0 +1,61 @@
+// Training a GPT on text with the engine: the loop `zero train` and `zero demo` share.
+//
+// Every rank calls train() with the same options; rank 0 gets the per-rank figures gathered.
+// A step is gradient_accumulation_steps micro-batches of this rank's slice of the global batch,
+// then the optimizer step with the scheduled learning rate.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "config/config.h"
+#include "memory/ledger.h"
+
+namespace zero {
+
+// What one rank measured, as plain data (gathered to rank 0 as bytes).
+struct RankFigures {
+  std::uint64_t current[kNumTiers][kNumCategories];
+  std::uint64_t peak[kNumTiers][kNumCategories];
+  std::uint64_t total_current[kNumTiers];
+  std::uint64_t total_peak[kNumTiers];
+  std::uint64_t sent[kNumCollectives];      // in the last optimizer step
+  std::uint64_t received[kNumCollectives];  // in the last optimizer step
+  float loss;                               // this rank's mean loss over its micro-batches
+};
+
+struct StepMetrics {
+  std::int64_t step = 0;       // 1-based
+  float loss = 0.0f;           // mean over ranks and micro-batches
+  float lr = 0.0f;
+  double grad_norm = -1.0;     // global, before clipping
+  double step_seconds = 0.0;   // max over ranks
+  double tokens_per_second = 0.0;
+  std::vector<RankFigures> ranks;  // (world size) on rank 0; empty elsewhere
+};
+
+struct TrainOptions {
+  TrainConfig config;
+  std::string data_path;       // resolved: the file to train on
+  int sample_chars = 0;        // after training, generate this many bytes of text (0: none)
+  int val_windows = 64;        // validation sequences per evaluation (rounded to the world)
+  std::function<void(const StepMetrics&)> on_step;  // rank 0 only
+};
+
+struct TrainResult {
+  std::vector<float> losses;           // per step, mean over ranks
+  float first_val_loss = -1, final_val_loss = -1;  // -1: no validation split
+  std::string sample;                  // generated text (printable)
+  std::vector<RankFigures> final_ranks;  // rank 0 only: every rank's figures after the last step
+  std::string weights_sha256;          // of the final whole weights (fp32, layout order)
+  std::size_t num_parameters = 0, padded_parameters = 0, largest_unit = 0;
+  double mean_step_seconds = 0.0;      // over the steps after the first
+  double tokens_per_second = 0.0;
+};
+
+TrainResult train(const TrainOptions& options, Communicator& comm);
+
+}  // namespace zero
