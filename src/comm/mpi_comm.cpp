@@ -5,6 +5,13 @@
 // becomes a CommError naming the operation instead of a hang.
 // reduce_scatter is an all-to-all of the pieces followed by the rank-order sum that every
 // backend shares (MPI's own reductions may add in any order, which would break bit-identity).
+//
+// A failed collective (timeout or MPI error) leaves its request live: MPI cannot cancel a
+// collective, and a late peer can still complete it, writing into its buffers during any later
+// MPI call. So after a failure the communicator is *broken*: it keeps the failed collective's
+// scratch alive, refuses every later collective without calling MPI, and skips MPI_Finalize
+// (which would progress the orphan, or wait for peers that are gone). The process should end
+// the job with abort(), as the CLI does.
 #include <mpi.h>
 
 #include <chrono>
@@ -59,6 +66,7 @@ class MpiCommunicator final : public Communicator {
 
   ~MpiCommunicator() override {
     stop_comm_thread();
+    if (!failure_.empty()) return;  // broken: see the top of this file
     MPI_Comm_free(&comm_);
     if (owns_init_) MPI_Finalize();
   }
@@ -73,22 +81,27 @@ class MpiCommunicator final : public Communicator {
  protected:
   void do_reduce_scatter(const float* send, float* recv, std::size_t k) override {
     const std::string what = op_label("reduce_scatter", k * sizeof(float) * size());
+    refuse_if_broken(what);
     const std::size_t n = static_cast<std::size_t>(size());
     // pieces[j] = rank j's piece for this rank: (size, k) f32, comm scratch
-    Buffer owned;
-    std::vector<float> unaccounted;
+    Scratch scratch;
     float* pieces = nullptr;
     if (options().ledger) {
-      owned = Buffer(*options().ledger, Tier::kDevice, Category::kCommBuffers, n * k, "reduce_scatter scratch");
-      pieces = owned.data();
+      scratch.owned = Buffer(*options().ledger, Tier::kDevice, Category::kCommBuffers, n * k, "reduce_scatter scratch");
+      pieces = scratch.owned.data();
     } else {
-      unaccounted.resize(n * k);
-      pieces = unaccounted.data();
+      scratch.unaccounted.resize(n * k);
+      pieces = scratch.unaccounted.data();
     }
     MPI_Request req;
     const int count = checked_count(k, what);
-    check(MPI_Ialltoall(send, count, MPI_FLOAT, pieces, count, MPI_FLOAT, comm_, &req), what);
-    wait(req, what);
+    try {
+      check(MPI_Ialltoall(send, count, MPI_FLOAT, pieces, count, MPI_FLOAT, comm_, &req), what);
+      wait(req, what);
+    } catch (const CommError&) {
+      orphans_.push_back(std::move(scratch));  // MPI may still write into it
+      throw;
+    }
     std::vector<const float*> in(n);
     for (std::size_t j = 0; j < n; ++j) in[j] = pieces + j * k;
     sum_in_rank_order(in.data(), size(), recv, k);
@@ -96,6 +109,7 @@ class MpiCommunicator final : public Communicator {
 
   void do_all_gather(const void* send, void* recv, std::size_t bytes) override {
     const std::string what = op_label("all_gather", bytes * size());
+    refuse_if_broken(what);
     const void* src = send;
     if (send == static_cast<const char*>(recv) + static_cast<std::size_t>(rank()) * bytes) src = MPI_IN_PLACE;
     MPI_Request req;
@@ -106,6 +120,7 @@ class MpiCommunicator final : public Communicator {
 
   void do_broadcast(void* data, std::size_t bytes, int root) override {
     const std::string what = op_label("broadcast", bytes);
+    refuse_if_broken(what);
     MPI_Request req;
     check(MPI_Ibcast(data, checked_count(bytes, what), MPI_BYTE, root, comm_, &req), what);
     wait(req, what);
@@ -113,6 +128,7 @@ class MpiCommunicator final : public Communicator {
 
   void do_barrier() override {
     const std::string what = op_label("barrier", 0);
+    refuse_if_broken(what);
     MPI_Request req;
     check(MPI_Ibarrier(comm_, &req), what);
     wait(req, what);
@@ -122,22 +138,40 @@ class MpiCommunicator final : public Communicator {
   MpiCommunicator(MPI_Comm comm, int rank, int size, bool owns_init, CommOptions options)
       : Communicator(rank, size, options), comm_(comm), owns_init_(owns_init) {}
 
-  void check(int rc, const std::string& what) const {
-    if (rc != MPI_SUCCESS) throw CommError(cat("[comm] ", what, " failed on rank ", rank(), ": ", mpi_error_string(rc)));
+  // Scratch of one collective; moved to orphans_ if the collective fails.
+  struct Scratch {
+    Buffer owned;                    // with a ledger: accounted as comm_buffers
+    std::vector<float> unaccounted;  // without one
+  };
+
+  void check(int rc, const std::string& what) {
+    if (rc != MPI_SUCCESS) fail(cat("[comm] ", what, " failed on rank ", rank(), ": ", mpi_error_string(rc)));
+  }
+
+  [[noreturn]] void fail(std::string message) {
+    failure_ = message;
+    throw CommError(std::move(message));
+  }
+
+  void refuse_if_broken(const std::string& what) const {
+    if (!failure_.empty()) {
+      throw CommError(cat("[comm] ", what, " on rank ", rank(), " refused: an earlier collective failed (", failure_,
+                          "), so MPI is in an unknown state; end the job"));
+    }
   }
 
   // Polls until done or the deadline. Sleeps between polls once the wait is long, so a waiting
   // rank does not take a core from compute (ranks may outnumber cores).
-  void wait(MPI_Request& req, const std::string& what) const {
+  void wait(MPI_Request& req, const std::string& what) {
     const auto start = std::chrono::steady_clock::now();
     for (int polls = 0;; ++polls) {
       int done = 0;
       check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
       if (done) return;
       if (std::chrono::steady_clock::now() - start > options().timeout) {
-        throw CommError(cat("[comm] ", what, " on rank ", rank(), " did not complete within ",
-                            options().timeout.count(), " ms: another rank died, is stuck, or issued a different "
-                            "sequence of collectives (see the other ranks' messages)"));
+        fail(cat("[comm] ", what, " on rank ", rank(), " did not complete within ", options().timeout.count(),
+                 " ms: another rank died, is stuck, or issued a different sequence of collectives (see the other "
+                 "ranks' messages)"));
       }
       if (polls > 100) std::this_thread::sleep_for(std::chrono::microseconds(polls > 10000 ? 500 : 20));
     }
@@ -145,6 +179,8 @@ class MpiCommunicator final : public Communicator {
 
   MPI_Comm comm_;
   bool owns_init_;
+  std::string failure_;          // why the communicator broke; empty while healthy (comm thread)
+  std::vector<Scratch> orphans_;  // scratch of failed collectives, which MPI may still write
 };
 
 }  // namespace
