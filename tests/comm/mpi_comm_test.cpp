@@ -235,16 +235,20 @@ TEST(MpiComm, SelfAndThreadsRefuseAnMpiLaunch) {
 class RankFailurePrinter : public ::testing::EmptyTestEventListener {
  public:
   explicit RankFailurePrinter(int r) : rank_(r) {}
+  // The test's name is kept here: asking gtest for it inside OnTestPartResult would deadlock.
+  void OnTestStart(const ::testing::TestInfo& info) override {
+    test_ = std::string(info.test_suite_name()) + "." + info.name();
+  }
   void OnTestPartResult(const ::testing::TestPartResult& result) override {
     if (!result.failed()) return;
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::cerr << "[rank " << rank_ << "] " << (info ? info->test_suite_name() : "?") << "." << (info ? info->name() : "?")
-              << " failed at " << (result.file_name() ? result.file_name() : "?") << ":" << result.line_number() << "\n"
+    std::cerr << "[rank " << rank_ << "] " << test_ << " failed at " << (result.file_name() ? result.file_name() : "?")
+              << ":" << result.line_number() << "\n"
               << result.summary() << std::endl;
   }
 
  private:
   int rank_;
+  std::string test_;
 };
 
 }  // namespace

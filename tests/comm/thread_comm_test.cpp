@@ -501,7 +501,7 @@ TEST_P(ThreadCommFailure, AbortedWorldFailsEveryLaterCollective) {
 INSTANTIATE_TEST_SUITE_P(Worlds, ThreadCommFailure, ::testing::Values(2, 3, 4),
                          world_name);
 
-TEST(ThreadWorldSetup, RejectsEmptyWorldAndForeignRanks) {
+TEST(ThreadCommSetup, RejectsEmptyWorldAndForeignRanks) {
   EXPECT_THROW(ThreadWorld(0), ConfigError);
   ThreadWorld world(2);
   EXPECT_THROW(world.communicator(2), std::logic_error);
