@@ -48,19 +48,7 @@ nlohmann::json default_config() {
 
 TrainConfig build_config(const Flags& flags, int world_size) {
   nlohmann::json j = default_config();
-  if (!flags.get("config").empty()) {
-    // Read through load_config's checks first (file errors, syntax with line and column), then
-    // reload the document to apply the overrides and validate the result.
-    const std::string path = flags.get("config");
-    std::ifstream in(path);
-    if (!in) throw ConfigError(cat("[config] cannot open ", path, ": check the path"));
-    try {
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error&) {
-      load_config(path, world_size);  // throws the detailed syntax error
-      throw;
-    }
-  }
+  if (!flags.get("config").empty()) j = read_config_file(flags.get("config"));  // syntax, duplicates
   const std::pair<const char*, const char*> simple[] = {{"stage", "zero_optimization.stage"}, {"steps", "train_steps"},
                                                          {"micro-batch", "train_micro_batch_size_per_gpu"},
                                                          {"lr", "optimizer.params.lr"}, {"seed", "seed"}};
