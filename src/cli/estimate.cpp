@@ -1,0 +1,165 @@
+#include "cli/estimate.h"
+
+#include <cmath>
+#include <cstdio>
+#include <regex>
+
+#include "cli/estimate_config.h"
+#include "cli/flags.h"
+#include "common/error.h"
+#include "planner/byte_size.h"
+#include "planner/report.h"
+
+namespace zero::cli {
+namespace {
+
+const char* kIntro =
+    "Plans ZeRO stages 0-3, with and without offload, for a model on N ranks: per-rank device and host\n"
+    "memory by category (parameters, gradients, optimizer state, comm buffers, gathered units, activations)\n"
+    "at the peak of a step, the bytes each rank sends per step, and with offload the host<->device copies\n"
+    "and their time. Marks what fits and recommends a configuration.\n"
+    "\n"
+    "Describe the model one way: --model NAME; or --params N --largest-unit N; or a GPT-2-style shape\n"
+    "--n-embd --n-layer --n-head [--vocab --seq-len]; or a config whose \"model\" section has one.\n"
+    "Memory sizes: 80GB (GB = 10^9 bytes), 80GiB (GiB = 2^30 bytes), or bytes (8e10).\n"
+    "Flags override the config file's settings.\n"
+    "\n"
+    "  zero estimate --model gpt2-xl --ranks 8 --device-memory 80GiB\n"
+    "  zero estimate --model llama2-7b --dtype mixed --ranks 8 --device-memory 80GiB --json\n"
+    "  zero estimate --config ds_config.json --ranks 16 --ranks-per-node 8 --device-memory 40GB --host-memory 512GB\n"
+    "\n";
+
+std::vector<FlagSpec> flag_specs() {
+  std::string models;
+  for (const auto& n : named_model_names()) models += (models.empty() ? "" : ", ") + n;
+  return {
+      {"model", "a named model: " + models, true, ""},
+      {"params", "parameter count (7e9 works), with --largest-unit", true, ""},
+      {"largest-unit", "parameters in the largest unit (a block, or the embedding), with --params", true, ""},
+      {"vocab", "GPT-2-style shape: vocabulary size", true, "50257"},
+      {"seq-len", "GPT-2-style shape: context length", true, "1024"},
+      {"n-embd", "GPT-2-style shape: channels", true, ""},
+      {"n-layer", "GPT-2-style shape: blocks", true, ""},
+      {"n-head", "GPT-2-style shape: attention heads", true, ""},
+      {"config", "read stage, offload, buckets, dtype, micro-batch (and a \"model\" section) from a DeepSpeed config", true, ""},
+      {"ranks", "data-parallel ranks (devices)", true, "1"},
+      {"ranks-per-node", "ranks on one machine (for host memory per node)", true, "min(ranks, 8)"},
+      {"micro-batch", "sequences per rank per micro-batch (activations)", true, "1"},
+      {"gradient-accumulation-steps", "micro-batches per optimizer step", true, "1"},
+      {"dtype", "fp32, or mixed (bf16/fp16 params and grads, fp32 master and Adam: K = 12)", true, "fp32"},
+      {"device-memory", "memory of one device, e.g. 80GiB", true, ""},
+      {"host-memory", "host memory of one node, e.g. 512GB", true, ""},
+      {"link-bandwidth", "host<->device bandwidth (PCIe 4.0 x16: 31.5 GB/s in theory, ~25 measured)", true, "25GB/s"},
+      {"comm", "backend whose scratch to count: mpi (a whole-unit reduce-scatter scratch), threads or self", true, "mpi"},
+      {"stage", "tabulate and recommend only this stage (0-3), with and without offload", true, ""},
+      {"json", "print the estimate as JSON instead of the table", false, ""},
+  };
+}
+
+// A positive whole count; exponents allowed (7e9), since parameter counts are written that way.
+std::int64_t count_flag(const Flags& flags, const std::string& name) {
+  const std::string text = flags.get(name);
+  static const std::regex kNumber(R"(^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$)");
+  if (!std::regex_match(text, kNumber)) throw ConfigError(cat("[estimate] --", name, " must be a number, not '", text, "'"));
+  const long double v = std::stold(text);
+  if (v != std::floor(v) || v < 1 || v > 9.2e18L) {
+    throw ConfigError(cat("[estimate] --", name, " must be a positive whole number, not '", text, "'"));
+  }
+  return static_cast<std::int64_t>(v);
+}
+
+int int_flag(const Flags& flags, const std::string& name) {
+  const std::int64_t v = count_flag(flags, name);
+  if (v > (1 << 30)) throw ConfigError(cat("[estimate] --", name, " is too large: ", v));
+  return static_cast<int>(v);
+}
+
+ModelDescription model_from(const Flags& flags, const EstimateConfig& config) {
+  const bool named = flags.has("model");
+  const bool counts = flags.has("params") || flags.has("largest-unit");
+  const bool shape = flags.has("n-embd") || flags.has("n-layer") || flags.has("n-head");
+  if (named + counts + shape > 1) {
+    throw ConfigError("[estimate] describe the model one way only: --model, or --params with --largest-unit, or "
+                      "--n-embd --n-layer --n-head");
+  }
+  if (named) return named_model(flags.get("model"));
+  if (counts) {
+    if (!flags.has("params") || !flags.has("largest-unit")) {
+      throw ConfigError("[estimate] --params and --largest-unit go together: the largest unit sets the stage-3 "
+                        "window and the comm scratch (a transformer block's parameters, or the embedding's)");
+    }
+    return describe_counts(count_flag(flags, "params"), count_flag(flags, "largest-unit"));
+  }
+  if (shape) {
+    for (const char* f : {"n-embd", "n-layer", "n-head"})
+      if (!flags.has(f)) throw ConfigError(cat("[estimate] a GPT shape needs --n-embd, --n-layer and --n-head; --", f, " is missing"));
+    GptShape g{int_flag(flags, "vocab"), int_flag(flags, "seq-len"), int_flag(flags, "n-embd"),
+               int_flag(flags, "n-layer"), int_flag(flags, "n-head")};
+    return describe_gpt(g);
+  }
+  if (config.gpt) return describe_gpt(*config.gpt, "config");
+  std::string known;
+  for (const auto& n : named_model_names()) known += (known.empty() ? "" : ", ") + n;
+  throw ConfigError(cat("[estimate] no model given: use --model NAME (", known,
+                        "), or --params N --largest-unit N, or --n-embd --n-layer --n-head"));
+}
+
+struct Setup {
+  PlanInput input;
+  Capacity capacity;
+  std::optional<int> only_stage;
+  std::optional<std::string> configured;
+};
+
+Setup setup_from(const Flags& flags) {
+  EstimateConfig config;
+  if (flags.has("config")) config = read_estimate_config(flags.get("config"));
+  Setup s;
+  PlanInput& in = s.input;
+  in.model = model_from(flags, config);
+  in.ranks = int_flag(flags, "ranks");
+  in.ranks_per_node = flags.has("ranks-per-node") ? int_flag(flags, "ranks-per-node") : std::min(in.ranks, 8);
+  in.micro_batch = flags.has("micro-batch") ? int_flag(flags, "micro-batch") : config.micro_batch.value_or(1);
+  in.gradient_accumulation_steps = flags.has("gradient-accumulation-steps") ? int_flag(flags, "gradient-accumulation-steps")
+                                                                            : config.gradient_accumulation_steps.value_or(1);
+  in.dtype = flags.has("dtype") ? parse_dtype(flags.get("dtype")) : config.dtype.value_or(DtypeMode::kFp32);
+  if (config.zero) {
+    in.zero = *config.zero;
+    s.configured = plan_label(*config.zero);
+  }
+  in.link_bandwidth = parse_bandwidth(flags.get("link-bandwidth"), "--link-bandwidth");
+  const std::string comm = flags.get("comm");
+  if (comm != "mpi" && comm != "threads" && comm != "self") {
+    throw ConfigError(cat("[estimate] --comm must be mpi, threads or self, not '", comm, "'"));
+  }
+  in.comm_scratch = comm == "mpi";
+  if (flags.has("device-memory")) s.capacity.device = parse_byte_size(flags.get("device-memory"), "--device-memory");
+  if (flags.has("host-memory")) s.capacity.host = parse_byte_size(flags.get("host-memory"), "--host-memory");
+  if (flags.has("stage")) {
+    const std::string st = flags.get("stage");
+    if (st != "0" && st != "1" && st != "2" && st != "3") throw ConfigError(cat("[estimate] --stage must be 0, 1, 2 or 3, not '", st, "'"));
+    s.only_stage = std::stoi(st);
+  }
+  return s;
+}
+
+}  // namespace
+
+int estimate_main(const std::vector<std::string>& args) {
+  Flags flags("zero estimate", flag_specs(), args);
+  if (flags.help()) {
+    std::printf("%s%s", kIntro, flags.usage().c_str());
+    return 0;
+  }
+  const Setup s = setup_from(flags);
+  EstimateReport report = make_report(s.input, s.capacity, s.only_stage);
+  report.configured = s.configured;
+  if (flags.has("json")) {
+    std::printf("%s\n", report_json(report).dump(2).c_str());
+  } else {
+    std::printf("%s", format_report(report).c_str());
+  }
+  return 0;
+}
+
+}  // namespace zero::cli

@@ -1,0 +1,196 @@
+#include "planner/advisor.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/error.h"
+
+namespace zero {
+
+std::string gib(std::uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+Fit check_fit(const Plan& plan, const Capacity& capacity) {
+  Fit f;
+  if (capacity.device) f.device = plan.device.total() <= *capacity.device;
+  if (capacity.host) f.host = plan.host_per_node <= *capacity.host;
+  return f;
+}
+
+std::vector<ZeroSettings> estimate_settings(const ZeroSettings& base, std::optional<int> only_stage) {
+  std::vector<ZeroSettings> out;
+  auto add = [&](int stage, bool opt, bool param) {
+    if (only_stage && *only_stage != stage) return;
+    ZeroSettings z = base;
+    z.stage = stage;
+    z.offload_optimizer = opt;
+    z.offload_param = param;
+    out.push_back(z);
+  };
+  for (int s = 0; s <= 3; ++s) add(s, false, false);
+  for (int s = 1; s <= 3; ++s) add(s, true, false);
+  add(3, true, true);
+  return out;
+}
+
+std::vector<Plan> plan_all(const PlanInput& input, std::optional<int> only_stage) {
+  std::vector<Plan> plans;
+  PlanInput in = input;
+  for (const ZeroSettings& z : estimate_settings(input.zero, only_stage)) {
+    in.zero = z;
+    plans.push_back(plan(in));
+  }
+  return plans;
+}
+
+namespace {
+
+// The labels the advisor weighs, most preferred first (see advisor.h).
+std::vector<std::string> preference(int ranks, std::optional<int> only_stage) {
+  if (only_stage) {
+    std::vector<std::string> labels;
+    for (const ZeroSettings& z : estimate_settings({}, only_stage)) labels.push_back(plan_label(z));
+    return labels;
+  }
+  if (ranks == 1) return {"0", "2+opt", "3+opt", "3+opt+param"};
+  return {"1", "2", "3", "2+opt", "3+opt", "3+opt+param"};
+}
+
+const Plan* find(const std::vector<Plan>& plans, const std::string& label) {
+  for (const Plan& p : plans)
+    if (p.label == label) return &p;
+  return nullptr;
+}
+
+std::string per_device(const Plan& p, const Capacity& c) {
+  return c.device ? cat(gib(p.device.total()), " of ", gib(*c.device), " per device")
+                  : cat(gib(p.device.total()), " per device; no --device-memory given");
+}
+
+std::string host_part(const Plan& p, const Capacity& c) {
+  if (p.host_per_node == 0) return "";
+  return c.host ? cat(", host ", gib(p.host_per_node), " of ", gib(*c.host), " per node")
+                : cat(", host ", gib(p.host_per_node), " per node; no --host-memory given");
+}
+
+std::string why_not(const Plan& p, const Fit& f, const Capacity& c) {
+  std::string s = cat("stage ", p.label, ": does not fit: ");
+  if (f.device == false) s += cat("needs ", gib(p.device.total()), " per device, more than the ", gib(*c.device));
+  if (f.device == false && f.host == false) s += "; ";
+  if (f.host == false) s += cat("needs ", gib(p.host_per_node), " of host memory per node, more than the ", gib(*c.host));
+  return s;
+}
+
+std::string why_chosen(const Plan& p, const std::vector<Plan>& plans, const Capacity& c, double link) {
+  const std::string fits = cat("stage ", p.label, ": fits (", per_device(p, c), host_part(p, c), ")");
+  const std::string traffic = gib(p.traffic.total());
+  if (p.ranks == 1 && p.label == "0") {
+    return cat(fits, "; one rank has nothing to shard, so stage 0, with no collectives, is the cheapest");
+  }
+  if (p.zero.offload_optimizer) {
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.2f s", p.link_seconds);
+    return cat(fits, " only with offload: each step moves ", gib(p.host_to_device_bytes + p.device_to_host_bytes),
+               " over the host link (", secs, " at ", link / 1e9, " GB/s), besides ", traffic,
+               " of collectives per rank");
+  }
+  if (p.zero.stage == 1) return cat(fits, " at the cheapest traffic, that of plain data parallelism: ", traffic, " per rank per step");
+  if (p.zero.stage == 2) return cat(fits, " at the same traffic as stage 1: ", traffic, " per rank per step");
+  if (p.zero.stage == 3) {
+    const Plan* two = find(plans, "2");
+    return cat(fits, " but gathers every unit in forward and again in backward: ", traffic, " per rank per step",
+               two ? cat(" instead of stage 2's ", gib(two->traffic.total())) : std::string(),
+               " (1.5x, more with tied weights)");
+  }
+  return cat(fits, "; collectives: ", traffic, " per rank per step");
+}
+
+// The first preferred configuration that fits at `ranks`, if any.
+std::optional<std::string> first_fit(const PlanInput& input, int ranks, const Capacity& c, std::optional<int> only_stage) {
+  PlanInput in = input;
+  in.ranks = ranks;
+  const auto plans = plan_all(in, only_stage);
+  for (const std::string& label : preference(ranks, only_stage)) {
+    const Plan* p = find(plans, label);
+    if (p && check_fit(*p, c).fits()) return label;
+  }
+  return std::nullopt;
+}
+
+// Grows the rank count (doubling, then bisecting) until a preferred configuration fits. Memory
+// per rank and host per node shrink as ranks grow, so the first fit found is the smallest.
+void search_ranks(const PlanInput& in, const Capacity& c, std::optional<int> only_stage, Recommendation& r) {
+  std::int64_t limit = std::min<std::int64_t>(in.model.num_parameters(), 1 << 20);
+  for (const UnitSpec& u : in.model.units) {
+    std::int64_t n = 0;
+    for (const ParamSpec& p : u.params) n += p.numel();
+    limit = std::min(limit, n);  // the engine refuses more ranks than a unit has parameters
+  }
+  if (limit <= in.ranks) return;
+  int lo = in.ranks, hi = -1;
+  std::string label;
+  for (std::int64_t k = std::max(2, in.ranks * 2); hi < 0; k *= 2) {
+    const int ranks = static_cast<int>(std::min(k, limit));
+    if (auto l = first_fit(in, ranks, c, only_stage)) {
+      hi = ranks, label = *l;
+    } else if (ranks == limit) {
+      return;
+    } else {
+      lo = ranks;
+    }
+  }
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    if (auto l = first_fit(in, mid, c, only_stage)) {
+      hi = mid, label = *l;
+    } else {
+      lo = mid;
+    }
+  }
+  r.ranks_needed = hi;
+  r.label_needed = label;
+}
+
+// The nearest miss: a preferred plan that fits the device but not the host (least host first),
+// else the one that needs the least device memory.
+std::string closest(const std::vector<Plan>& plans, const std::vector<std::string>& labels, const Capacity& c) {
+  const Plan* best = nullptr;
+  for (const std::string& label : labels) {
+    const Plan* p = find(plans, label);
+    if (p && check_fit(*p, c).device.value_or(true) && (!best || p->host_per_node < best->host_per_node)) best = p;
+  }
+  if (best) return cat("stage ", best->label, " fits the device; it needs ", gib(best->host_per_node), " of host memory per node");
+  for (const std::string& label : labels) {
+    const Plan* p = find(plans, label);
+    if (p && (!best || p->device.total() < best->device.total())) best = p;
+  }
+  return best ? cat("stage ", best->label, " needs the least device memory: ", gib(best->device.total()), " per device")
+              : std::string();
+}
+
+}  // namespace
+
+Recommendation recommend(const PlanInput& input, const std::vector<Plan>& plans, const Capacity& capacity,
+                         std::optional<int> only_stage) {
+  Recommendation r;
+  for (const std::string& label : preference(input.ranks, only_stage)) {
+    const Plan* p = find(plans, label);
+    if (!p) continue;
+    const Fit f = check_fit(*p, capacity);
+    if (!f.fits()) {
+      r.reasons.push_back(why_not(*p, f, capacity));
+      continue;
+    }
+    r.reasons.push_back(why_chosen(*p, plans, capacity, input.link_bandwidth));
+    r.index = static_cast<int>(p - plans.data());
+    return r;
+  }
+  r.closest = closest(plans, preference(input.ranks, only_stage), capacity);
+  search_ranks(input, capacity, only_stage, r);
+  return r;
+}
+
+}  // namespace zero

@@ -1,0 +1,59 @@
+// The stage advisor: plans every configuration, checks each against the memory there is, and
+// recommends one, with one line of reason per configuration it weighed.
+//
+// The order it prefers, cheapest first (the practice DeepSpeed's and Hugging Face's guides give):
+//   stage 1     Adam's state sharded: the traffic of plain data parallelism (2Ψ(N-1)/N per step)
+//               with less memory than stage 0, so it is the choice whenever the model fits;
+//   stage 2     gradients sharded too: same traffic, less memory: when stage 1 slightly exceeds;
+//   stage 3     parameters sharded too: 1.5x the traffic (3Ψ(N-1)/N, more with tied weights):
+//               when the model is far from fitting;
+//   2+opt, 3+opt, 3+opt+param   offload to the host when no device-only stage fits and the
+//               host has room: each step then also crosses the host link.
+// On one rank nothing can be sharded: stage 0, then the offload configurations.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/planner.h"
+
+namespace zero {
+
+struct Capacity {
+  std::optional<std::uint64_t> device;  // bytes per device (per rank)
+  std::optional<std::uint64_t> host;    // bytes per node
+};
+
+// Whether a plan fits; an unknown capacity is no constraint (and the output says unknown).
+struct Fit {
+  std::optional<bool> device;
+  std::optional<bool> host;
+  bool fits() const { return device.value_or(true) && host.value_or(true); }
+};
+Fit check_fit(const Plan& plan, const Capacity& capacity);
+
+// The configurations `zero estimate` tabulates: stages 0-3, then 1+opt, 2+opt, 3+opt and
+// 3+opt+param; only those of `only_stage` when given. The rest of `base` (buckets) is kept.
+std::vector<ZeroSettings> estimate_settings(const ZeroSettings& base, std::optional<int> only_stage);
+std::vector<Plan> plan_all(const PlanInput& input, std::optional<int> only_stage);
+
+struct Recommendation {
+  int index = -1;                    // into the plans given, or -1: nothing fits
+  std::vector<std::string> reasons;  // one line per configuration weighed, in order
+  // When nothing fits: the fewest ranks (same devices, same ranks per node) at which one of the
+  // preferred configurations would, and which.
+  std::optional<int> ranks_needed;
+  std::string label_needed;
+  // When nothing fits: the nearest miss on these ranks (what more memory would make it fit).
+  std::string closest;
+};
+
+// `plans` as plan_all returned them for `input`.
+Recommendation recommend(const PlanInput& input, const std::vector<Plan>& plans, const Capacity& capacity,
+                         std::optional<int> only_stage);
+
+// "12.34 GiB", as the estimate table prints memory.
+std::string gib(std::uint64_t bytes);
+
+}  // namespace zero

@@ -1,0 +1,165 @@
+#include "planner/planner.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "model/gpt.h"
+#include "partition/layout.h"
+#include "planner/step_walk.h"
+
+namespace zero {
+
+const char* dtype_name(DtypeMode d) { return d == DtypeMode::kFp32 ? "fp32" : "mixed"; }
+
+DtypeMode parse_dtype(const std::string& text) {
+  if (text == "fp32") return DtypeMode::kFp32;
+  if (text == "mixed" || text == "bf16" || text == "fp16") return DtypeMode::kMixed;
+  throw ConfigError(cat("[planner] unknown dtype '", text, "': use fp32, or mixed (bf16/fp16 parameters and gradients "
+                        "with fp32 master parameters and Adam state)"));
+}
+
+ActivationBytesFn gpt_activation_hook() { return &Gpt::activation_bytes; }
+
+std::uint64_t TierBytes::total() const {
+  std::uint64_t t = 0;
+  for (auto b : bytes) t += b;
+  return t;
+}
+
+std::uint64_t TierBytes::model_states() const {
+  return (*this)[Category::kParameters] + (*this)[Category::kGradients] + (*this)[Category::kOptimizerState];
+}
+
+std::uint64_t StepTraffic::total() const {
+  std::uint64_t t = 0;
+  for (auto b : sent) t += b;
+  return t;
+}
+
+std::string plan_label(const ZeroSettings& zero) {
+  return cat(zero.stage, zero.offload_optimizer ? "+opt" : "", zero.offload_param ? "+param" : "");
+}
+
+namespace {
+
+void check_input(const PlanInput& in) {
+  const ZeroSettings& z = in.zero;
+  if (z.stage < 0 || z.stage > 3) throw ConfigError(cat("[planner] ZeRO stage ", z.stage, " does not exist: use 0, 1, 2 or 3"));
+  if (in.ranks < 1) throw ConfigError(cat("[planner] ranks must be at least 1, not ", in.ranks));
+  if (in.ranks_per_node < 1) throw ConfigError(cat("[planner] ranks per node must be at least 1, not ", in.ranks_per_node));
+  if (in.micro_batch < 1) throw ConfigError(cat("[planner] the micro-batch must be at least 1, not ", in.micro_batch));
+  if (in.gradient_accumulation_steps < 1) {
+    throw ConfigError(cat("[planner] gradient accumulation steps must be at least 1, not ", in.gradient_accumulation_steps));
+  }
+  if (!(in.link_bandwidth > 0)) throw ConfigError(cat("[planner] the link bandwidth must be positive, not ", in.link_bandwidth));
+  if (z.offload_optimizer && z.stage == 0) {
+    throw ConfigError("[planner] optimizer offload needs ZeRO stage 1, 2 or 3 (DeepSpeed refuses it in stage 0)");
+  }
+  if (z.offload_param && z.stage != 3) throw ConfigError("[planner] parameter offload needs ZeRO stage 3");
+  if (z.offload_param && !z.offload_optimizer) {
+    throw ConfigError("[planner] parameter offload is planned together with optimizer offload: set offload_optimizer too");
+  }
+  if (in.model.units.empty()) throw ConfigError("[planner] the model has no units");
+  const std::int64_t psi = in.model.num_parameters();
+  if (psi < in.ranks) {
+    throw ConfigError(cat("[planner] more ranks (", in.ranks, ") than parameters (", psi, "): use at most ", psi, " ranks"));
+  }
+}
+
+// The engine refuses a unit with fewer parameters than ranks (some ranks would own only padding).
+void check_units(const FlatLayout& layout) {
+  const auto n = static_cast<std::size_t>(layout.world_size());
+  for (int u = 0; u < layout.num_units(); ++u) {
+    const UnitPlace& unit = layout.unit(u);
+    if (unit.numel < n) {
+      throw ConfigError(cat("[planner] unit '", unit.name, "' has ", unit.numel, " parameters, fewer than the ", n,
+                            " ranks; the engine refuses that: use at most ", unit.numel, " ranks"));
+    }
+  }
+}
+
+struct ElementBytes {
+  std::uint64_t param, grad, optim;  // device parameters, device gradients, optimizer state per element
+};
+
+ElementBytes element_bytes(DtypeMode d) {
+  // fp32: Adam's m and v. Mixed: the fp32 master copy, m and v (K = 12).
+  return d == DtypeMode::kFp32 ? ElementBytes{4, 4, 8} : ElementBytes{2, 2, 12};
+}
+
+// What the stage holds for the whole step, device and host, before any transient buffer.
+void persistent_state(const PlanInput& in, const FlatLayout& layout, TierBytes& device, TierBytes& host) {
+  const ZeroSettings& z = in.zero;
+  const ElementBytes b = element_bytes(in.dtype);
+  const std::uint64_t P = layout.padded_numel(), S = layout.shard_numel();
+  device[Category::kParameters] = z.stage < 3 ? P * b.param : (z.offload_param ? 0 : S * b.param);
+  if (z.stage < 2) {
+    device[Category::kGradients] = P * b.grad;
+  } else if (!z.offload_optimizer) {
+    device[Category::kGradients] = S * b.grad;
+  }
+  if (!z.offload_optimizer) device[Category::kOptimizerState] = (z.stage == 0 ? P : S) * b.optim;
+  if (z.offload_optimizer) {
+    host[Category::kOptimizerState] = S * b.optim;  // m, v (+ the fp32 master in mixed precision)
+    host[Category::kGradients] = S * 4;             // the fp32 gradient shard CPU Adam reads
+    // The fp32 parameters CPU Adam updates: in mixed precision the master copy counted above; in
+    // fp32 mode a host copy of the shard (with offload_param, the offloaded shard itself).
+    if (in.dtype == DtypeMode::kFp32) host[Category::kParameters] = S * 4;
+  }
+  if (z.offload_param && in.dtype == DtypeMode::kMixed) host[Category::kParameters] = S * b.param;
+}
+
+}  // namespace
+
+Plan plan(const PlanInput& in) {
+  check_input(in);
+  const FlatLayout layout(in.model.units, in.ranks);
+  check_units(layout);
+  const ZeroSettings& z = in.zero;
+  const ElementBytes b = element_bytes(in.dtype);
+
+  Plan p;
+  p.zero = z;
+  p.dtype = in.dtype;
+  p.ranks = in.ranks;
+  p.ranks_per_node = std::min(in.ranks, in.ranks_per_node);
+  p.nodes = (in.ranks + in.ranks_per_node - 1) / in.ranks_per_node;
+  p.label = plan_label(z);
+  p.numel = layout.numel();
+  p.padded_numel = layout.padded_numel();
+  p.shard_numel = layout.shard_numel();
+  p.largest_unit = layout.largest_unit();
+  p.units = layout.num_units();
+
+  TierBytes device;
+  persistent_state(in, layout, device, p.host);
+  p.persistent_device = device;
+  if (in.model.gpt && in.activation_bytes) {
+    device[Category::kActivations] = in.activation_bytes(*in.model.gpt, in.micro_batch);
+    p.activations_modelled = true;
+  }
+
+  planner_detail::WalkOptions w;
+  w.stage = z.stage;
+  w.offload_optimizer = z.offload_optimizer;
+  w.offload_param = z.offload_param;
+  w.param_bytes = b.param;
+  w.grad_bytes = b.grad;
+  w.comm_scratch = in.comm_scratch && in.ranks > 1;  // one rank runs the self backend: no scratch
+  w.micro_batches = in.gradient_accumulation_steps;
+  const planner_detail::WalkResult walk = planner_detail::walk_step(layout, w, device);
+  p.device = walk.peak;
+  p.traffic = walk.traffic;
+  p.host_per_node = p.host.total() * static_cast<std::uint64_t>(p.ranks_per_node);
+
+  if (z.offload_optimizer) {
+    p.device_to_host_bytes = walk.reduced_slice_elements * b.grad;  // reduced gradients out
+    // Updated parameters back in after CPU Adam, unless they live on the host (offload_param),
+    // where each gather copies its slice in instead.
+    p.host_to_device_bytes = z.offload_param ? walk.gathered_slice_elements * b.param : layout.shard_numel() * b.param;
+    p.link_seconds = static_cast<double>(p.device_to_host_bytes + p.host_to_device_bytes) / in.link_bandwidth;
+  }
+  return p;
+}
+
+}  // namespace zero

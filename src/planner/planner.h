@@ -1,0 +1,159 @@
+// The planner: what a ZeRO configuration will hold in memory, per rank and per tier, and what it
+// will move per step, predicted before anything is allocated.
+//
+//   PlanInput in;  in.model = named_model("gpt2-xl");  in.ranks = 8;  in.zero.stage = 2;
+//   Plan p = plan(in);          // p.device.total(): predicted peak device bytes per rank
+//
+// It predicts what the engine allocates, not a textbook formula: the model is laid out with the
+// engine's FlatLayout (each unit padded to a multiple of N), and one step is walked through in
+// the engine's order (forward, backward with reductions as units complete, the optimizer, the
+// gathers after it), tracking every buffer the stage allocates and frees:
+//   stage 0  parameters, gradients, Adam's m and v: all whole, for the whole run;
+//   stage 1  parameters and gradients whole; m and v for this rank's shard;
+//   stage 2  parameters whole; gradient shard, m, v shards; and transient whole unit gradients,
+//            allocated when backward first writes them and freed once reduce-scattered (one
+//            reduction in flight: two units' gradients alive, plus a borrowed unit's, like the
+//            tied embedding's, which stays whole until its own backward);
+//   stage 3  parameter, gradient, m, v shards; units gathered whole before their forward and
+//            their backward (the current one and the prefetched next; a unit that borrows
+//            another has both whole) and the transient unit gradients of stage 2.
+// Communication scratch: the MPI backend's reduce_scatter allocates a buffer of the whole unit
+// (N slices) while it runs, one at a time on the comm thread; with gradient accumulation (or
+// optimizer offload) stages 2 and 3 also hold the reduced slice in flight. Activations come from
+// a hook (the GPT model's own count); the model allocates them once, so they add a constant.
+//
+// Byte sizes per element: fp32 mode: 4 for everything. Mixed precision (bf16/fp16 parameters
+// and gradients, fp32 master parameters and Adam's m and v: the ZeRO paper's K = 12): parameters
+// 2, gradients 2 (and the collectives on them), optimizer state 12 per shard element.
+//
+// Offload (ZeRO-Offload; the engine's offload is being built, so these are stated assumptions):
+//   offload_optimizer (stages 1-3)  host, per rank: Adam's m, v, the fp32 gradient shard and the
+//     fp32 parameters CPU Adam updates (mixed precision: the fp32 master copy; fp32 mode: the
+//     host copy of the parameter shard, which DeepSpeed also keeps): 16 bytes per shard element
+//     in both modes. Device: the parameters (and in stage 1 the whole gradients) stay; the
+//     gradient shard, m and v leave. Link per step: the reduced gradient shard device->host
+//     (gradient dtype) and the updated parameter shard host->device (parameter dtype).
+//   offload_param (stage 3, with offload_optimizer)  the parameter shard lives on the host too
+//     (in fp32 mode it is the same fp32 copy CPU Adam updates); each gather first copies the
+//     rank's slice host->device. Updated parameters stay on the host.
+// Offload in stage 0 and parameter offload outside stage 3 or without optimizer offload are
+// refused, as DeepSpeed refuses them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "comm/communicator.h"
+#include "memory/ledger.h"
+#include "planner/model_shapes.h"
+
+namespace zero {
+
+enum class DtypeMode { kFp32, kMixed };
+const char* dtype_name(DtypeMode d);                 // "fp32", "mixed"
+DtypeMode parse_dtype(const std::string& text);      // ConfigError for anything else
+
+// "zero_optimization" as the planner needs it. Sizes count elements, as in DeepSpeed.
+struct ZeroSettings {
+  int stage = 0;
+  bool offload_optimizer = false;
+  bool offload_param = false;
+  // DeepSpeed's bucket and stage-3 knobs, with its defaults. The engine reduces and gathers whole
+  // units and has no buckets yet, so they do not change a prediction today; they are carried so
+  // that the output can say so, and for when the engine has buckets.
+  std::int64_t reduce_bucket_size = 500'000'000;
+  std::int64_t allgather_bucket_size = 500'000'000;
+  std::int64_t stage3_prefetch_bucket_size = 50'000'000;
+  std::int64_t stage3_max_live_parameters = 1'000'000'000;
+  std::int64_t stage3_param_persistence_threshold = 100'000;
+};
+
+// Host<->device link bandwidth assumed by default, bytes per second: a PCIe 4.0 x16 link carries
+// 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s per direction in theory; pinned-memory copies measure
+// about 25 GB/s (CUDA's bandwidthTest on A100-class machines), which is what offload sees.
+inline constexpr double kPcie4x16Bandwidth = 25e9;
+
+// Activation bytes per rank of a GPT shape at a micro-batch size. The default is the GPT model's
+// own count (Gpt::activation_bytes, what its constructor allocates through the ledger). Empty:
+// activations are not modelled (the output says so). Shapes other than GPT-2's have no hook.
+using ActivationBytesFn = std::function<std::uint64_t(const GptShape&, int micro_batch)>;
+ActivationBytesFn gpt_activation_hook();
+
+struct PlanInput {
+  ModelDescription model;
+  int ranks = 1;                 // N, data-parallel ranks
+  int ranks_per_node = 1;        // for the host total per node
+  DtypeMode dtype = DtypeMode::kFp32;
+  int micro_batch = 1;           // sequences per rank per micro-batch (activations only)
+  int gradient_accumulation_steps = 1;
+  ZeroSettings zero;
+  // The MPI backend's reduce_scatter scratch (a whole unit per call). The threads and self
+  // backends have none; set false to plan for them.
+  bool comm_scratch = true;
+  double link_bandwidth = kPcie4x16Bandwidth;  // bytes/s, host<->device
+  ActivationBytesFn activation_bytes = gpt_activation_hook();
+};
+
+// Bytes of one tier by the ledger's categories.
+struct TierBytes {
+  std::array<std::uint64_t, kNumCategories> bytes{};
+  std::uint64_t& operator[](Category c) { return bytes[static_cast<int>(c)]; }
+  std::uint64_t operator[](Category c) const { return bytes[static_cast<int>(c)]; }
+  std::uint64_t total() const;
+  // parameters + gradients + optimizer state
+  std::uint64_t model_states() const;
+};
+
+// Bytes a rank hands the transport per optimizer step, by collective, counted as the
+// communicator counts them (the bandwidth-optimal algorithms' payload), and the number of calls.
+struct StepTraffic {
+  std::array<std::uint64_t, kNumCollectives> sent{};
+  std::array<std::uint64_t, kNumCollectives> calls{};
+  std::uint64_t total() const;
+};
+
+struct Plan {
+  // What was planned.
+  ZeroSettings zero;
+  DtypeMode dtype = DtypeMode::kFp32;
+  int ranks = 1;
+  int ranks_per_node = 1;  // as given, at most ranks
+  int nodes = 1;
+  std::string label;       // "2", "2+opt", "3+opt+param"
+
+  // The layout, as the engine will have it.
+  std::uint64_t numel = 0;          // Ψ
+  std::uint64_t padded_numel = 0;   // all units padded to multiples of N
+  std::uint64_t shard_numel = 0;    // padded / N
+  std::uint64_t largest_unit = 0;   // padded elements of the largest unit
+  int units = 0;
+
+  // Memory per rank. device: by category at the moment of the device peak (the categories sum
+  // to the peak). host: constant over the step.
+  TierBytes device;
+  TierBytes host;
+  // Model states held for the whole step (parameters, gradients, optimizer state), without the
+  // transient unit gradients and gathered units: the figure of the ZeRO paper's Table 1.
+  TierBytes persistent_device;
+  std::uint64_t host_per_node = 0;  // host total x ranks on the fullest node
+  bool activations_modelled = false;
+
+  // Per rank per optimizer step.
+  StepTraffic traffic;
+  std::uint64_t host_to_device_bytes = 0;
+  std::uint64_t device_to_host_bytes = 0;
+  double link_seconds = 0.0;  // both directions, one after the other, at PlanInput::link_bandwidth
+};
+
+// Plans one configuration. ConfigError ("[planner] ...") for bad input: ranks, micro-batch or
+// accumulation below 1, more ranks than parameters or than the smallest unit has (the engine
+// refuses those too), a stage outside 0-3, an offload combination DeepSpeed refuses, a link
+// bandwidth that is not positive.
+Plan plan(const PlanInput& input);
+
+// "0", "1", "2+opt", "3+opt+param".
+std::string plan_label(const ZeroSettings& zero);
+
+}  // namespace zero

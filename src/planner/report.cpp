@@ -1,0 +1,220 @@
+#include "planner/report.h"
+
+#include <cstdio>
+
+#include "common/error.h"
+
+namespace zero {
+
+EstimateReport make_report(const PlanInput& input, const Capacity& capacity, std::optional<int> only_stage) {
+  EstimateReport r;
+  r.input = input;
+  r.capacity = capacity;
+  r.only_stage = only_stage;
+  r.plans = plan_all(input, only_stage);
+  r.recommendation = recommend(input, r.plans, capacity, only_stage);
+  return r;
+}
+
+namespace {
+
+// 1234567 -> "1,234,567"
+std::string grouped(std::uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+double to_gib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
+
+const char* fit_word(std::optional<bool> f) { return !f ? "?" : (*f ? "yes" : "NO"); }
+
+std::string header(const EstimateReport& r) {
+  const PlanInput& in = r.input;
+  const Plan& any = r.plans.front();
+  const ModelDescription& m = in.model;
+  std::string s = cat("zero estimate: ", m.name, " (", m.family, ": ", m.detail, ")\n");
+  if (!m.source.empty()) s += cat("  shape of ", m.source, "\n");
+  s += cat("  ", grouped(any.numel), " parameters in ", any.units, " units, the largest ", grouped(m.largest_unit()), "\n");
+  s += cat("  ", in.ranks, in.ranks == 1 ? " rank, " : " ranks, ", any.ranks_per_node, " per node (", any.nodes,
+           any.nodes == 1 ? " node" : " nodes", "); ", dtype_name(in.dtype),
+           in.dtype == DtypeMode::kFp32 ? " (4-byte parameters, gradients, Adam m and v)"
+                                        : " (2-byte parameters and gradients; fp32 master, m, v: K = 12)",
+           "; micro-batch ", in.micro_batch, in.gradient_accumulation_steps > 1 ? cat(" x ", in.gradient_accumulation_steps, " accumulated") : "",
+           "\n");
+  s += cat("  device memory ", r.capacity.device ? gib(*r.capacity.device) + " per device" : std::string("not given (--device-memory)"),
+           "; host memory ", r.capacity.host ? gib(*r.capacity.host) + " per node" : std::string("not given (--host-memory)"));
+  char link[64];
+  std::snprintf(link, sizeof link, "; host link %.1f GB/s\n", in.link_bandwidth / 1e9);
+  return s + link;
+}
+
+std::string row(const EstimateReport& r, std::size_t i) {
+  const Plan& p = r.plans[i];
+  const Fit f = check_fit(p, r.capacity);
+  const TierBytes& d = p.device;
+  char act[16];
+  if (p.activations_modelled) {
+    std::snprintf(act, sizeof act, "%8.2f", to_gib(d[Category::kActivations]));
+  } else {
+    std::snprintf(act, sizeof act, "%8s", "n/m");
+  }
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "%-12s %8.2f %8.2f %8.2f %8.2f %8.2f %s %9.2f %4s | %8.2f %9.2f %4s | %9.2f %9.2f %8.2f",
+                p.label.c_str(), to_gib(d[Category::kParameters]), to_gib(d[Category::kGradients]),
+                to_gib(d[Category::kOptimizerState]), to_gib(d[Category::kCommBuffers]),
+                to_gib(d[Category::kGatheredParameters]), act, to_gib(d.total()), fit_word(f.device),
+                to_gib(p.host.total()), to_gib(p.host_per_node), fit_word(f.host), to_gib(p.traffic.total()),
+                to_gib(p.host_to_device_bytes + p.device_to_host_bytes), p.link_seconds);
+  std::string s = buf;
+  if (static_cast<int>(i) == r.recommendation.index) s += "  <- recommended";
+  if (r.configured && *r.configured == p.label) s += "  (your config)";
+  return s + "\n";
+}
+
+std::string table(const EstimateReport& r) {
+  std::string s =
+      "\nGiB per rank    ------------------------ device, at its peak ------------------------ |"
+      " ------ host ------- | ------- per step -------\n";
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%-12s %8s %8s %8s %8s %8s %8s %9s %4s | %8s %9s %4s | %9s %9s %8s\n", "stage",
+                "params", "grads", "optim", "comm", "gathered", "activ.", "total", "fits", "rank", "node", "fits",
+                "network", "host link", "link s");
+  s += buf;
+  for (std::size_t i = 0; i < r.plans.size(); ++i) s += row(r, i);
+  return s;
+}
+
+std::string notes(const EstimateReport& r) {
+  const PlanInput& in = r.input;
+  std::string s = "\n";
+  s += "  device: by category at the moment of the peak of one step (transient unit gradients count as grads;\n"
+       "    gathered: stage 3's whole units, the current and the prefetched one, or a unit and the one it borrows)\n";
+  s += in.comm_scratch && in.ranks > 1
+           ? "  comm: the MPI backend's reduce-scatter scratch (one whole unit, one call at a time) and reduced slices in flight\n"
+           : "  comm: no reduce-scatter scratch (threads/self backend); reduced slices in flight only\n";
+  if (!r.plans.front().activations_modelled) {
+    s += "  activ.: n/m = not modelled for this model: the total excludes activations; leave room for them\n";
+  }
+  s += "  host: offloaded state per rank and per node (rank x ranks per node); network: bytes a rank sends per step\n";
+  s += "    by all-reduce, reduce-scatter and all-gather; host link: host<->device copies per step with offload and\n"
+       "    their time, both directions one after the other\n";
+  s += cat("  buckets: the engine reduces and gathers whole units (no buckets yet), so reduce_bucket_size (",
+           in.zero.reduce_bucket_size, "), allgather_bucket_size and the stage3_* settings do not change these figures\n");
+  s += "  fits: yes / NO / ? (capacity not given); 1 GiB = 2^30 bytes\n";
+  return s;
+}
+
+std::string recommendation(const EstimateReport& r) {
+  const Recommendation& rec = r.recommendation;
+  std::string s = "\n";
+  if (rec.index >= 0) {
+    const Plan& p = r.plans[rec.index];
+    s += cat("recommended: stage ", p.zero.stage, p.zero.offload_optimizer ? " with optimizer offload" : "",
+             p.zero.offload_param ? " and parameter offload" : "", "\n");
+  } else {
+    s += cat("recommended: nothing fits on ", r.input.ranks, r.input.ranks == 1 ? " rank" : " ranks", "\n");
+  }
+  for (const std::string& reason : rec.reasons) s += "  " + reason + "\n";
+  if (rec.index < 0) {
+    if (!rec.closest.empty()) s += cat("  nearest on ", r.input.ranks, r.input.ranks == 1 ? " rank: " : " ranks: ", rec.closest, "\n");
+    s += rec.ranks_needed
+             ? cat("  with ", *rec.ranks_needed, " ranks of these devices (", r.plans.front().ranks_per_node,
+                   " per node), stage ", rec.label_needed, " would fit\n")
+             : "  no number of these devices makes any configuration fit (more host memory, or the NVMe tier, which zero does not have yet)\n";
+  }
+  if (rec.index >= 0 && !r.plans.front().activations_modelled) {
+    s += "  (activations are not in these figures: keep room for them beside the total)\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string format_report(const EstimateReport& r) { return header(r) + table(r) + notes(r) + recommendation(r); }
+
+namespace {
+
+nlohmann::json tier_json(const TierBytes& t) {
+  nlohmann::json j;
+  for (int c = 0; c < kNumCategories; ++c) j[category_name(static_cast<Category>(c))] = t.bytes[c];
+  j["total"] = t.total();
+  return j;
+}
+
+nlohmann::json optional_json(std::optional<bool> b) { return b ? nlohmann::json(*b) : nlohmann::json(nullptr); }
+
+nlohmann::json plan_json(const EstimateReport& r, std::size_t i) {
+  const Plan& p = r.plans[i];
+  const Fit f = check_fit(p, r.capacity);
+  nlohmann::json j;
+  j["label"] = p.label;
+  j["stage"] = p.zero.stage;
+  j["offload_optimizer"] = p.zero.offload_optimizer;
+  j["offload_param"] = p.zero.offload_param;
+  j["device_bytes"] = tier_json(p.device);
+  j["host_bytes"] = tier_json(p.host);
+  j["host_bytes_per_node"] = p.host_per_node;
+  j["model_state_bytes"] = {{"device", p.persistent_device.model_states()}, {"host", p.host.model_states()}};
+  j["padded_parameters"] = p.padded_numel;
+  j["shard_parameters"] = p.shard_numel;
+  nlohmann::json traffic, calls;
+  for (int c = 0; c < kNumCollectives; ++c) {
+    traffic[collective_name(static_cast<Collective>(c))] = p.traffic.sent[c];
+    calls[collective_name(static_cast<Collective>(c))] = p.traffic.calls[c];
+  }
+  traffic["total"] = p.traffic.total();
+  j["traffic_bytes_per_step"] = traffic;
+  j["collective_calls_per_step"] = calls;
+  j["host_link"] = {{"host_to_device_bytes", p.host_to_device_bytes},
+                    {"device_to_host_bytes", p.device_to_host_bytes},
+                    {"seconds", p.link_seconds}};
+  j["fits"] = {{"device", optional_json(f.device)}, {"host", optional_json(f.host)}, {"overall", f.fits()}};
+  j["recommended"] = static_cast<int>(i) == r.recommendation.index;
+  j["configured"] = r.configured && *r.configured == p.label;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json report_json(const EstimateReport& r) {
+  const PlanInput& in = r.input;
+  const ModelDescription& m = in.model;
+  nlohmann::json j;
+  j["model"] = {{"name", m.name}, {"family", m.family}, {"shape", m.detail}, {"source", m.source},
+                {"parameters", m.num_parameters()}, {"units", m.units.size()}, {"largest_unit", m.largest_unit()}};
+  j["ranks"] = in.ranks;
+  j["ranks_per_node"] = r.plans.front().ranks_per_node;
+  j["nodes"] = r.plans.front().nodes;
+  j["dtype"] = dtype_name(in.dtype);
+  j["micro_batch"] = in.micro_batch;
+  j["gradient_accumulation_steps"] = in.gradient_accumulation_steps;
+  j["comm_scratch"] = in.comm_scratch;
+  j["link_bandwidth_bytes_per_s"] = in.link_bandwidth;
+  j["device_memory_bytes"] = r.capacity.device ? nlohmann::json(*r.capacity.device) : nlohmann::json(nullptr);
+  j["host_memory_bytes"] = r.capacity.host ? nlohmann::json(*r.capacity.host) : nlohmann::json(nullptr);
+  j["activations_modelled"] = r.plans.front().activations_modelled;
+  const ZeroSettings& z = in.zero;
+  j["zero_settings"] = {{"reduce_bucket_size", z.reduce_bucket_size},
+                        {"allgather_bucket_size", z.allgather_bucket_size},
+                        {"stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size},
+                        {"stage3_max_live_parameters", z.stage3_max_live_parameters},
+                        {"stage3_param_persistence_threshold", z.stage3_param_persistence_threshold},
+                        {"buckets_modelled", false}};
+  j["plans"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < r.plans.size(); ++i) j["plans"].push_back(plan_json(r, i));
+  const Recommendation& rec = r.recommendation;
+  j["recommendation"] = {
+      {"label", rec.index >= 0 ? nlohmann::json(r.plans[rec.index].label) : nlohmann::json(nullptr)},
+      {"reasons", rec.reasons},
+      {"ranks_needed", rec.ranks_needed ? nlohmann::json(*rec.ranks_needed) : nlohmann::json(nullptr)},
+      {"label_needed", rec.ranks_needed ? nlohmann::json(rec.label_needed) : nlohmann::json(nullptr)},
+      {"closest", rec.closest}};
+  return j;
+}
+
+}  // namespace zero

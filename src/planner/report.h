@@ -1,0 +1,44 @@
+// The planner's output: the table `zero estimate` prints (and the engine can print when it
+// refuses a plan), and the same as JSON.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/advisor.h"
+
+namespace zero {
+
+struct EstimateReport {
+  PlanInput input;                      // what was planned (input.zero: the bucket settings)
+  std::vector<Plan> plans;              // one per configuration, as plan_all returns them
+  Capacity capacity;
+  Recommendation recommendation;
+  std::optional<int> only_stage;        // --stage
+  std::optional<std::string> configured;  // the label a config file asked for, if any
+};
+
+// Plans every configuration for `input` and recommends one.
+EstimateReport make_report(const PlanInput& input, const Capacity& capacity, std::optional<int> only_stage);
+
+// The human-readable table, the notes on what is and is not modelled, and the recommendation.
+std::string format_report(const EstimateReport& report);
+
+// The same facts as JSON; every byte count is an integer number of bytes. Fields:
+//   model {name, family, shape, source, parameters, units, largest_unit}, ranks, ranks_per_node,
+//   nodes, dtype, micro_batch, gradient_accumulation_steps, comm_scratch, link_bandwidth_bytes_per_s,
+//   device_memory_bytes, host_memory_bytes (null when not given), activations_modelled,
+//   zero_settings {...}, plans [{label, stage, offload_optimizer, offload_param,
+//     device_bytes {<category>..., total}, host_bytes {<category>..., total}, host_bytes_per_node,
+//     model_state_bytes {device, host}, padded_parameters, shard_parameters,
+//     traffic_bytes_per_step {<collective>..., total}, collective_calls_per_step {<collective>...},
+//     host_link {host_to_device_bytes, device_to_host_bytes, seconds},
+//     fits {device, host, overall} (device/host null when that capacity is unknown), recommended,
+//     configured}],
+//   recommendation {label (null when nothing fits), reasons [...], ranks_needed, label_needed, closest}.
+nlohmann::json report_json(const EstimateReport& report);
+
+}  // namespace zero
