@@ -6,6 +6,7 @@
 
 #include "comm/thread_world.h"
 #include "common/error.h"
+#include "engine/gpt_run.h"
 #include "engine/mlp_run.h"
 
 namespace zero {
@@ -68,6 +69,31 @@ TEST_P(MpiStages, BitIdenticalAcrossStagesRanksAndBackends) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, MpiStages, ::testing::Bool(), [](const auto& p) { return p.param ? "tied" : "plain"; });
+
+// The GPT under MPI: stages bit-identical, and identical to the threads backend.
+TEST(MpiGpt, BitIdenticalAcrossStagesAndBackends) {
+  Communicator& comm = world();
+  testing::GptRun run;
+  std::vector<float> stage0;
+  for (int stage = 0; stage <= 3; ++stage) {
+    run.stage = stage;
+    Ledger ledger;
+    const auto params = testing::train_gpt(run, comm, ledger);
+    if (stage == 0) {
+      stage0 = params;
+      ThreadWorld threads(comm.size());
+      std::vector<float> on_threads;
+      threads.run([&](int r) {
+        Ledger l;
+        auto c = threads.communicator(r, &l);
+        auto p = testing::train_gpt(run, *c, l);
+        if (r == 0) on_threads = p;
+      });
+      EXPECT_TRUE(same_bits(stage0, on_threads)) << "GPT: mpi and threads backends differ";
+    }
+    EXPECT_TRUE(same_bits(params, stage0)) << "GPT stage " << stage << " differs from stage 0 under MPI";
+  }
+}
 
 TEST(MpiErrors, RanksThatDisagreeOnTheModelAllFail) {
   Communicator& comm = world();

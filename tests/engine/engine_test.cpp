@@ -7,6 +7,7 @@
 
 #include "comm/thread_world.h"
 #include "common/error.h"
+#include "engine/gpt_run.h"
 #include "engine/mlp_run.h"
 
 namespace zero {
@@ -148,6 +149,28 @@ INSTANTIATE_TEST_SUITE_P(Worlds, StageEquivalence,
                          [](const auto& p) {
                            return "N" + std::to_string(std::get<0>(p.param)) + (std::get<1>(p.param) ? "_tied" : "");
                          });
+
+// The GPT, with its tied embedding (the head borrows unit 0): stages 0-3 bit-identical at a
+// fixed world size, with gradient clipping on.
+TEST(GptStages, BitIdenticalAcrossStages) {
+  for (int n : {2, 4}) {
+    testing::GptRun run;
+    std::vector<float> stage0;
+    for (int stage = 0; stage <= 3; ++stage) {
+      run.stage = stage;
+      ThreadWorld world(n);
+      std::vector<std::vector<float>> params(n);
+      world.run([&](int r) {
+        Ledger ledger;
+        auto comm = world.communicator(r, &ledger);
+        params[r] = testing::train_gpt(run, *comm, ledger);
+      });
+      for (int r = 1; r < n; ++r) ASSERT_TRUE(same_bits(params[r], params[0])) << "N=" << n << " stage " << stage << " rank " << r;
+      if (stage == 0) stage0 = params[0];
+      EXPECT_TRUE(same_bits(params[0], stage0)) << "N=" << n << ": stage " << stage << " differs from stage 0";
+    }
+  }
+}
 
 class StageMemory : public ::testing::TestWithParam<int> {};
 

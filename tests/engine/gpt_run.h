@@ -1,0 +1,46 @@
+// Test helper: a few engine steps of a tiny GPT on synthetic tokens, on one rank of a world.
+#pragma once
+
+#include <vector>
+
+#include "comm/communicator.h"
+#include "engine/engine.h"
+#include "model/gpt.h"
+#include "partition/init.h"
+
+namespace zero::testing {
+
+struct GptRun {
+  int stage = 0;
+  int steps = 4;
+  int global_batch = 4;  // sequences per step
+  GptShape shape{32, 8, 16, 2, 2};
+};
+
+// Every rank of the world calls it; returns this rank's whole weights after the run.
+inline std::vector<float> train_gpt(const GptRun& run, Communicator& comm, Ledger& ledger) {
+  const int B = run.global_batch / comm.size(), T = run.shape.seq_len;
+  Gpt gpt(run.shape, B, ledger);
+  EngineConfig config;
+  config.stage = run.stage;
+  config.adam.lr = 1e-2f;
+  config.adam.weight_decay = 0.1f;
+  config.gradient_clipping = 1.0f;
+  Engine engine(config, gpt, comm, ledger);
+  std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
+  for (int s = 0; s < run.steps; ++s) {
+    for (int b = 0; b < B; ++b) {  // sequence (rank * B + b) of global batch s: counter-based tokens
+      const std::uint64_t seq = static_cast<std::uint64_t>(comm.rank() * B + b);
+      for (int t = 0; t <= T; ++t) {
+        const auto tok = static_cast<std::int32_t>(counter_uniform(s * 1000003ULL + seq, t) * run.shape.vocab_size);
+        if (t < T) in[b * T + t] = tok;
+        if (t > 0) tgt[b * T + t - 1] = tok;
+      }
+    }
+    gpt.set_batch(in.data(), tgt.data());
+    engine.train_step();
+  }
+  return engine.full_parameters();
+}
+
+}  // namespace zero::testing
