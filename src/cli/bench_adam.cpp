@@ -34,7 +34,8 @@ constexpr const char* kUsage =
     "Times the CPU Adam step against the memory ceiling for its access pattern (a loop that reads\n"
     "p, g, m, v and writes p, m, v back in place), both measured in this run, interleaved, for 1\n"
     "thread and all threads. Also times the step with its fused bf16 copy (30 bytes/param).\n"
-    "Figures are the median of the timed repetitions; --json also records the best.\n"
+    "Speeds come from the median time of the repetitions, ratios from the median of ratios of\n"
+    "pairs run side by side; --json also records the best and every time.\n"
     "\n"
     "flags:\n"
     "  --sizes LIST    parameter counts, K/M/G = 2^10/2^20/2^30 (default: 16M,64M,256M)\n"
@@ -160,23 +161,24 @@ enum Variant { kCeiling, kAdam, kCeilingBf16, kAdamBf16, kVariants };
 constexpr const char* kVariantName[kVariants] = {"ceiling", "adam", "ceiling_bf16", "adam_bf16"};
 constexpr double kBytesPerParam[kVariants] = {28, 28, 30, 30};
 
-struct Timing {
-  double median = 0, best = 0;  // seconds per pass
-};
-
-Timing summarize(std::vector<double> t) {
-  std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], t.front()};
+double median(std::vector<double> x) {
+  std::sort(x.begin(), x.end());
+  const std::size_t h = x.size() / 2;
+  return x.size() % 2 ? x[h] : 0.5 * (x[h - 1] + x[h]);
 }
 
-// Times every variant `reps` times, interleaved, over the first n elements with `threads`.
-std::vector<Timing> measure(Buffers& b, std::size_t n, int threads, int reps, CpuIsa isa) {
+// Seconds per pass of each variant, [variant][rep], over the first n elements with `threads`.
+// One repetition runs every variant once, in order on even repetitions and in reverse on odd
+// ones, so each compared pair (ceiling and step, step and step+copy) runs side by side, and
+// neither always goes first.
+std::vector<std::vector<double>> measure(Buffers& b, std::size_t n, int threads, int reps, CpuIsa isa) {
   AdamConfig config;
   config.weight_decay = 0.01f;
   std::vector<std::vector<double>> seconds(kVariants);
   std::int64_t t = 0;
   for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up
-    for (int variant = 0; variant < kVariants; ++variant) {
+    for (int k = 0; k < kVariants; ++k) {
+      const int variant = rep % 2 == 0 ? k : kVariants - 1 - k;
       AdamOptions o;
       o.threads = threads;
       o.isa = isa;
@@ -193,9 +195,14 @@ std::vector<Timing> measure(Buffers& b, std::size_t n, int threads, int reps, Cp
       if (rep >= 0) seconds[variant].push_back(took.count());
     }
   }
-  std::vector<Timing> out;
-  for (auto& s : seconds) out.push_back(summarize(s));
-  return out;
+  return seconds;
+}
+
+// The median over repetitions of a[rep] / b[rep]: a ratio of two times measured side by side.
+double paired_ratio(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> r;
+  for (std::size_t i = 0; i < a.size(); ++i) r.push_back(a[i] / b[i]);
+  return median(r);
 }
 
 std::string human(std::size_t n) {
@@ -205,13 +212,27 @@ std::string human(std::size_t n) {
   return cat(n);
 }
 
+// Other work on the machine skews bandwidth figures (and, less, the ratios); say so when seen.
+void warn_if_busy() {
+  double load = 0;
+  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = 0;
+    std::fclose(f);
+  }
+  if (load > 0.5) std::printf("note: load average %.2f: other work is running here and skews these figures\n", load);
+}
+
 int run(const Flags& f) {
   const int all = f.threads != 0 ? f.threads : omp_get_max_threads();
   const CpuIsa isa = f.isa == CpuIsa::kAuto ? adam_isa_active() : f.isa;
   if (!cpu_isa_supported(isa)) throw ConfigError(cat("[cli] this CPU cannot run the ", cpu_isa_name(isa), " kernel; try --isa auto"));
   const std::size_t max_n = *std::max_element(f.sizes.begin(), f.sizes.end());
-  std::printf("zero bench adam: %s kernel, %d threads for 'all', median of the timed repetitions\n", cpu_isa_name(isa), all);
-  std::printf("GB/s counts 28 bytes/param (30 with the bf16 copy); ratio = ceiling time / kernel time, same run\n\n");
+  std::printf("zero bench adam: %s kernel, %d threads for 'all'\n", cpu_isa_name(isa), all);
+  std::printf("GB/s and Gparam/s: from the median time of the repetitions; GB/s counts 28 bytes/param (30 with the\n"
+              "bf16 copy). ratio: ceiling time / kernel time, the median over repetitions of pairs run side by side.\n"
+              "bf16 cost: the step's extra time with its bf16 copy, paired likewise (its extra traffic is 2/28 = +7.1%%).\n");
+  warn_if_busy();
+  std::printf("\n");
   std::printf("%7s %7s %4s | %9s %9s %8s %6s | %9s %9s %8s %6s %10s\n", "params", "threads", "reps", "ceil GB/s",
               "adam GB/s", "Gparam/s", "ratio", "c+bf GB/s", "a+bf GB/s", "Gparam/s", "ratio", "bf16 cost");
   Buffers b(max_n);
@@ -221,25 +242,28 @@ int run(const Flags& f) {
     std::vector<int> thread_counts = {1};
     if (all > 1) thread_counts.push_back(all);
     for (int threads : thread_counts) {
-      const std::vector<Timing> t = measure(b, n, threads, reps, isa);
-      auto gbs = [&](int v) { return kBytesPerParam[v] * static_cast<double>(n) / t[v].median / 1e9; };
-      auto gps = [&](int v) { return static_cast<double>(n) / t[v].median / 1e9; };
-      const double ratio = t[kCeiling].median / t[kAdam].median;
-      const double ratio_bf16 = t[kCeilingBf16].median / t[kAdamBf16].median;
-      const double bf16_cost = t[kAdamBf16].median / t[kAdam].median - 1.0;  // 2/28 = 7.1% is the extra traffic
+      const std::vector<std::vector<double>> t = measure(b, n, threads, reps, isa);
+      auto seconds = [&](int v) { return median(t[v]); };
+      auto gbs = [&](int v) { return kBytesPerParam[v] * static_cast<double>(n) / seconds(v) / 1e9; };
+      auto gps = [&](int v) { return static_cast<double>(n) / seconds(v) / 1e9; };
+      const double ratio = paired_ratio(t[kCeiling], t[kAdam]);
+      const double ratio_bf16 = paired_ratio(t[kCeilingBf16], t[kAdamBf16]);
+      const double bf16_cost = paired_ratio(t[kAdamBf16], t[kAdam]) - 1.0;  // its extra traffic: 2/28 = 7.1%
       std::printf("%7s %7d %4d | %9.1f %9.1f %8.3f %6.3f | %9.1f %9.1f %8.3f %6.3f %+9.1f%%\n", human(n).c_str(), threads,
                   reps, gbs(kCeiling), gbs(kAdam), gps(kAdam), ratio, gbs(kCeilingBf16), gbs(kAdamBf16), gps(kAdamBf16),
                   ratio_bf16, 100.0 * bf16_cost);
+      std::fflush(stdout);
       nlohmann::json row = {{"params", n}, {"threads", threads}, {"reps", reps}, {"ratio_to_ceiling", ratio},
                             {"bf16_ratio_to_ceiling", ratio_bf16}, {"bf16_time_cost", bf16_cost}};
       for (int v = 0; v < kVariants; ++v) {
-        row[kVariantName[v]] = {{"seconds_median", t[v].median}, {"seconds_best", t[v].best},
-                                {"bytes_per_param", kBytesPerParam[v]}, {"gb_per_s", gbs(v)}, {"gparams_per_s", gps(v)}};
+        row[kVariantName[v]] = {{"seconds_median", seconds(v)}, {"seconds_best", *std::min_element(t[v].begin(), t[v].end())},
+                                {"seconds", t[v]}, {"bytes_per_param", kBytesPerParam[v]}, {"gb_per_s", gbs(v)},
+                                {"gparams_per_s", gps(v)}};
       }
       results.push_back(row);
     }
   }
-  std::printf("\nbf16 cost: extra time of the step with its bf16 copy; its extra traffic is 2/28 = +7.1%%\n");
+  warn_if_busy();
   if (!f.json.empty()) {
     std::ofstream out(f.json);
     out << nlohmann::json{{"benchmark", "adam"}, {"isa", cpu_isa_name(isa)}, {"all_threads", all}, {"statistic", "median"},

@@ -21,6 +21,9 @@ constexpr std::size_t kDefaultTile = std::size_t{1} << 14;
 // Vector loads and stores are fastest from cache-line-aligned addresses, so the first few
 // elements up to p's next 64-byte boundary run alone and the tiles start aligned after them.
 constexpr std::size_t kAlignBytes = 64;
+// From this many elements on, the copy is written with streaming stores (cpu_adam_body.h,
+// run_lanes): 2^20 elements is 30 MiB of traffic, more than this kind of CPU caches.
+constexpr std::size_t kStreamCopyMin = std::size_t{1} << 20;
 
 // One of the spans adam_step is given, untyped, for the checks.
 struct Region {
@@ -158,8 +161,10 @@ void adam_step(const AdamStep& s, bool decay, std::span<float> p, std::span<cons
   const auto d = !decay ? cpu_adam::Decay::kNone : s.decoupled ? cpu_adam::Decay::kDecoupled : cpu_adam::Decay::kL2;
   const cpu_adam::AdamTileFn fn = k.adam[static_cast<int>(d)][static_cast<int>(copy_kind(o))];
   std::uint16_t* copy = o.copy.empty() ? nullptr : o.copy.data();
+  const bool stream = n >= kStreamCopyMin;
   run_tiles(p.data(), n, o, [&](std::size_t begin, std::size_t count) {
-    fn(s, p.data() + begin, g.data() + begin, m.data() + begin, v.data() + begin, copy ? copy + begin : nullptr, count);
+    fn(s, p.data() + begin, g.data() + begin, m.data() + begin, v.data() + begin, copy ? copy + begin : nullptr, count,
+       stream);
   });
 }
 
@@ -169,8 +174,10 @@ void adam_traffic_ceiling(std::span<float> p, std::span<const float> g, std::spa
   const std::size_t n = p.size();
   const cpu_adam::CeilingTileFn fn = kernels_for(o.isa).ceiling[static_cast<int>(copy_kind(o))];
   std::uint16_t* copy = o.copy.empty() ? nullptr : o.copy.data();
+  const bool stream = n >= kStreamCopyMin;
   run_tiles(p.data(), n, o, [&](std::size_t begin, std::size_t count) {
-    fn(p.data() + begin, g.data() + begin, m.data() + begin, v.data() + begin, copy ? copy + begin : nullptr, count);
+    fn(p.data() + begin, g.data() + begin, m.data() + begin, v.data() + begin, copy ? copy + begin : nullptr, count,
+       stream);
   });
 }
 

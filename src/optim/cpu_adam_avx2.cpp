@@ -21,7 +21,8 @@ struct VecAvx2 {
 
   // float_to_bf16 (common/half.h) on 8 lanes: round to nearest even by integer addition;
   // NaN lanes take the quieted top half instead.
-  static void store_bf16(std::uint16_t* out, Reg a) {
+  using HalfReg = __m128i;
+  static HalfReg to_bf16(Reg a) {
     const __m256i bits = _mm256_castps_si256(a);
     const __m256i high = _mm256_srli_epi32(bits, 16);
     const __m256i lsb = _mm256_and_si256(high, _mm256_set1_epi32(1));
@@ -30,13 +31,14 @@ struct VecAvx2 {
     const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
     const __m256i is_nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F800000));
     const __m256i h = _mm256_blendv_epi8(rounded, quiet_nan, is_nan);  // 8 x u16 in u32 lanes
-    const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), packed);
+    return _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
   }
   // F16C's conversion, round to nearest even, is float_to_fp16 bit for bit (tested).
-  static void store_fp16(std::uint16_t* out, Reg a) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  }
+  static HalfReg to_fp16(Reg a) { return _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static void store_half(std::uint16_t* out, HalfReg h) { _mm_storeu_si128(reinterpret_cast<__m128i*>(out), h); }
+  static constexpr bool kCanStream = true;
+  static void stream_half(std::uint16_t* out, HalfReg h) { _mm_stream_si128(reinterpret_cast<__m128i*>(out), h); }
+  static void fence() { _mm_sfence(); }
 };
 
 constexpr KernelTable kTable = make_kernel_table<VecAvx2>();

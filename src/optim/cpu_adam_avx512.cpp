@@ -23,7 +23,8 @@ struct VecAvx512 {
   static Reg fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
 
   // float_to_bf16 (common/half.h) on 16 lanes, as in cpu_adam_avx2.cpp.
-  static void store_bf16(std::uint16_t* out, Reg a) {
+  using HalfReg = __m256i;
+  static HalfReg to_bf16(Reg a) {
     const __m512i bits = _mm512_castps_si512(a);
     const __m512i high = _mm512_srli_epi32(bits, 16);
     const __m512i lsb = _mm512_and_si512(high, _mm512_set1_epi32(1));
@@ -31,12 +32,13 @@ struct VecAvx512 {
     const __m512i quiet_nan = _mm512_or_si512(high, _mm512_set1_epi32(0x0040));
     const __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF));
     const __mmask16 is_nan = _mm512_cmpgt_epi32_mask(magnitude, _mm512_set1_epi32(0x7F800000));
-    const __m512i h = _mm512_mask_blend_epi32(is_nan, rounded, quiet_nan);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(h));
+    return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(is_nan, rounded, quiet_nan));
   }
-  static void store_fp16(std::uint16_t* out, Reg a) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  }
+  static HalfReg to_fp16(Reg a) { return _mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static void store_half(std::uint16_t* out, HalfReg h) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), h); }
+  static constexpr bool kCanStream = true;
+  static void stream_half(std::uint16_t* out, HalfReg h) { _mm256_stream_si256(reinterpret_cast<__m256i*>(out), h); }
+  static void fence() { _mm_sfence(); }
 };
 
 constexpr KernelTable kTable = make_kernel_table<VecAvx512>();

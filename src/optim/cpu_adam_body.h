@@ -1,7 +1,8 @@
 // Internal to optim: the one body of the CPU Adam kernel, written once over a small vector type.
 //
 // A vector type V gives a register type V::Reg of V::kWidth floats and the operations the body
-// needs (load, store, set1, add, mul, div, sqrt, fma, and the bf16/fp16 stores). Each ISA's file
+// needs (load, store, set1, add, mul, div, sqrt, fma), the conversions to bf16/fp16 into a
+// V::HalfReg of kWidth halves, and their stores: plain, or streaming where kCanStream. Each ISA's file
 // (cpu_adam_avx2.cpp, cpu_adam_avx512.cpp) defines its type, compiled with that ISA's flags, and
 // builds its KernelTable from the templates below; cpu_adam.cpp builds the scalar one. The tail
 // of every tile runs the same body with VecScalar, width 1.
@@ -12,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/half.h"
 #include "optim/adamw.h"
@@ -21,10 +23,12 @@ namespace zero::cpu_adam {
 enum class Decay : int { kNone, kL2, kDecoupled };  // which weight decay applies to this run
 enum class Copy : int { kNone, kBf16, kFp16 };      // which 16-bit copy of p is written, if any
 
-// One tile: n elements from the given pointers, on the calling thread.
+// One tile: n elements from the given pointers, on the calling thread. `stream`: write the copy
+// with streaming stores where possible (see run_lanes).
 using AdamTileFn = void (*)(const AdamStep& s, float* p, const float* g, float* m, float* v, std::uint16_t* copy,
-                            std::size_t n);
-using CeilingTileFn = void (*)(float* p, const float* g, float* m, float* v, std::uint16_t* copy, std::size_t n);
+                            std::size_t n, bool stream);
+using CeilingTileFn = void (*)(float* p, const float* g, float* m, float* v, std::uint16_t* copy, std::size_t n,
+                               bool stream);
 
 struct KernelTable {
   std::size_t width;         // floats per vector register
@@ -54,8 +58,13 @@ struct VecScalar {
   static Reg div(Reg a, Reg b) { return a / b; }
   static Reg sqrt(Reg a) { return __builtin_sqrtf(a); }
   static Reg fma(Reg a, Reg b, Reg c) { return __builtin_fmaf(a, b, c); }
-  static void store_bf16(std::uint16_t* out, Reg a) { *out = float_to_bf16(a); }
-  static void store_fp16(std::uint16_t* out, Reg a) { *out = float_to_fp16(a); }
+  using HalfReg = std::uint16_t;
+  static HalfReg to_bf16(Reg a) { return float_to_bf16(a); }
+  static HalfReg to_fp16(Reg a) { return float_to_fp16(a); }
+  static void store_half(std::uint16_t* out, HalfReg h) { *out = h; }
+  static constexpr bool kCanStream = false;
+  static void stream_half(std::uint16_t* out, HalfReg h) { *out = h; }
+  static void fence() {}
 };
 
 // The step's scalars broadcast once per tile.
@@ -75,14 +84,44 @@ struct Broadcast {
         neg_step_size(V::set1(-s.step_size)) {}
 };
 
-template <class V, Copy kCopy>
+// The 16-bit copy of V::kWidth updated parameters, stored normally or streamed (see run_lanes).
+template <class V, Copy kCopy, bool kStream>
 inline void store_copy(std::uint16_t* copy, std::size_t i, typename V::Reg p) {
-  if constexpr (kCopy == Copy::kBf16) V::store_bf16(copy + i, p);
-  if constexpr (kCopy == Copy::kFp16) V::store_fp16(copy + i, p);
+  if constexpr (kCopy != Copy::kNone) {
+    const auto half = kCopy == Copy::kBf16 ? V::to_bf16(p) : V::to_fp16(p);
+    if constexpr (kStream) {
+      V::stream_half(copy + i, half);
+    } else {
+      V::store_half(copy + i, half);
+    }
+  }
+}
+
+// Runs body<W, kStream>(i) over [0, n): V::kWidth elements at a time, then the tail at width 1.
+//
+// Streaming (non-temporal) stores for the copy. p, m and v are read before they are written, so
+// their stores land on lines already in cache. The copy is written blind: a normal store first
+// reads each of its lines from memory (write-allocate), 2 more bytes per parameter on top of the
+// 2 written. A streaming store skips that read. The caller asks for it on runs too large for the
+// copy to stay in cache anyway; it needs the copy aligned to a full vector of halves, and a
+// fence after, so the copy is complete in memory when the step returns.
+template <class V, Copy kCopy, class Body>
+inline void run_lanes(std::uint16_t* copy, std::size_t n, bool stream, Body&& body) {
+  std::size_t i = 0;
+  if constexpr (kCopy != Copy::kNone && V::kCanStream) {
+    if (stream && reinterpret_cast<std::uintptr_t>(copy) % (V::kWidth * sizeof(std::uint16_t)) == 0) {
+      for (; i + V::kWidth <= n; i += V::kWidth) body.template operator()<V, true>(i);
+      V::fence();
+    }
+  }
+  for (; i + V::kWidth <= n; i += V::kWidth) body.template operator()<V, false>(i);
+  if constexpr (V::kWidth > 1) {
+    for (; i < n; ++i) body.template operator()<VecScalar, false>(i);
+  }
 }
 
 // V::kWidth elements at index i: adam_reference's loop body, operation for operation.
-template <class V, Decay kDecay, Copy kCopy>
+template <class V, Decay kDecay, Copy kCopy, bool kStream>
 inline void adam_lanes(const Broadcast<V>& b, float* p, const float* g, float* m, float* v, std::uint16_t* copy,
                        std::size_t i) {
   using R = typename V::Reg;
@@ -97,23 +136,25 @@ inline void adam_lanes(const Broadcast<V>& b, float* p, const float* g, float* m
   V::store(p + i, pi);
   V::store(m + i, mi);
   V::store(v + i, vi);
-  store_copy<V, kCopy>(copy, i, pi);
+  store_copy<V, kCopy, kStream>(copy, i, pi);
 }
 
 template <class V, Decay kDecay, Copy kCopy>
-void adam_tile(const AdamStep& s, float* p, const float* g, float* m, float* v, std::uint16_t* copy,
-               std::size_t n) {
+void adam_tile(const AdamStep& s, float* p, const float* g, float* m, float* v, std::uint16_t* copy, std::size_t n,
+               bool stream) {
   const Broadcast<V> b(s);
-  std::size_t i = 0;
-  for (; i + V::kWidth <= n; i += V::kWidth) adam_lanes<V, kDecay, kCopy>(b, p, g, m, v, copy, i);
-  if constexpr (V::kWidth > 1) {
-    const Broadcast<VecScalar> b1(s);
-    for (; i < n; ++i) adam_lanes<VecScalar, kDecay, kCopy>(b1, p, g, m, v, copy, i);
-  }
+  const Broadcast<VecScalar> b1(s);
+  run_lanes<V, kCopy>(copy, n, stream, [&]<class W, bool kStream>(std::size_t i) {
+    if constexpr (std::is_same_v<W, V>) {
+      adam_lanes<W, kDecay, kCopy, kStream>(b, p, g, m, v, copy, i);
+    } else {
+      adam_lanes<W, kDecay, kCopy, kStream>(b1, p, g, m, v, copy, i);
+    }
+  });
 }
 
 // The ceiling: adam_lanes' loads and stores with an add in place of the arithmetic.
-template <class V, Copy kCopy>
+template <class V, Copy kCopy, bool kStream>
 inline void ceiling_lanes(float* p, const float* g, float* m, float* v, std::uint16_t* copy, std::size_t i) {
   using R = typename V::Reg;
   const R gi = V::load(g + i);
@@ -121,16 +162,14 @@ inline void ceiling_lanes(float* p, const float* g, float* m, float* v, std::uin
   V::store(p + i, pi);
   V::store(m + i, V::add(V::load(m + i), gi));
   V::store(v + i, V::add(V::load(v + i), gi));
-  store_copy<V, kCopy>(copy, i, pi);
+  store_copy<V, kCopy, kStream>(copy, i, pi);
 }
 
 template <class V, Copy kCopy>
-void ceiling_tile(float* p, const float* g, float* m, float* v, std::uint16_t* copy, std::size_t n) {
-  std::size_t i = 0;
-  for (; i + V::kWidth <= n; i += V::kWidth) ceiling_lanes<V, kCopy>(p, g, m, v, copy, i);
-  if constexpr (V::kWidth > 1) {
-    for (; i < n; ++i) ceiling_lanes<VecScalar, kCopy>(p, g, m, v, copy, i);
-  }
+void ceiling_tile(float* p, const float* g, float* m, float* v, std::uint16_t* copy, std::size_t n, bool stream) {
+  run_lanes<V, kCopy>(copy, n, stream, [&]<class W, bool kStream>(std::size_t i) {
+    ceiling_lanes<W, kCopy, kStream>(p, g, m, v, copy, i);
+  });
 }
 
 template <class V, Decay kDecay>
