@@ -205,8 +205,9 @@ int demo_main(const std::vector<std::string>& args) {
     return 0;
   }
   const std::string json_path = flags.get("json"), svg_path = flags.get("svg");
-  return run_ranks(flags, [&](Communicator& comm) {
+  return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
     TrainOptions o;
+    o.ledger = &ledger;
     o.config = demo_config(flags, comm.size());
     o.data_path = flags.has("data") ? flags.get("data") : data::default_text_path();
     std::vector<StageRun> runs;

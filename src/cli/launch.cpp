@@ -13,7 +13,7 @@
 
 namespace zero::cli {
 
-int run_ranks(const Flags& flags, const std::function<int(Communicator&)>& per_rank) {
+int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&)>& per_rank) {
   std::string backend = flags.get("comm");
   int launched = 1;
   if (backend == "auto") backend = launched_by_mpi(&launched) && launched > 1 ? "mpi" : "threads";
@@ -28,19 +28,23 @@ int run_ranks(const Flags& flags, const std::function<int(Communicator&)>& per_r
     if (n > 1) openblas_set_num_threads(1);
     world.run([&](int r) {
       omp_set_num_threads(std::max(1, cores / n));
-      auto comm = world.communicator(r);
-      codes[r] = per_rank(*comm);
+      Ledger ledger;
+      auto comm = world.communicator(r, &ledger);
+      codes[r] = per_rank(*comm, ledger);
     });
     return codes[0];
   }
 
-  auto comm = make_communicator(backend);
+  Ledger ledger;
+  CommOptions options;
+  options.ledger = &ledger;
+  auto comm = make_communicator(backend, options);
   if (flags.has("ranks") && flags.get_int("ranks", 1, 1 << 20) != comm->size()) {
     throw ConfigError(cat("[cli] --ranks ", flags.get("ranks"), " but the ", backend, " job has ", comm->size(),
                           " ranks: drop --ranks, or launch with mpirun -np ", flags.get("ranks")));
   }
   try {
-    return per_rank(*comm);
+    return per_rank(*comm, ledger);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "zero: [rank %d of %d] %s\n", comm->rank(), comm->size(), e.what());
     std::fflush(stderr);

@@ -6,11 +6,13 @@
 
 #include "cli/flags.h"
 #include "comm/communicator.h"
+#include "memory/ledger.h"
 
 namespace zero::cli {
 
 // Reads --comm (threads | mpi | auto) and --ranks. Returns rank 0's exit code. Under MPI an
 // error on any rank is printed by that rank and aborts the whole job (non-zero exit, no hang).
-int run_ranks(const Flags& flags, const std::function<int(Communicator&)>& per_rank);
+// Each rank gets its ledger, which its communicator's scratch is also accounted in.
+int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&)>& per_rank);
 
 }  // namespace zero::cli

@@ -158,8 +158,9 @@ int train_main(const std::vector<std::string>& args, const char* self_path) {
   }
   const std::string metrics_path = flags.get("metrics");
   const int sample = static_cast<int>(flags.get_int("sample", 0, 100000));
-  return run_ranks(flags, [&](Communicator& comm) {
+  return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
     TrainOptions o;
+    o.ledger = &ledger;
     o.config = build_config(flags, comm.size());
     o.data_path = o.config.data.path.empty() ? data::default_text_path() : o.config.data.path;
     o.sample_chars = sample;

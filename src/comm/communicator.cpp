@@ -1,9 +1,6 @@
 #include "comm/communicator.h"
 
-#include <condition_variable>
 #include <cstdlib>
-#include <deque>
-#include <thread>
 
 #include "common/error.h"
 #include "memory/ledger.h"
@@ -43,56 +40,8 @@ Traffic Traffic::operator-(const Traffic& earlier) const {
   return d;
 }
 
-// The comm thread: a FIFO of collectives executed one at a time. Collectives must be issued in
-// the same order on every rank; one thread per rank executing them in issue order keeps that
-// order even when compute threads overlap with communication.
-struct Communicator::Worker {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::packaged_task<void()>> queue;
-  bool stopping = false;
-  std::thread thread;
-
-  Worker() : thread([this] { run(); }) {}
-
-  void run() {
-    for (;;) {
-      std::packaged_task<void()> task;
-      {
-        std::unique_lock lock(mu);
-        cv.wait(lock, [this] { return stopping || !queue.empty(); });
-        if (queue.empty()) return;  // stopping and drained
-        task = std::move(queue.front());
-        queue.pop_front();
-      }
-      task();  // exceptions are stored in the task's future
-    }
-  }
-
-  std::shared_future<void> push(std::function<void()> op) {
-    std::packaged_task<void()> task(std::move(op));
-    auto f = task.get_future().share();
-    {
-      std::lock_guard lock(mu);
-      ZERO_CHECK(!stopping, "collective issued after the communicator stopped");
-      queue.push_back(std::move(task));
-    }
-    cv.notify_one();
-    return f;
-  }
-
-  void stop() {
-    {
-      std::lock_guard lock(mu);
-      stopping = true;
-    }
-    cv.notify_one();
-    if (thread.joinable()) thread.join();
-  }
-};
-
 Communicator::Communicator(int rank, int size, CommOptions options)
-    : rank_(rank), size_(size), options_(options), worker_(std::make_unique<Worker>()) {}
+    : rank_(rank), size_(size), options_(options), worker_(std::make_unique<TaskQueue>()) {}
 
 Communicator::~Communicator() { stop_comm_thread(); }
 

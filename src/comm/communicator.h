@@ -33,6 +33,8 @@
 #include <span>
 #include <string>
 
+#include "common/task_queue.h"
+
 namespace zero {
 
 class Ledger;
@@ -127,11 +129,12 @@ class Communicator {
   Handle enqueue(Collective kind, std::uint64_t sent, std::uint64_t received, std::function<void()> op);
   void count(Collective kind, std::uint64_t sent, std::uint64_t received);
 
-  struct Worker;
   int rank_;
   int size_;
   CommOptions options_;
-  std::unique_ptr<Worker> worker_;
+  // The comm thread. Collectives must be issued in the same order on every rank; one thread per
+  // rank executing them in issue order keeps that order even when compute overlaps them.
+  std::unique_ptr<TaskQueue> worker_;
   std::array<std::atomic<std::uint64_t>, kNumCollectives> sent_{};
   std::array<std::atomic<std::uint64_t>, kNumCollectives> received_{};
   std::array<std::atomic<std::uint64_t>, kNumCollectives> calls_{};

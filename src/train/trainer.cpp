@@ -121,7 +121,9 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   const data::TokenSplit split = data::split_tokens(tokens, c.data.val_fraction, T);
   const data::TokenBatches batches(split.train, T, c.data.seed);
 
-  Ledger ledger;
+  Ledger own_ledger;
+  Ledger& ledger = o.ledger ? *o.ledger : own_ledger;
+  ledger.reset_peaks();
   Gpt gpt(c.model.shape, B, ledger);
   Engine engine(engine_config(c), gpt, comm, ledger);
 

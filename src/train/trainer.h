@@ -43,6 +43,9 @@ struct TrainOptions {
   int sample_chars = 0;        // after training, generate this many bytes of text (0: none)
   int val_windows = 64;        // validation sequences per evaluation (rounded to the world)
   std::function<void(const StepMetrics&)> on_step;  // rank 0 only
+  // This rank's ledger, which its communicator also accounts its scratch in (its peaks are reset
+  // at the start). Null: a ledger of the run's own.
+  Ledger* ledger = nullptr;
 };
 
 struct TrainResult {
