@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "common/error.h"
+#include "common/trace.h"
 #include "memory/ledger.h"
 
 namespace zero {
@@ -88,6 +89,7 @@ Handle Communicator::enqueue(Collective kind, std::uint64_t sent, std::uint64_t 
                              std::function<void()> op) {
   return Handle(worker_->push([this, kind, sent, received, op = std::move(op)] {
     running_ = kind;
+    TraceSpan span(tracer_, Lane::kComm, collective_name(kind));
     op();
     count(kind, sent, received);  // counted once the bytes have moved
   }));

@@ -38,6 +38,7 @@
 namespace zero {
 
 class Ledger;
+class Tracer;
 
 enum class Collective : int { kAllReduce = 0, kReduceScatter, kAllGather, kBroadcast, kBarrier };
 inline constexpr int kNumCollectives = 5;
@@ -101,6 +102,8 @@ class Communicator {
 
   // Names what the caller is doing ("step 12"), for the messages of failed collectives.
   void set_context(std::string context);
+  // Records every collective's execution on the communication lane, if set (before issuing any).
+  void set_tracer(Tracer* tracer) { tracer_ = tracer; }
 
   Traffic traffic() const;
   const CommOptions& options() const { return options_; }
@@ -139,6 +142,7 @@ class Communicator {
   std::array<std::atomic<std::uint64_t>, kNumCollectives> received_{};
   std::array<std::atomic<std::uint64_t>, kNumCollectives> calls_{};
   Collective running_ = Collective::kBarrier;  // what the comm thread runs now; comm thread only
+  Tracer* tracer_ = nullptr;
   mutable std::mutex context_mu_;
   std::string context_;
 };

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/trace.h"
 #include "engine/stage.h"
 
 namespace zero {
@@ -22,8 +23,28 @@ void check_stage(int stage) {
   }
 }
 
+void check_offload(const EngineConfig& config) {
+  const OffloadOptions& o = config.offload;
+  if (o.optimizer && config.stage == 0) {
+    throw ConfigError("[engine] offload_optimizer needs ZeRO stage 1, 2 or 3 (stage 0 keeps no shard to offload): "
+                      "set zero_optimization.stage to 1 or more, or turn offload off");
+  }
+  if (o.params && (config.stage != 3 || !o.optimizer)) {
+    throw ConfigError("[engine] offload_param needs stage 3 with offload_optimizer too, as in DeepSpeed");
+  }
+  if (!o.optimizer && (o.delayed_update || o.pin_memory)) {
+    throw ConfigError("[engine] delayed_update and pin_memory are settings of offload_optimizer: turn offload_optimizer on");
+  }
+  if (o.delayed_update && o.params) {
+    throw ConfigError("[engine] the delayed update with offload_param is not supported yet (the CPU would update the "
+                      "parameter shards while the next step gathers them): use offload_optimizer alone");
+  }
+  if (o.warmup_steps < 0) throw ConfigError(cat("[engine] delayed_update.warmup_steps must be >= 0, not ", o.warmup_steps));
+}
+
 void check_config(const EngineConfig& config, const FlatLayout& layout) {
   check_stage(config.stage);
+  check_offload(config);
   if (!(config.gradient_clipping >= 0.0f)) {
     throw ConfigError(cat("[engine] gradient_clipping must be >= 0 (0 turns it off), not ", config.gradient_clipping));
   }
@@ -78,7 +99,8 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
     : config_(config), module_(module), comm_(comm), layout_(module.units(), comm.size()) {
   check_config(config_, layout_);
   check_ranks_agree(layout_, comm_);
-  stage_ = make_stage(config_.stage, {layout_, comm_, ledger, config_.seed});
+  StageContext ctx{layout_, comm_, ledger, config_.seed, config_.offload, config_.gradient_clipping > 0.0f, config_.tracer};
+  stage_ = config_.offload.optimizer ? make_offload_stage(config_.stage, ctx) : make_stage(config_.stage, ctx);
 }
 
 Engine::~Engine() = default;
@@ -95,6 +117,7 @@ float Engine::forward_backward(bool last) {
   if (micro_batches_ == 0) step_start_traffic_ = comm_.traffic();
   comm_.set_context(cat("step ", step_ + 1, ", micro-batch ", micro_batches_ + 1));
   stage_->begin_micro_batch(micro_batches_ == 0, last);
+  if (last) stage_->prepare_optimizer(adam_step_scalars(config_.adam, step_ + 1));
   forward();
   backward();
   ++micro_batches_;
@@ -166,7 +189,10 @@ void Engine::forward() {
     const auto read = layout_.units_read_by(u);
     for (int v : read) stage_->fetch(v);
     if (u + 1 < units && read.size() == 1) stage_->prefetch(u + 1);
-    module_.forward(u, views_for(u, false));
+    {
+      TraceSpan span(config_.tracer, Lane::kCompute, cat("forward ", layout_.unit(u).name));
+      module_.forward(u, views_for(u, false));
+    }
     for (int v : read) stage_->release(v);
   }
 }
@@ -178,14 +204,20 @@ void Engine::backward() {
     const auto read = layout_.units_read_by(u);
     for (int v : read) stage_->fetch(v);
     if (u > 0 && read.size() == 1) stage_->prefetch(u - 1);
-    module_.backward(u, views_for(u, true));
+    {
+      TraceSpan span(config_.tracer, Lane::kCompute, cat("backward ", layout_.unit(u).name));
+      module_.backward(u, views_for(u, true));
+    }
     for (int v : read) stage_->release(v);
     for (int v : read)
       if (layout_.gradient_ready_after(v) == u) stage_->reduce_gradients(v);
   }
 }
 
+void Engine::synchronize() { stage_->synchronize(); }
+
 std::vector<float> Engine::full_parameters() {
+  synchronize();
   std::vector<float> out(layout_.numel());
   stage_->copy_full_parameters(out.data());
   return out;

@@ -24,6 +24,19 @@
 namespace zero {
 
 class Stage;
+class Tracer;
+
+// ZeRO-Offload (DeepSpeed's offload_optimizer / offload_param, device "cpu").
+struct OffloadOptions {
+  bool optimizer = false;  // Adam's state, the fp32 master parameters and the gradient shard on the host tier; Adam on the CPU
+  bool params = false;     // stage 3: the parameter shards on the host tier too, brought to the device unit by unit
+  bool pin_memory = false; // page-lock the host buffers (falls back to pageable memory with a warning)
+  // The delayed parameter update (ZeRO-Offload's DPU): after `warmup_steps` ordinary steps, the
+  // CPU applies step t's update while the device runs step t+1's forward and backward with the
+  // parameters from before step t. Gradients are then one step stale.
+  bool delayed_update = false;
+  int warmup_steps = 0;
+};
 
 struct EngineConfig {
   int stage = 0;            // ZeRO stage: 0 (DDP), 1, 2 or 3
@@ -31,6 +44,8 @@ struct EngineConfig {
   std::uint64_t seed = 1234;  // initialisation (counter-based: the same whatever the world size)
   float gradient_clipping = 0.0f;  // max global gradient norm; 0: no clipping
   bool report_grad_norm = false;   // compute the global norm every step even without clipping
+  OffloadOptions offload;
+  Tracer* tracer = nullptr;  // records compute, communication, copies and the CPU optimizer, if set
 };
 
 struct StepReport {
@@ -57,8 +72,12 @@ class Engine {
   // The optimizer step over the gradients accumulated since the last one: average, norm and
   // clipping, Adam on this rank's shard, then the gathers the stage needs.
   StepReport step();
-  // The learning rate of the next step (a schedule sets it before each step).
+  // The learning rate of the next step: set it before the step's first forward_backward (with
+  // offload the optimizer may start during the last micro-batch's backward).
   void set_learning_rate(float lr);
+  // Completes optimizer work still in flight (the delayed update). A collective; full_parameters
+  // calls it.
+  void synchronize();
   // Forward only (validation, sampling): this rank's loss on the micro-batch the module holds.
   float evaluate();
 

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "common/trace.h"
+#include "engine/engine.h"
 #include "memory/ledger.h"
 #include "optim/adamw.h"
 #include "partition/layout.h"
@@ -20,6 +22,9 @@ struct StageContext {
   Communicator& comm;
   Ledger& ledger;
   std::uint64_t seed;
+  OffloadOptions offload = {};
+  bool clipping = false;     // gradients are scaled after the global norm: Adam waits for it
+  Tracer* tracer = nullptr;  // spans of copies and of the CPU optimizer, if set
 };
 
 class Stage {
@@ -53,7 +58,13 @@ class Stage {
   // Multiplies every reduced gradient this rank will use by c (gradient clipping).
   virtual void scale_gradients(float c) = 0;
 
+  // The coming optimizer step's scalars, given before its last micro-batch's backward (offload
+  // starts Adam on each unit's slice as soon as its gradient has landed on the host).
+  virtual void prepare_optimizer(const AdamStep& /*s*/) {}
   virtual void optimizer_step(const AdamStep& s) = 0;
+  // Completes any optimizer work still in flight (the delayed update) and makes the parameters
+  // current everywhere. A collective in stages 1 and 2 with offload.
+  virtual void synchronize() {}
   // After the optimizer: make the updated parameters whole where the stage keeps them whole.
   virtual void gather_parameters() = 0;
 
@@ -63,6 +74,8 @@ class Stage {
 };
 
 std::unique_ptr<Stage> make_stage(int stage, const StageContext& ctx);
+// Stages 1-3 with offload_optimizer (and, for stage 3, offload_param): stage_offload.cpp.
+std::unique_ptr<Stage> make_offload_stage(int stage, const StageContext& ctx);
 
 // ---- shared by the stage implementations ----
 

@@ -43,6 +43,11 @@ void Ledger::set_capacity(Tier tier, std::optional<std::uint64_t> bytes) {
   capacity_[static_cast<int>(tier)] = bytes;
 }
 
+std::optional<std::uint64_t> Ledger::capacity(Tier tier) const {
+  std::lock_guard lock(mu_);
+  return capacity_[static_cast<int>(tier)];
+}
+
 void Ledger::on_alloc(Tier tier, Category category, std::uint64_t bytes, const std::string& what) {
   std::lock_guard lock(mu_);
   TierUsage& t = tiers_[static_cast<int>(tier)];

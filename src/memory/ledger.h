@@ -49,6 +49,7 @@ class Ledger {
 
   // A tier with a capacity refuses allocations that would exceed it (OutOfMemoryError).
   void set_capacity(Tier tier, std::optional<std::uint64_t> bytes);
+  std::optional<std::uint64_t> capacity(Tier tier) const;
 
   // Records `bytes` as allocated/freed; throws OutOfMemoryError naming `what` past capacity.
   void on_alloc(Tier tier, Category cat, std::uint64_t bytes, const std::string& what);

@@ -20,6 +20,7 @@ struct MlpRun {
   std::uint64_t seed = 7;
   int micro_batches = 1;  // gradient accumulation: the global batch in this many micro-batches
   float clipping = 0.0f;
+  OffloadOptions offload;
   MlpShape shape;
 };
 
@@ -28,6 +29,7 @@ struct RankResult {
   std::vector<float> losses;  // this rank's loss per step (its last micro-batch's)
   std::vector<double> grad_norms;  // per step, when clipping
   TierUsage device;           // ledger, device tier, after the last step
+  TierUsage host;             // ledger, host tier, after the last step
   Traffic step_traffic;       // the last step's
   std::size_t numel = 0, padded = 0, largest_unit = 0, second_unit = 0;
   int units = 0;
@@ -40,6 +42,7 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.adam.lr = 1e-2f;
   c.adam.weight_decay = 0.1f;
   c.gradient_clipping = run.clipping;
+  c.offload = run.offload;
   return c;
 }
 
@@ -60,7 +63,9 @@ inline RankResult train_mlp(const MlpRun& run, Communicator& comm, Ledger& ledge
     out.grad_norms.push_back(engine.step().grad_norm);
     out.losses.push_back(loss);
   }
+  engine.synchronize();
   out.device = ledger.usage(Tier::kDevice);
+  out.host = ledger.usage(Tier::kHost);
   out.step_traffic = engine.last_step_traffic();
   out.params = engine.full_parameters();
   const FlatLayout& layout = engine.layout();

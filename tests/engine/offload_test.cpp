@@ -1,0 +1,282 @@
+// ZeRO-Offload on thread ranks: bit-identical to the same stage without offload; the delayed
+// update equals a plainly written reference of its rule; device and host bytes measured by the
+// ledger; device capacity that only offload fits; the timeline; bad input.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "comm/thread_world.h"
+#include "common/error.h"
+#include "common/trace.h"
+#include "engine/mlp_run.h"
+#include "optim/adamw.h"
+#include "partition/init.h"
+
+namespace zero {
+namespace {
+
+using testing::MlpRun;
+using testing::RankResult;
+
+std::vector<RankResult> run_threads(const MlpRun& run, int n) {
+  ThreadWorld world(n, {std::chrono::seconds(60), nullptr});
+  std::vector<RankResult> results(n);
+  world.run([&](int r) {
+    Ledger ledger;
+    auto comm = world.communicator(r, &ledger);
+    results[r] = testing::train_mlp(run, *comm, ledger);
+  });
+  return results;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+MlpShape tied_shape() { return {{9, 21, 17, 21, 9}, true}; }
+
+// Without the delayed update, offload changes nothing numerically: stages 1, 2, 3 (and stage 3
+// with the parameters offloaded too), N = 1, 2, 4, plain and tied, with and without clipping.
+TEST(Offload, BitIdenticalToTheSameStageWithoutOffload) {
+  for (int n : {1, 2, 4})
+    for (bool tied : {false, true})
+      for (float clipping : {0.0f, 0.05f}) {
+        MlpRun run;
+        if (tied) run.shape = tied_shape();
+        run.clipping = clipping;
+        for (int stage = 1; stage <= 3; ++stage) {
+          run.stage = stage;
+          run.offload = {};
+          const auto plain = run_threads(run, n)[0].params;
+          run.offload.optimizer = true;
+          EXPECT_TRUE(same_bits(run_threads(run, n)[0].params, plain))
+              << "stage " << stage << " N=" << n << " tied=" << tied << " clipping=" << clipping;
+          if (stage == 3) {
+            run.offload.params = true;
+            EXPECT_TRUE(same_bits(run_threads(run, n)[0].params, plain)) << "stage 3 + offload_param, N=" << n;
+          }
+        }
+      }
+}
+
+TEST(Offload, GradientAccumulationMatchesStage2) {
+  MlpRun run;
+  run.global_batch = 24;
+  run.micro_batches = 3;
+  run.stage = 2;
+  const auto plain = run_threads(run, 2)[0].params;
+  for (int stage = 1; stage <= 3; ++stage) {  // offload reduces every micro-batch, as stage 2 does
+    run.stage = stage;
+    run.offload.optimizer = true;
+    EXPECT_TRUE(same_bits(run_threads(run, 2)[0].params, plain)) << "stage " << stage;
+  }
+}
+
+// The delayed rule, written plainly on one process: the device computes step t's gradient with
+// the parameters it holds; the host applies Adam; after the warm-up the device gets the host's
+// parameters from before this step's update (one step stale).
+std::vector<float> delayed_reference(const MlpRun& run) {
+  Mlp mlp(run.shape);
+  const FlatLayout layout(mlp.units(), 1);
+  std::vector<float> host(layout.padded_numel()), m(host.size()), v(host.size()), grads(host.size());
+  for (int u = 0; u < layout.num_units(); ++u)
+    init_segments(layout.unit(u), layout.unit_segments(u), run.seed, host.data() + layout.unit(u).flat_offset);
+  std::vector<float> device = host;
+  const AdamConfig adam = testing::engine_config(run).adam;
+  for (int t = 1; t <= run.steps; ++t) {
+    mlp.set_batch(mlp_synthetic_batch(run.shape, run.seed, t - 1, 0, run.global_batch));
+    UnitViews views(layout);
+    std::fill(grads.begin(), grads.end(), 0.0f);
+    for (int u = 0; u < layout.num_units(); ++u)
+      views.set(u, device.data() + layout.unit(u).flat_offset, grads.data() + layout.unit(u).flat_offset);
+    for (int u = 0; u < layout.num_units(); ++u) mlp.forward(u, views);
+    for (int u = layout.num_units() - 1; u >= 0; --u) mlp.backward(u, views);
+    const std::vector<float> before = host;
+    const AdamStep s = adam_step_scalars(adam, t);
+    for (int u = 0; u < layout.num_units(); ++u)
+      for (const Segment& seg : layout.unit_segments(u)) {
+        if (seg.param < 0) continue;
+        const std::size_t o = layout.unit(u).flat_offset + seg.offset;
+        adam_reference(s, seg.decay, &host[o], &grads[o], &m[o], &v[o], seg.numel);
+      }
+    device = t <= run.offload.warmup_steps ? host : before;
+  }
+  std::vector<float> out;
+  for (int u = 0; u < layout.num_units(); ++u)
+    out.insert(out.end(), host.begin() + layout.unit(u).flat_offset, host.begin() + layout.unit(u).flat_offset + layout.unit(u).numel);
+  return out;
+}
+
+TEST(Offload, DelayedUpdateFollowsTheDelayedRule) {
+  for (bool tied : {false, true})
+    for (int stage = 1; stage <= 3; ++stage) {
+      MlpRun run;
+      if (tied) run.shape = tied_shape();
+      run.stage = stage;
+      run.offload.optimizer = true;
+      run.offload.delayed_update = true;
+      run.offload.warmup_steps = 3;
+      const auto engine = run_threads(run, 1)[0].params;
+      EXPECT_TRUE(same_bits(engine, delayed_reference(run))) << "stage " << stage << " tied=" << tied;
+      // And on more ranks, every stage agrees with every other, bit for bit.
+      const auto two = run_threads(run, 2)[0].params;
+      run.stage = 2;
+      EXPECT_TRUE(same_bits(two, run_threads(run, 2)[0].params)) << "stage " << stage << " N=2 differs from stage 2";
+    }
+}
+
+// The delayed update is not the undelayed one: the test above would pass vacuously otherwise.
+TEST(Offload, DelayedUpdateChangesTheTrajectory) {
+  MlpRun run;
+  run.stage = 2;
+  run.offload.optimizer = true;
+  const auto undelayed = run_threads(run, 2)[0].params;
+  run.offload.delayed_update = true;
+  run.offload.warmup_steps = 3;
+  EXPECT_FALSE(same_bits(run_threads(run, 2)[0].params, undelayed));
+}
+
+std::uint64_t cat_bytes(const TierUsage& u, Category c, bool peak = false) {
+  return (peak ? u.peak : u.current)[static_cast<int>(c)];
+}
+
+// Device and host bytes per rank, from the ledger. Stages 1-2 with optimizer offload hold only
+// the parameters (4Ψ) plus bounded buffers on the device; stage 3 with both offloads only what is
+// in flight. The host holds 16Ψ/N: fp32 master, m, v and the gradient shard (and with the
+// delayed update a second gradient shard).
+TEST(Offload, DeviceAndHostBytesByTheLedger) {
+  for (int n : {2, 4})
+    for (int stage = 1; stage <= 3; ++stage)
+      for (bool params : {false, true}) {
+        if (params && stage != 3) continue;
+        MlpRun run;
+        run.steps = 2;
+        run.stage = stage;
+        run.offload.optimizer = true;
+        run.offload.params = params;
+        const RankResult r = run_threads(run, n)[0];
+        const double psi = static_cast<double>(r.numel), pad = 16.0 * (n - 1) * r.units;
+        const std::uint64_t two_units = 4 * (r.largest_unit + r.second_unit);
+        const std::string what = "stage " + std::to_string(stage) + (params ? "+param" : "") + " N=" + std::to_string(n);
+        // host: 4 + 4 + 8 bytes per shard element
+        EXPECT_NEAR(static_cast<double>(r.host.total_current), 16 * psi / n, pad) << what;
+        EXPECT_EQ(cat_bytes(r.host, Category::kOptimizerState), 8 * r.padded / n) << what;
+        // device, after the step: parameters only (whole, shard, or none)
+        const double device_params = stage < 3 ? 4 * psi : (params ? 0.0 : 4 * psi / n);
+        EXPECT_NEAR(static_cast<double>(r.device.total_current), device_params, pad) << what;
+        EXPECT_EQ(cat_bytes(r.device, Category::kOptimizerState, true), 0u) << what;
+        // transient buffers are bounded: at most two whole unit gradients, two gathered units
+        EXPECT_LE(cat_bytes(r.device, Category::kGradients, true), two_units) << what;
+        EXPECT_LE(cat_bytes(r.device, Category::kGatheredParameters, true), two_units) << what;
+        std::printf("[ measured ] %s: device peak %llu B (params %.0f B by formula), host %llu B (16Ψ/N = %.0f B)\n",
+                    what.c_str(), static_cast<unsigned long long>(r.device.total_peak), device_params,
+                    static_cast<unsigned long long>(r.host.total_current), 16 * psi / n);
+      }
+}
+
+// A device that only offload fits: without offload the engine fails at construction, before
+// the first step, naming what it was allocating; with offload it trains.
+TEST(Offload, DeviceCapacityThatOnlyOffloadFits) {
+  MlpRun run;
+  run.stage = 2;
+  run.steps = 2;
+  const std::uint64_t capacity = 4 * 1800 + 4 * 2 * 1100;  // whole parameters (Ψ = 1572) and two units, not Adam's state
+  for (bool offload : {false, true}) {
+    run.offload.optimizer = offload;
+    ThreadWorld world(2);
+    std::vector<std::string> errors(2);
+    try {
+      world.run([&](int r) {
+        Ledger ledger;
+        ledger.set_capacity(Tier::kDevice, capacity);
+        auto comm = world.communicator(r, &ledger);
+        try {
+          testing::train_mlp(run, *comm, ledger);
+        } catch (const OutOfMemoryError& e) {
+          errors[r] = e.what();
+          throw;
+        }
+      });
+    } catch (const OutOfMemoryError&) {
+    }
+    if (offload) {
+      EXPECT_EQ(errors[0], "") << "offload should fit";
+    } else {
+      EXPECT_NE(errors[0].find("on the device tier"), std::string::npos) << errors[0];
+      EXPECT_NE(errors[0].find("offload"), std::string::npos) << "the error says what would fit: " << errors[0];
+    }
+  }
+}
+
+TEST(Offload, HostThatCannotHoldTheStateIsRefusedBeforeAllocating) {
+  MlpRun run;
+  run.stage = 2;
+  run.offload.optimizer = true;
+  Ledger ledger;
+  ledger.set_capacity(Tier::kHost, 1000);
+  auto comm = make_communicator("self");
+  try {
+    testing::train_mlp(run, *comm, ledger);
+    FAIL() << "expected OutOfMemoryError";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("the offloaded state needs"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(ledger.usage(Tier::kHost).total_peak, 0u);
+  EXPECT_EQ(ledger.usage(Tier::kDevice).total_peak, 0u);
+}
+
+TEST(Offload, BadCombinationsAreRefused) {
+  auto expect_error = [](MlpRun run, const std::string& needle) {
+    Ledger ledger;
+    auto comm = make_communicator("self");
+    try {
+      testing::train_mlp(run, *comm, ledger);
+      FAIL() << "expected ConfigError with '" << needle << "'";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  MlpRun run;
+  run.offload.optimizer = true;
+  run.stage = 0;
+  expect_error(run, "offload_optimizer needs ZeRO stage 1, 2 or 3");
+  run.stage = 2;
+  run.offload.params = true;
+  expect_error(run, "offload_param needs stage 3");
+  run.stage = 3;
+  run.offload.delayed_update = true;
+  expect_error(run, "not supported yet");
+}
+
+// The timeline: every lane records, and the CPU optimizer's overlap with compute is a fraction.
+TEST(Offload, TraceHasEveryLane) {
+  Ledger ledger;
+  auto comm = make_communicator("self");
+  Tracer tracer(0);
+  comm->set_tracer(&tracer);
+  MlpRun run;
+  run.stage = 2;
+  run.offload.optimizer = true;
+  Mlp mlp(run.shape);
+  EngineConfig config = testing::engine_config(run);
+  config.tracer = &tracer;
+  Engine engine(config, mlp, *comm, ledger);
+  for (int s = 0; s < 3; ++s) {
+    mlp.set_batch(mlp_synthetic_batch(run.shape, 1, s, 0, 8));
+    engine.train_step();
+  }
+  const auto events = tracer.events();
+  for (Lane lane : {Lane::kCompute, Lane::kComm, Lane::kCopy, Lane::kOptimizer}) {
+    EXPECT_TRUE(std::any_of(events.begin(), events.end(), [&](const TraceEvent& e) { return e.lane == static_cast<int>(lane); }))
+        << lane_name(lane);
+  }
+  const double f = overlap_fraction(events, 0, Lane::kOptimizer, Lane::kCompute);
+  EXPECT_GE(f, 0.0);
+  EXPECT_LE(f, 1.0);
+  const std::string json = chrome_trace_json(events);
+  EXPECT_NE(json.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(json.find("cpu optimizer"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace zero
