@@ -11,6 +11,7 @@
 #include "cli/flags.h"
 #include "cli/launch.h"
 #include "common/error.h"
+#include "common/trace.h"
 #include "config/config.h"
 #include "data/load.h"
 #include "train/trainer.h"
@@ -30,6 +31,10 @@ std::vector<FlagSpec> train_flags() {
           {"seed", "initialisation seed (overrides seed)", true, ""},
           {"set", "any config key, dotted: --set zero_optimization.reduce_bucket_size=2e8 (repeatable)", true, ""},
           {"metrics", "write one JSON object per step (all ranks' figures) to this file", true, ""},
+          {"offload", "ZeRO-Offload: none, optimizer, or optimizer+param (sets zero_optimization.offload_*)", true, ""},
+          {"device-memory", "device tier capacity per rank, e.g. 16GiB (overrides device_memory)", true, ""},
+          {"host-memory", "host tier capacity per rank (overrides host_memory)", true, ""},
+          {"trace", "write a Chrome trace (compute, communication, copies, CPU optimizer per rank) to this file", true, ""},
           {"sample", "bytes of text to generate after training (text data only)", true, "300"}};
 }
 
@@ -55,6 +60,16 @@ TrainConfig build_config(const Flags& flags, int world_size) {
   for (const auto& [flag, key] : simple)
     if (flags.has(flag)) apply_override(j, cat(key, "=", flags.get(flag)));
   if (flags.has("data")) apply_override(j, "data.path", flags.get("data"));
+  if (flags.has("device-memory")) apply_override(j, "device_memory", flags.get("device-memory"));
+  if (flags.has("host-memory")) apply_override(j, "host_memory", flags.get("host-memory"));
+  if (flags.has("offload")) {
+    const std::string o = flags.get("offload");
+    if (o != "none" && o != "optimizer" && o != "optimizer+param") {
+      throw ConfigError(cat("[cli] --offload must be none, optimizer or optimizer+param, not '", o, "'"));
+    }
+    apply_override(j, "zero_optimization.offload_optimizer.device", o == "none" ? "none" : "cpu");
+    apply_override(j, "zero_optimization.offload_param.device", o == "optimizer+param" ? "cpu" : "none");
+  }
   for (const std::string& assignment : flags.get_all("set")) apply_override(j, assignment);
   return parse_config(j, world_size);
 }
@@ -132,6 +147,18 @@ int launch_mpi_job(const Flags& flags, const std::vector<std::string>& args, con
   throw Error("[train] could not start mpirun (is Open MPI installed? run scripts/setup.sh), or run under mpirun yourself");
 }
 
+void print_overlap(const TrainResult& r, int ranks) {
+  double sum = 0;
+  int n = 0;
+  for (int rank = 0; rank < ranks; ++rank) {
+    const double f = overlap_fraction(r.trace, rank, Lane::kOptimizer, Lane::kCompute);
+    if (f >= 0) sum += f, ++n;
+  }
+  if (n > 0) {
+    std::printf("CPU optimizer time overlapped with device compute: %.1f%% (mean over %d ranks, from the trace)\n", 100 * sum / n, n);
+  }
+}
+
 void print_summary(const TrainConfig& c, const TrainResult& r, const std::string& data) {
   std::printf("\nsummary: %lld steps, %.1f ms/step, %.0f tokens/s; train loss %.4f -> %.4f", static_cast<long long>(c.train_steps),
               r.mean_step_seconds * 1e3, r.tokens_per_second, r.losses.front(), r.losses.back());
@@ -156,7 +183,7 @@ int train_main(const std::vector<std::string>& args, const char* self_path) {
   if (flags.get("comm") == "auto" && !under_mpi && flags.get_int("ranks", 1, 4096) > 1) {
     return launch_mpi_job(flags, args, self_path);
   }
-  const std::string metrics_path = flags.get("metrics");
+  const std::string metrics_path = flags.get("metrics"), trace_path = flags.get("trace");
   const int sample = static_cast<int>(flags.get_int("sample", 0, 100000));
   return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
     TrainOptions o;
@@ -165,6 +192,7 @@ int train_main(const std::vector<std::string>& args, const char* self_path) {
     o.data_path = o.config.data.path.empty() ? data::default_text_path() : o.config.data.path;
     o.sample_chars = sample;
     const TrainConfig& c = o.config;
+    o.trace = !trace_path.empty() || c.zero.offload_optimizer.device == OffloadDevice::cpu;
     std::ofstream metrics;
     if (comm.rank() == 0) {
       std::printf("zero train: GPT %s (%lld parameters), ZeRO stage %d, %d ranks (%s), batch %d = %d x %d x %d ranks, %lld steps\n",
@@ -184,6 +212,15 @@ int train_main(const std::vector<std::string>& args, const char* self_path) {
     const TrainResult r = train(o, comm);
     if (comm.rank() == 0) {
       print_summary(c, r, o.data_path);
+      print_overlap(r, comm.size());
+      if (!trace_path.empty()) {
+        std::ofstream out(trace_path + ".partial");
+        out << chrome_trace_json(r.trace);
+        if (!out.flush()) throw Error(cat("[train] cannot write ", trace_path));
+        out.close();
+        std::filesystem::rename(trace_path + ".partial", trace_path);
+        std::printf("wrote %s (open in Perfetto or chrome://tracing)\n", trace_path.c_str());
+      }
       if (metrics.is_open()) {
         metrics.close();
         std::filesystem::rename(metrics_path + ".partial", metrics_path);  // complete: publish it

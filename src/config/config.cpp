@@ -46,6 +46,8 @@ std::vector<KeyRule> top_rules() {
       {"communication_data_type", R, kAny, ""},
       {"train_steps", R, kInt, ""},  // ours
       {"seed", R, kInt, ""},         // ours
+      {"device_memory", R, kStr, ""},  // ours: the device tier's capacity, "80GiB"
+      {"host_memory", R, kStr, ""},    // ours: the host tier's capacity per rank
       {"model", R, kObj, ""},        // ours
       {"data", R, kObj, ""},         // ours
       // Disabled only (read_disabled_only below).
@@ -358,6 +360,8 @@ TrainConfig parse_config(const nlohmann::json& j, int world_size) {
   for (const auto& [key, what] : disabled_only) read_disabled_only(top, key, what, c.ignored_keys);
   c.train_steps = top.get_int("train_steps", c.train_steps, 1, kMaxInt64);
   c.seed = static_cast<std::uint64_t>(top.get_int("seed", static_cast<std::int64_t>(c.seed), 0, kMaxInt64));
+  c.device_memory = top.get_string("device_memory", "");
+  c.host_memory = top.get_string("host_memory", "");
   c.model = read_model(top);
   c.data = read_data(top, c.seed);
   std::sort(c.ignored_keys.begin(), c.ignored_keys.end());

@@ -36,6 +36,10 @@ enum class OffloadDevice { none, cpu };
 struct OffloadConfig {
   OffloadDevice device = OffloadDevice::none;
   bool pin_memory = false;  // page-locked host memory; DeepSpeed's code default (its newest docs say true)
+  // Ours, offload_optimizer only: "delayed_update": {"enabled": bool, "warmup_steps": int}, the
+  // ZeRO-Offload paper's delayed parameter update (see engine/engine.h OffloadOptions).
+  bool delayed_update = false;
+  int delayed_warmup_steps = 0;
 };
 
 // "zero_optimization", with DeepSpeed's defaults (deepspeed/runtime/zero/config.py). Sizes count
@@ -115,6 +119,8 @@ struct TrainConfig {
   DataSection data;
   std::int64_t train_steps = 200;       // ours: optimizer steps to run (DeepSpeed has no such key)
   std::uint64_t seed = 1234;            // ours: initialisation seed (DeepSpeed has no such key)
+  std::string device_memory;            // ours: device tier capacity ("80GiB"); empty: unlimited
+  std::string host_memory;              // ours: host tier capacity per rank; empty: what the machine has
   bool bf16 = false;                    // always false for now: enabled=true is rejected
   bool fp16 = false;                    // always false for now: enabled=true is rejected
 

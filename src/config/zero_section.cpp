@@ -123,6 +123,7 @@ std::vector<KeyRule> offload_rules(bool optimizer) {
         {"cpuadam_cores_perc", I, kNum, "threads for DeepSpeed's CPU Adam"},
         {"ratio", U, kNum, "partial optimizer offload", 1.0},
         {"super_offload", U, kBool, "DeepSpeed's Superchip offload", false},
+        {"delayed_update", R, kObj, ""},  // ours: ZeRO-Offload's delayed parameter update
     });
   } else {
     rules.insert(rules.end(), {{"buffer_size", I, kInt, nvme}, {"max_in_cpu", I, kInt, nvme}});
@@ -141,6 +142,11 @@ OffloadConfig read_offload(const Section& zero, const std::string& key) {
   else if (device == "nvme") s.fail("device", "= \"nvme\" is known but not supported yet: the NVMe tier is on the roadmap; use \"cpu\"");
   else if (device != "none") s.fail("device", cat("is \"", device, "\"; it must be \"cpu\" or \"none\""));
   o.pin_memory = s.get_bool("pin_memory", o.pin_memory);
+  if (s.has("delayed_update")) {
+    const Section d = s.child("delayed_update", {{"enabled", Use::read, kBool, ""}, {"warmup_steps", Use::read, kInt, ""}});
+    o.delayed_update = d.get_bool("enabled", false);
+    o.delayed_warmup_steps = static_cast<int>(d.get_int("warmup_steps", 0, 0, 1'000'000'000));
+  }
   return o;
 }
 

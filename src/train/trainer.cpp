@@ -12,6 +12,10 @@
 #include "engine/engine.h"
 #include "model/gpt.h"
 #include "partition/init.h"
+#include "planner/byte_size.h"
+#include "planner/model_shapes.h"
+#include "planner/report.h"
+#include "common/trace.h"
 
 namespace zero {
 namespace {
@@ -98,18 +102,69 @@ std::string generate(Gpt& gpt, Engine& engine, std::span<const std::uint16_t> pr
   return data::printable_text(data::ByteTokenizer::decode(out));
 }
 
-EngineConfig engine_config(const TrainConfig& c) {
-  if (c.zero.offload_optimizer.device != OffloadDevice::none || c.zero.offload_param.device != OffloadDevice::none) {
-    throw ConfigError("[train] zero_optimization.offload_optimizer / offload_param are not supported yet (ZeRO-Offload "
-                      "is on the roadmap): set their device to \"none\" or remove them");
-  }
+EngineConfig engine_config(const TrainConfig& c, Tracer* tracer) {
   EngineConfig e;
+  e.offload.optimizer = c.zero.offload_optimizer.device == OffloadDevice::cpu;
+  e.offload.params = c.zero.offload_param.device == OffloadDevice::cpu;
+  e.offload.pin_memory = c.zero.offload_optimizer.pin_memory || c.zero.offload_param.pin_memory;
+  e.offload.delayed_update = c.zero.offload_optimizer.delayed_update;
+  e.offload.warmup_steps = c.zero.offload_optimizer.delayed_warmup_steps;
+  e.tracer = tracer;
   e.stage = c.zero.stage;
   e.adam = c.adam;
   e.seed = c.seed;
   e.gradient_clipping = c.gradient_clipping;
   e.report_grad_norm = true;
   return e;
+}
+
+// Every rank's spans, gathered to every rank (equal-sized pieces: padded to the longest).
+void gather_trace(const Tracer& tracer, Communicator& comm, TrainResult& result) {
+  std::vector<TraceEvent> mine = tracer.events();
+  std::uint64_t n = mine.size();
+  std::vector<std::uint64_t> counts(comm.size());
+  comm.all_gather_bytes(&n, sizeof n, counts.data());
+  const std::uint64_t most = *std::max_element(counts.begin(), counts.end());
+  mine.resize(most);
+  std::vector<TraceEvent> all(most * comm.size());
+  if (most > 0) comm.all_gather_bytes(mine.data(), most * sizeof(TraceEvent), all.data());
+  for (int r = 0; r < comm.size(); ++r)
+    result.trace.insert(result.trace.end(), all.begin() + r * most, all.begin() + r * most + counts[r]);
+}
+
+// The planner's view of this run, for the start-up check.
+PlanInput plan_input(const TrainConfig& c, const Communicator& comm) {
+  PlanInput in;
+  in.model = describe_gpt(c.model.shape);
+  in.ranks = comm.size();
+  in.ranks_per_node = comm.backend() == "threads" ? comm.size() : 1;
+  in.micro_batch = c.micro_batch_size;
+  in.gradient_accumulation_steps = c.gradient_accumulation_steps;
+  in.zero.stage = c.zero.stage;
+  in.zero.offload_optimizer = c.zero.offload_optimizer.device == OffloadDevice::cpu;
+  in.zero.offload_param = c.zero.offload_param.device == OffloadDevice::cpu;
+  in.comm_scratch = comm.backend() == "mpi";
+  return in;
+}
+
+// Sets the tiers' capacities and refuses, before anything is allocated, a run the planner says
+// will not fit the device: the error carries the planner's table and its recommendation.
+void check_plan_fits(const TrainConfig& c, const Communicator& comm, Ledger& ledger) {
+  Capacity capacity;
+  if (!c.device_memory.empty()) capacity.device = parse_byte_size(c.device_memory, "device_memory");
+  if (!c.host_memory.empty()) capacity.host = parse_byte_size(c.host_memory, "host_memory");
+  ledger.set_capacity(Tier::kDevice, capacity.device);
+  ledger.set_capacity(Tier::kHost, capacity.host);
+  if (!capacity.device) return;
+  const Plan p = plan(plan_input(c, comm));
+  if (p.device.total() <= *capacity.device) return;
+  PlanInput in = plan_input(c, comm);
+  Capacity per_node = capacity;
+  if (capacity.host) per_node.host = *capacity.host * static_cast<std::uint64_t>(in.ranks_per_node);
+  const EstimateReport report = make_report(in, per_node, std::nullopt);
+  throw OutOfMemoryError(cat("[train] this run needs ", format_bytes(p.device.total()), " of device memory per rank (stage ",
+                             plan_label(in.zero), ") but the device has ", format_bytes(*capacity.device),
+                             ". Nothing was allocated. The planner's table:\n", format_report(report)));
 }
 
 }  // namespace
@@ -124,8 +179,15 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   Ledger own_ledger;
   Ledger& ledger = o.ledger ? *o.ledger : own_ledger;
   ledger.reset_peaks();
+  check_plan_fits(c, comm, ledger);
+  std::unique_ptr<Tracer> tracer = o.trace ? std::make_unique<Tracer>(comm.rank()) : nullptr;
+  comm.set_tracer(tracer.get());
+  struct Untrace {  // the tracer dies with this run; the communicator lives on
+    Communicator& comm;
+    ~Untrace() { comm.set_tracer(nullptr); }
+  } untrace{comm};
   Gpt gpt(c.model.shape, B, ledger);
-  Engine engine(engine_config(c), gpt, comm, ledger);
+  Engine engine(engine_config(c, tracer.get()), gpt, comm, ledger);
 
   std::unique_ptr<data::ValidationWindows> windows;
   if (!split.validation.empty()) {
@@ -147,13 +209,13 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   for (std::int64_t step = 0; step < c.train_steps; ++step) {
     const auto t0 = Clock::now();
     double loss_sum = 0;
+    engine.set_learning_rate(c.scheduler.lr_at(step, c.adam.lr));  // before the backward: offload may start Adam there
     for (int m = 0; m < A; ++m) {
       const data::SequenceRange r = data::micro_batch_slice(c.train_batch_size, comm.size(), comm.rank(), A, m);
       batches.fill(step, r.first, r.count, in.data(), tgt.data());
       gpt.set_batch(in.data(), tgt.data());
       loss_sum += engine.forward_backward(m + 1 == A);
     }
-    engine.set_learning_rate(c.scheduler.lr_at(step, c.adam.lr));
     const StepReport report = engine.step();
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
@@ -178,6 +240,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
       if (o.on_step) o.on_step(m);
     }
   }
+  engine.synchronize();  // the delayed update's last step lands
   result.mean_step_seconds = timed / std::max<std::int64_t>(1, c.train_steps - 1);
   result.tokens_per_second = tokens_per_step / result.mean_step_seconds;
   if (windows) result.final_val_loss = validation_loss(*windows, gpt, engine, comm);
@@ -187,6 +250,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   }
   const std::vector<float> weights = engine.full_parameters();  // a collective in stage 3
   result.weights_sha256 = sha256_hex(weights.data(), weights.size() * sizeof(float));
+  if (tracer) gather_trace(*tracer, comm, result);
   return result;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "common/trace.h"
 #include "config/config.h"
 #include "memory/ledger.h"
 
@@ -46,6 +47,7 @@ struct TrainOptions {
   // This rank's ledger, which its communicator also accounts its scratch in (its peaks are reset
   // at the start). Null: a ledger of the run's own.
   Ledger* ledger = nullptr;
+  bool trace = false;  // record the timeline (compute, communication, copies, CPU optimizer)
 };
 
 struct TrainResult {
@@ -57,8 +59,11 @@ struct TrainResult {
   std::size_t num_parameters = 0, padded_parameters = 0, largest_unit = 0;
   double mean_step_seconds = 0.0;      // over the steps after the first
   double tokens_per_second = 0.0;
+  std::vector<TraceEvent> trace;       // every rank's spans, when traced
 };
 
+// Trains as the options say. Before allocating anything, a run the planner says will not fit
+// the configured device memory is refused with the planner's table (OutOfMemoryError).
 TrainResult train(const TrainOptions& options, Communicator& comm);
 
 }  // namespace zero
