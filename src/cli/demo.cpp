@@ -20,7 +20,11 @@ int cat_index(Category c) { return static_cast<int>(c); }
 
 struct StageRun {
   int stage = 0;
+  bool offload_optimizer = false, offload_param = false;
   TrainResult result;
+  std::string label() const {
+    return cat(stage, offload_optimizer ? "+opt" : "", offload_param ? "+param" : "");
+  }
 };
 
 // The paper's per-rank bytes with fp32 Adam (4 + 4 + 8 bytes per parameter), by category.
@@ -29,8 +33,11 @@ struct Formula {
   double total() const { return params + grads + optim; }
 };
 
-Formula formula_model_state(int stage, double psi, int n) {
-  switch (stage) {
+// Device-tier model state; with offload the shard's master, moments and gradients go to the host
+// (16Ψ/N there) and the device keeps only the parameters it computes with.
+Formula formula_model_state(const StageRun& run, double psi, int n) {
+  if (run.offload_optimizer) return {run.offload_param ? 0.0 : (run.stage == 3 ? 4 * psi / n : 4 * psi), 0.0, 0.0};
+  switch (run.stage) {
     case 0: return {4 * psi, 4 * psi, 8 * psi};
     case 1: return {4 * psi, 4 * psi, 8 * psi / n};
     case 2: return {4 * psi, 4 * psi / n, 8 * psi / n};
@@ -75,26 +82,29 @@ void print_table(const std::vector<StageRun>& runs, const TrainConfig& c, int n,
               c.train_batch_size, c.model.shape.seq_len);
   std::printf("per-rank KiB, measured by the memory ledger (max over ranks) / the paper's formula; sent = bytes a rank sent\n"
               "in one step, measured by the communicator / 2Ψ(N-1)/N or 3Ψ(N-1)/N floats\n\n");
-  std::printf("%-5s %15s %15s %15s %15s %9s %9s %15s %8s %10s %9s  %s\n", "stage", "params", "grads", "optimizer", "model state",
-              "gathered", "activ.", "sent/step", "ms/step", "final loss", "val loss", "weights sha256");
+  std::printf("%-11s %15s %15s %15s %15s %9s %9s %15s %15s %8s %10s %9s  %s\n", "stage", "params", "grads", "optimizer",
+              "model state", "gathered", "activ.", "host", "sent/step", "ms/step", "final loss", "val loss", "weights sha256");
   for (const StageRun& run : runs) {
     const TrainResult& r = run.result;
-    const Formula f = formula_model_state(run.stage, psi, n);
+    const Formula f = formula_model_state(run, psi, n);
     const double p = max_over_ranks(r, Category::kParameters, false), g = max_over_ranks(r, Category::kGradients, false),
                  o = max_over_ranks(r, Category::kOptimizerState, false);
     std::uint64_t state = 0;
     for (const RankFigures& rf : r.final_ranks) {
       state = std::max(state, rf.current[kDevice][0] + rf.current[kDevice][1] + rf.current[kDevice][2]);
     }
-    std::printf("%-5d %15s %15s %15s %15s %9s %9s %15s %8.1f %10.4f %9.4f  %.16s\n", run.stage, pair(p, f.params).c_str(),
+    std::uint64_t host = 0;
+    for (const RankFigures& rf : r.final_ranks) host = std::max(host, rf.total_current[static_cast<int>(Tier::kHost)]);
+    const double host_formula = run.offload_optimizer ? 16 * psi / n : 0.0;
+    std::printf("%-11s %15s %15s %15s %15s %9s %9s %15s %15s %8.1f %10.4f %9.4f  %.16s\n", run.label().c_str(), pair(p, f.params).c_str(),
                 pair(g, f.grads).c_str(), pair(o, f.optim).c_str(), pair(static_cast<double>(state), f.total()).c_str(),
                 kib(max_over_ranks(r, Category::kGatheredParameters, true)).c_str(),
-                kib(max_over_ranks(r, Category::kActivations, true)).c_str(),
+                kib(max_over_ranks(r, Category::kActivations, true)).c_str(), pair(static_cast<double>(host), host_formula).c_str(),
                 pair(static_cast<double>(sent_max(r)), formula_traffic(run.stage, psi, tied, n)).c_str(),
                 r.mean_step_seconds * 1e3, r.losses.back(), r.final_val_loss, r.weights_sha256.c_str());
   }
   std::printf("\ngathered = stage 3's peak of whole units gathered for compute; activ. = peak activations (both per rank,\n"
-              "not model state). Stage 3's formula counts the tied embedding (%.0f parameters) gathered twice more per step.\n"
+              "not model state); host = offloaded state on the host tier (formula 16Ψ/N). Stage 3's formula counts the tied embedding (%.0f parameters) gathered twice more per step.\n"
               "Measured figures include padding (at most N-1 elements per unit) and the 8(N-1)-byte gradient-norm gather.\n",
               tied);
 }
@@ -104,13 +114,13 @@ std::string svg_for(const std::vector<StageRun>& runs, const std::string& title)
   std::vector<LossCurve> curves;
   for (const StageRun& run : runs) {
     const TrainResult& r = run.result;
-    MemoryBar bar{cat("stage ", run.stage), {}};
+    MemoryBar bar{cat("stage ", run.label()), {}};
     for (Category c : {Category::kParameters, Category::kGradients, Category::kOptimizerState})
       bar.parts.emplace_back(category_name(c), static_cast<double>(max_over_ranks(r, c, false)));
     for (Category c : {Category::kGatheredParameters, Category::kCommBuffers, Category::kActivations})
       bar.parts.emplace_back(cat(category_name(c), " (peak)"), static_cast<double>(max_over_ranks(r, c, true)));
     bars.push_back(bar);
-    curves.push_back({cat("stage ", run.stage), r.losses});
+    curves.push_back({cat("stage ", run.label()), r.losses});
   }
   return render_memory_and_loss_svg(title, bars, curves);
 }
@@ -140,8 +150,10 @@ nlohmann::json run_json(const StageRun& run, int n, double tied) {
   }
   std::uint64_t state = 0;
   for (const RankFigures& f : r.final_ranks) state = std::max(state, f.current[kDevice][0] + f.current[kDevice][1] + f.current[kDevice][2]);
-  const Formula f = formula_model_state(run.stage, psi, n);
+  const Formula f = formula_model_state(run, psi, n);
   return {{"stage", run.stage},
+          {"offload_optimizer", run.offload_optimizer},
+          {"offload_param", run.offload_param},
           {"ranks", n},
           {"psi", r.num_parameters},
           {"memory_bytes", memory},
@@ -210,12 +222,14 @@ int demo_main(const std::vector<std::string>& args) {
     o.ledger = &ledger;
     o.config = demo_config(flags, comm.size());
     o.data_path = flags.has("data") ? flags.get("data") : data::default_text_path();
-    std::vector<StageRun> runs;
-    for (int stage = 0; stage <= 3; ++stage) {
-      o.config.zero.stage = stage;
-      o.sample_chars = stage == 3 ? 200 : 0;
-      if (comm.rank() == 0) std::printf("training under stage %d ...\n", stage), std::fflush(stdout);
-      runs.push_back({stage, train(o, comm)});
+    std::vector<StageRun> runs = {{0}, {1}, {2}, {3}, {2, true, false}, {3, true, true}};
+    for (StageRun& run : runs) {
+      o.config.zero.stage = run.stage;
+      o.config.zero.offload_optimizer.device = run.offload_optimizer ? OffloadDevice::cpu : OffloadDevice::none;
+      o.config.zero.offload_param.device = run.offload_param ? OffloadDevice::cpu : OffloadDevice::none;
+      o.sample_chars = &run == &runs.back() ? 200 : 0;
+      if (comm.rank() == 0) std::printf("training under stage %s ...\n", run.label().c_str()), std::fflush(stdout);
+      run.result = train(o, comm);
     }
     if (comm.rank() != 0) return 0;
     const GptShape& s = o.config.model.shape;
@@ -235,12 +249,12 @@ int demo_main(const std::vector<std::string>& args) {
       write_file_atomically(json_path, j.dump(2) + "\n");
       std::printf("wrote %s\n", json_path.c_str());
     }
-    if (!runs.back().result.sample.empty()) std::printf("\nsample (stage 3):\n%s\n\n", runs.back().result.sample.c_str());
+    if (!runs.back().result.sample.empty()) std::printf("\nsample (stage 3+opt+param):\n%s\n\n", runs.back().result.sample.c_str());
     if (!identical) {
       std::printf("ERROR: the stages ended with different weights; they must be bit-identical\n");
       return 1;
     }
-    std::printf("final weights bit-identical across stages 0-3 (sha256 %s)\n", runs[0].result.weights_sha256.c_str());
+    std::printf("final weights bit-identical across stages 0-3 and offload (sha256 %s)\n", runs[0].result.weights_sha256.c_str());
     return 0;
   });
 }
