@@ -17,6 +17,7 @@
 // gives NaN too, though when two different NaNs meet, which payload survives is left open by IEEE.
 //
 // Spans must not overlap one another; all but the optional copy must have the same length.
+// Calls on disjoint spans may run concurrently.
 #pragma once
 
 #include <cstddef>
@@ -39,10 +40,14 @@ CpuIsa adam_isa_active();                   // what kAuto resolves to on this CP
 
 struct AdamOptions {
   // (n) bf16 or fp16 bits of the updated parameters, written in the same pass (round to nearest
-  // even, see common/half.h). Empty: no copy.
+  // even, see common/half.h). Empty: no copy. On runs of 2^20 elements or more the copy is
+  // written with streaming stores (it is written, never read, so this saves reading its lines
+  // first), fenced before the call returns; the copy then starts out of cache.
   std::span<std::uint16_t> copy = {};
   HalfFormat copy_format = HalfFormat::kBf16;
-  int threads = 0;              // OpenMP threads; 0: omp_get_max_threads()
+  int threads = 0;              // OpenMP threads; 0: omp_get_max_threads(). Runs shorter than one
+                                // tile stay on the calling thread. Callers that are themselves
+                                // one of several threads (thread ranks) should pass 1.
   CpuIsa isa = CpuIsa::kAuto;   // force a kernel (tests, benchmarks); ConfigError if unsupported
   std::size_t tile = 0;         // elements per tile handed to a thread; 0: the default. Tests
                                 // shrink it so small inputs reach the multi-tile paths.
