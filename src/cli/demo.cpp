@@ -114,13 +114,16 @@ std::string svg_for(const std::vector<StageRun>& runs, const std::string& title)
   std::vector<LossCurve> curves;
   for (const StageRun& run : runs) {
     const TrainResult& r = run.result;
-    MemoryBar bar{cat("stage ", run.label()), {}};
+    MemoryBar bar{run.label(), {}};
+    for (const RankFigures& f : r.final_ranks)
+      bar.host_bytes = std::max(bar.host_bytes, static_cast<double>(f.total_current[static_cast<int>(Tier::kHost)]));
     for (Category c : {Category::kParameters, Category::kGradients, Category::kOptimizerState})
       bar.parts.emplace_back(category_name(c), static_cast<double>(max_over_ranks(r, c, false)));
     for (Category c : {Category::kGatheredParameters, Category::kCommBuffers, Category::kActivations})
       bar.parts.emplace_back(cat(category_name(c), " (peak)"), static_cast<double>(max_over_ranks(r, c, true)));
     bars.push_back(bar);
     curves.push_back({cat("stage ", run.label()), r.losses});
+    if (&run != &runs.front() && r.losses == runs.front().result.losses) curves.back().label += " (same)";
   }
   return render_memory_and_loss_svg(title, bars, curves);
 }

@@ -32,7 +32,7 @@ std::string escape(const std::string& s) {
 double nice_ceiling(double v) {
   if (v <= 0) return 1;
   const double p = std::pow(10.0, std::floor(std::log10(v)));
-  for (double m : {1.0, 2.0, 5.0, 10.0})
+  for (double m : {1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0})
     if (m * p >= v) return m * p;
   return 10 * p;
 }
@@ -61,11 +61,13 @@ std::string memory_panel(const Panel& p, const std::vector<MemoryBar>& bars, std
   for (const auto& b : bars) {
     double sum = 0;
     for (const auto& part : b.parts) sum += part.second;
-    top = std::max(top, sum);
+    top = std::max({top, sum, b.host_bytes});
   }
   const double mib = 1024.0 * 1024.0;
   const double ymax = nice_ceiling(top / mib);
   std::string s = axes(p, ymax, "MiB per rank", 5);
+  s += "<text x='" + fmt("%.1f", p.x + p.w / 2) + "' y='" + fmt("%.1f", p.y + p.h + 34) +
+       "' text-anchor='middle'>ZeRO stage (+opt: optimizer offload, +param: parameter offload; grey: host tier)</text>\n";
   const double slot = p.w / std::max<std::size_t>(bars.size(), 1);
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const double x = p.x + slot * i + slot * 0.2;
@@ -79,6 +81,12 @@ std::string memory_panel(const Panel& p, const std::vector<MemoryBar>& bars, std
            fmt("%.1f", h) + "' fill='" + colors[category] + "'><title>" + escape(bars[i].label + ": " + category + " " +
            fmt("%.2f", bytes / mib) + " MiB") + "</title></rect>\n";
       base += bytes / mib;
+    }
+    if (bars[i].host_bytes > 0) {  // the host tier, hatched grey, beside the device bar
+      const double h = p.h * (bars[i].host_bytes / mib) / ymax;
+      s += "<rect x='" + fmt("%.1f", x + slot * 0.62) + "' y='" + fmt("%.1f", p.y + p.h - h) + "' width='" + fmt("%.1f", slot * 0.16) +
+           "' height='" + fmt("%.1f", h) + "' fill='#bbb' stroke='#666'><title>" +
+           escape(bars[i].label + ": host tier " + fmt("%.2f", bars[i].host_bytes / mib) + " MiB") + "</title></rect>\n";
     }
     s += "<text x='" + fmt("%.1f", x + slot * 0.3) + "' y='" + fmt("%.1f", p.y + p.h + 16) + "' text-anchor='middle'>" +
          escape(bars[i].label) + "</text>\n</g>\n";
@@ -96,7 +104,11 @@ std::string loss_panel(const Panel& p, const std::vector<LossCurve>& curves) {
   if (lo > hi) lo = 0, hi = 1;
   const double ymax = nice_ceiling(hi);
   std::string s = axes(p, ymax, "training loss", 5);
-  s += "<text x='" + fmt("%.1f", p.x + p.w / 2) + "' y='" + fmt("%.1f", p.y + p.h + 30) + "' text-anchor='middle'>step</text>\n";
+  s += "<text x='" + fmt("%.1f", p.x + p.w / 2) + "' y='" + fmt("%.1f", p.y + p.h + 34) + "' text-anchor='middle'>step</text>\n";
+  for (std::size_t k : {std::size_t{1}, steps}) {
+    const double x = p.x + p.w * (steps > 1 ? static_cast<double>(k - 1) / (steps - 1) : 0.0);
+    s += "<text x='" + fmt("%.1f", x) + "' y='" + fmt("%.1f", p.y + p.h + 16) + "' text-anchor='middle'>" + std::to_string(k) + "</text>\n";
+  }
   const char* dashes[] = {"", "6,3", "2,3", "8,3,2,3"};
   for (std::size_t i = 0; i < curves.size(); ++i) {
     std::string points;
@@ -117,7 +129,7 @@ std::string loss_panel(const Panel& p, const std::vector<LossCurve>& curves) {
 
 std::string render_memory_and_loss_svg(const std::string& title, const std::vector<MemoryBar>& bars,
                                        const std::vector<LossCurve>& curves) {
-  const double W = 980, H = 440;
+  const double W = 980, H = 460;
   std::map<std::string, std::string> colors;
   std::string body = memory_panel({80, 60, 460, 300}, bars, colors);
   body += loss_panel({640, 60, 320, 300}, curves);
@@ -127,8 +139,8 @@ std::string render_memory_and_loss_svg(const std::string& title, const std::vect
     for (const auto& part : bar.parts) {
       const std::string& c = part.first;
       if (legend.find("data-category='" + escape(c) + "'") != std::string::npos) continue;
-      legend += "<g data-category='" + escape(c) + "'><rect x='" + fmt("%.1f", lx) + "' y='400' width='12' height='12' fill='" +
-                colors[c] + "'/><text x='" + fmt("%.1f", lx + 16) + "' y='410'>" + escape(c) + "</text></g>\n";
+      legend += "<g data-category='" + escape(c) + "'><rect x='" + fmt("%.1f", lx) + "' y='420' width='12' height='12' fill='" +
+                colors[c] + "'/><text x='" + fmt("%.1f", lx + 16) + "' y='430'>" + escape(c) + "</text></g>\n";
       lx += 22 + 7.0 * c.size();
     }
   }

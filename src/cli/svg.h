@@ -10,8 +10,9 @@
 namespace zero::cli {
 
 struct MemoryBar {
-  std::string label;                                   // "stage 2"
-  std::vector<std::pair<std::string, double>> parts;   // (category, bytes), stacked bottom to top
+  std::string label;                                   // "2+opt"
+  std::vector<std::pair<std::string, double>> parts;   // device tier: (category, bytes), stacked bottom to top
+  double host_bytes = 0;                               // host tier (offloaded state), drawn beside it
 };
 
 struct LossCurve {
