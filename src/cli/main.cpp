@@ -17,12 +17,12 @@ const char* kUsage =
     "usage: zero COMMAND [flags]\n"
     "\n"
     "commands:\n"
-    "  train        train a GPT on text with a DeepSpeed-style config (zero train --help)\n"
-    "  demo         train one model under ZeRO stages 0-3; print measured memory and traffic per rank\n"
-    "  estimate     which ZeRO stage (and offload) fits: per-rank memory and traffic, and a recommendation\n"
+    "  train          train a GPT on text with a DeepSpeed-style config (zero train --help)\n"
+    "  demo           train one GPT under ZeRO stages 0-3 and offload; measured memory and traffic per rank\n"
+    "  estimate       which ZeRO stage (and offload) fits: per-rank memory and traffic, and a recommendation\n"
     "  bench offload  step time with and without ZeRO-Offload and the delayed update\n"
-    "  bench adam   speed of the CPU Adam kernel against the memory-bandwidth ceiling\n"
-    "  bench train  training tokens/s of a 10M and a 50M GPT, stage 0 on 2 ranks (vs PyTorch: bench/compare_train.sh)\n"
+    "  bench adam     speed of the CPU Adam kernel against the memory-bandwidth ceiling\n"
+    "  bench train    training tokens/s of a 10M and a 50M GPT, stage 0 on 2 ranks (vs PyTorch: bench/compare_train.sh)\n"
     "\n"
     "Run `zero COMMAND --help` for a command's flags. Multi-process: mpirun -np N zero COMMAND ...\n";
 
