@@ -14,14 +14,11 @@ namespace {
 
 using testing::MlpRun;
 using testing::RankResult;
+using testing::same_bits;
 
 Communicator& world() {
   static std::unique_ptr<Communicator> comm = make_communicator("mpi", {std::chrono::seconds(60), nullptr});
   return *comm;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // The same run on N in-process thread ranks, for the cross-backend comparison.

@@ -15,29 +15,15 @@ namespace {
 
 using testing::MlpRun;
 using testing::RankResult;
-
-std::vector<RankResult> run_threads(const MlpRun& run, int n) {
-  ThreadWorld world(n, {std::chrono::seconds(60), nullptr});
-  std::vector<RankResult> results(n);
-  world.run([&](int r) {
-    Ledger ledger;
-    auto comm = world.communicator(r, &ledger);
-    results[r] = testing::train_mlp(run, *comm, ledger);
-  });
-  return results;
-}
+using testing::run_threads;
+using testing::same_bits;
+using testing::tied_shape;
 
 std::vector<RankResult> run_single(MlpRun run) {  // one process, the whole global batch
   Ledger ledger;
   auto comm = make_communicator("self");
   return {testing::train_mlp(run, *comm, ledger)};
 }
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-MlpShape tied_shape() { return {{9, 21, 17, 21, 9}, true}; }
 
 class StageEquivalence : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 

@@ -4,8 +4,10 @@
 #include <vector>
 
 #include <algorithm>
+#include <cstring>
 
 #include "comm/communicator.h"
+#include "comm/thread_world.h"
 #include "common/error.h"
 #include "engine/engine.h"
 #include "memory/ledger.h"
@@ -79,5 +81,24 @@ inline RankResult train_mlp(const MlpRun& run, Communicator& comm, Ledger& ledge
   out.second_unit = sizes.size() > 1 ? sizes[1] : 0;
   return out;
 }
+
+// Runs `run` on n in-process thread ranks; every rank's result.
+inline std::vector<RankResult> run_threads(const MlpRun& run, int n) {
+  ThreadWorld world(n, {std::chrono::seconds(60), nullptr});
+  std::vector<RankResult> results(n);
+  world.run([&](int r) {
+    Ledger ledger;
+    auto comm = world.communicator(r, &ledger);
+    results[r] = train_mlp(run, *comm, ledger);
+  });
+  return results;
+}
+
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// An MLP whose output weight is its input weight transposed: the output unit borrows unit 0.
+inline MlpShape tied_shape() { return {{9, 21, 17, 21, 9}, true}; }
 
 }  // namespace zero::testing

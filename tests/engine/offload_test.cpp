@@ -17,23 +17,9 @@ namespace {
 
 using testing::MlpRun;
 using testing::RankResult;
-
-std::vector<RankResult> run_threads(const MlpRun& run, int n) {
-  ThreadWorld world(n, {std::chrono::seconds(60), nullptr});
-  std::vector<RankResult> results(n);
-  world.run([&](int r) {
-    Ledger ledger;
-    auto comm = world.communicator(r, &ledger);
-    results[r] = testing::train_mlp(run, *comm, ledger);
-  });
-  return results;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-MlpShape tied_shape() { return {{9, 21, 17, 21, 9}, true}; }
+using testing::run_threads;
+using testing::same_bits;
+using testing::tied_shape;
 
 // Without the delayed update, offload changes nothing numerically: stages 1, 2, 3 (and stage 3
 // with the parameters offloaded too), N = 1, 2, 4, plain and tied, with and without clipping.
