@@ -147,6 +147,21 @@ class PendingOps {
   std::vector<Handle> ops_;
 };
 
+// The parameters of stages 0-2: every unit whole on the device (counter-based init), this rank's
+// slice of each updated by Adam (stages 1-2) and all-gathered back into the whole after a step.
+class WholeParameters {
+ public:
+  explicit WholeParameters(const StageContext& ctx);
+  float* unit(int u);             // (unit padded) f32: unit u, whole
+  std::span<float> slice(int u);  // this rank's slice of unit u, inside the whole
+  void gather();                  // every unit's slice all-gathered into the whole
+  void copy_unpadded_to(float* out);
+
+ private:
+  StageContext ctx_;
+  Buffer params_;  // (padded_numel) f32, device tier
+};
+
 // Copies unit u's parameters, unpadded, from its whole flat buffer to out.
 void copy_unpadded(const UnitPlace& unit, const float* whole, float* out);
 

@@ -2,7 +2,6 @@
 // Adam's moments, 16 bytes per parameter. Gradients are all-reduced unit by unit as backward
 // completes them, and every rank runs the same Adam step over all parameters.
 #include "engine/stage.h"
-#include "partition/init.h"
 
 namespace zero {
 namespace {
@@ -11,18 +10,13 @@ class Stage0 final : public Stage {
  public:
   explicit Stage0(const StageContext& ctx)
       : ctx_(ctx),
-        params_(ctx.ledger, Tier::kDevice, Category::kParameters, ctx.layout.padded_numel(), "parameters"),
+        params_(ctx),
         grads_(ctx.ledger, Tier::kDevice, Category::kGradients, ctx.layout.padded_numel(), "gradients"),
-        moments_(ctx.ledger, ctx.layout.padded_numel()) {
-    for (int u = 0; u < ctx.layout.num_units(); ++u) {
-      const UnitPlace& unit = ctx.layout.unit(u);
-      init_segments(unit, ctx.layout.unit_segments(u), ctx.seed, params_.data() + unit.flat_offset);
-    }
-  }
+        moments_(ctx.ledger, ctx.layout.padded_numel()) {}
 
   void fetch(int) override {}
   void release(int) override {}
-  const float* params(int u) override { return params_.data() + ctx_.layout.unit(u).flat_offset; }
+  const float* params(int u) override { return params_.unit(u); }
 
   float* grads(int u) override { return grads_.data() + ctx_.layout.unit(u).flat_offset; }
 
@@ -53,7 +47,7 @@ class Stage0 final : public Stage {
   void optimizer_step(const AdamStep& s) override {
     for (int u = 0; u < ctx_.layout.num_units(); ++u) {
       const std::size_t o = ctx_.layout.unit(u).flat_offset;
-      adam_segments(s, ctx_.layout.unit_segments(u), params_.data() + o, grads_.data() + o,
+      adam_segments(s, ctx_.layout.unit_segments(u), params_.unit(u), grads_.data() + o,
                     moments_.m.data() + o, moments_.v.data() + o);
     }
     std::fill(grads_.span().begin(), grads_.span().end(), 0.0f);  // the next backward accumulates from zero
@@ -61,17 +55,11 @@ class Stage0 final : public Stage {
 
   void gather_parameters() override {}
 
-  void copy_full_parameters(float* out) override {
-    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
-      const UnitPlace& unit = ctx_.layout.unit(u);
-      copy_unpadded(unit, params_.data() + unit.flat_offset, out);
-      out += unit.numel;
-    }
-  }
+  void copy_full_parameters(float* out) override { params_.copy_unpadded_to(out); }
 
  private:
   StageContext ctx_;
-  Buffer params_;  // (padded_numel) f32, device tier: all parameters, whole
+  WholeParameters params_;
   Buffer grads_;   // (padded_numel) f32, device tier: all gradients, whole
   AdamMoments moments_;  // (padded_numel) each
   bool boundary_ = true;

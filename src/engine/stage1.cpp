@@ -4,7 +4,6 @@
 // gradient buffer as backward completes it; the rank updates its slice of the parameters; an
 // all-gather then makes the parameters whole again.
 #include "engine/stage.h"
-#include "partition/init.h"
 
 namespace zero {
 namespace {
@@ -13,18 +12,13 @@ class Stage1 final : public Stage {
  public:
   explicit Stage1(const StageContext& ctx)
       : ctx_(ctx),
-        params_(ctx.ledger, Tier::kDevice, Category::kParameters, ctx.layout.padded_numel(), "parameters"),
+        params_(ctx),
         grads_(ctx.ledger, Tier::kDevice, Category::kGradients, ctx.layout.padded_numel(), "gradients"),
-        moments_(ctx.ledger, ctx.layout.shard_numel()) {
-    for (int u = 0; u < ctx.layout.num_units(); ++u) {
-      const UnitPlace& unit = ctx.layout.unit(u);
-      init_segments(unit, ctx.layout.unit_segments(u), ctx.seed, params_.data() + unit.flat_offset);
-    }
-  }
+        moments_(ctx.ledger, ctx.layout.shard_numel()) {}
 
   void fetch(int) override {}
   void release(int) override {}
-  const float* params(int u) override { return params_.data() + ctx_.layout.unit(u).flat_offset; }
+  const float* params(int u) override { return params_.unit(u); }
   float* grads(int u) override { return grads_.data() + ctx_.layout.unit(u).flat_offset; }
 
   void begin_micro_batch(bool, bool boundary) override { boundary_ = boundary; }
@@ -56,26 +50,15 @@ class Stage1 final : public Stage {
   void optimizer_step(const AdamStep& s) override {
     for (int u = 0; u < ctx_.layout.num_units(); ++u) {
       const std::size_t o = ctx_.layout.unit(u).shard_offset;
-      adam_segments(s, ctx_.layout.slice_segments(u, ctx_.comm.rank()), my_slice(params_, u).data(),
+      adam_segments(s, ctx_.layout.slice_segments(u, ctx_.comm.rank()), params_.slice(u).data(),
                     my_slice(grads_, u).data(), moments_.m.data() + o, moments_.v.data() + o);
     }
     std::fill(grads_.span().begin(), grads_.span().end(), 0.0f);
   }
 
-  void gather_parameters() override {
-    PendingOps gathers;
-    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
-      gathers.add(ctx_.comm.all_gather_async(my_slice(params_, u), {params_.data() + ctx_.layout.unit(u).flat_offset, ctx_.layout.unit(u).padded}));
-    }
-    gathers.wait_all();
-  }
+  void gather_parameters() override { params_.gather(); }
 
-  void copy_full_parameters(float* out) override {
-    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
-      copy_unpadded(ctx_.layout.unit(u), params(u), out);
-      out += ctx_.layout.unit(u).numel;
-    }
-  }
+  void copy_full_parameters(float* out) override { params_.copy_unpadded_to(out); }
 
  private:
   // This rank's slice of unit u inside a whole (padded_numel) buffer.
@@ -85,7 +68,7 @@ class Stage1 final : public Stage {
   }
 
   StageContext ctx_;
-  Buffer params_;        // (padded_numel) f32, device tier: all parameters, whole
+  WholeParameters params_;
   Buffer grads_;         // (padded_numel) f32, device tier: all gradients, whole
   AdamMoments moments_;  // (shard_numel) each
   bool boundary_ = true;

@@ -4,7 +4,6 @@
 // lives only until the unit is complete: it is then reduce-scattered into the gradient shard
 // and freed. After the step, an all-gather makes the parameters whole again.
 #include "engine/stage.h"
-#include "partition/init.h"
 
 namespace zero {
 namespace {
@@ -13,19 +12,14 @@ class Stage2 final : public Stage {
  public:
   explicit Stage2(const StageContext& ctx)
       : ctx_(ctx),
-        params_(ctx.ledger, Tier::kDevice, Category::kParameters, ctx.layout.padded_numel(), "parameters"),
+        params_(ctx),
         grad_shard_(ctx.ledger, Tier::kDevice, Category::kGradients, ctx.layout.shard_numel(), "gradient shard"),
         moments_(ctx.ledger, ctx.layout.shard_numel()),
-        transient_(ctx, grad_shard_.data()) {
-    for (int u = 0; u < ctx.layout.num_units(); ++u) {
-      const UnitPlace& unit = ctx.layout.unit(u);
-      init_segments(unit, ctx.layout.unit_segments(u), ctx.seed, params_.data() + unit.flat_offset);
-    }
-  }
+        transient_(ctx, grad_shard_.data()) {}
 
   void fetch(int) override {}
   void release(int) override {}
-  const float* params(int u) override { return params_.data() + ctx_.layout.unit(u).flat_offset; }
+  const float* params(int u) override { return params_.unit(u); }
 
   void begin_micro_batch(bool first, bool) override { transient_.begin_micro_batch(!first); }
   float* grads(int u) override { return transient_.get(u); }
@@ -42,35 +36,18 @@ class Stage2 final : public Stage {
   void optimizer_step(const AdamStep& s) override {
     for (int u = 0; u < ctx_.layout.num_units(); ++u) {
       const std::size_t o = ctx_.layout.unit(u).shard_offset;
-      adam_segments(s, ctx_.layout.slice_segments(u, ctx_.comm.rank()), my_params(u), grad_shard_.data() + o,
+      adam_segments(s, ctx_.layout.slice_segments(u, ctx_.comm.rank()), params_.slice(u).data(), grad_shard_.data() + o,
                     moments_.m.data() + o, moments_.v.data() + o);
     }
   }
 
-  void gather_parameters() override {
-    PendingOps gathers;
-    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
-      const UnitPlace& unit = ctx_.layout.unit(u);
-      gathers.add(ctx_.comm.all_gather_async({my_params(u), unit.slice}, {params_.data() + unit.flat_offset, unit.padded}));
-    }
-    gathers.wait_all();
-  }
+  void gather_parameters() override { params_.gather(); }
 
-  void copy_full_parameters(float* out) override {
-    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
-      copy_unpadded(ctx_.layout.unit(u), params(u), out);
-      out += ctx_.layout.unit(u).numel;
-    }
-  }
+  void copy_full_parameters(float* out) override { params_.copy_unpadded_to(out); }
 
  private:
-  float* my_params(int u) {
-    const UnitPlace& unit = ctx_.layout.unit(u);
-    return params_.data() + unit.flat_offset + static_cast<std::size_t>(ctx_.comm.rank()) * unit.slice;
-  }
-
   StageContext ctx_;
-  Buffer params_;      // (padded_numel) f32, device tier: all parameters, whole
+  WholeParameters params_;
   Buffer grad_shard_;  // (shard_numel) f32, device tier: this rank's reduced gradients
   AdamMoments moments_;  // (shard_numel) each
   TransientGradients transient_;

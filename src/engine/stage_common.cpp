@@ -1,6 +1,7 @@
 #include "common/error.h"
 #include "engine/stage.h"
 #include "optim/cpu_adam.h"
+#include "partition/init.h"
 
 #include <cstring>
 
@@ -37,6 +38,34 @@ std::vector<std::span<const float>> shard_slices(const FlatLayout& layout, const
 
 void copy_unpadded(const UnitPlace& unit, const float* whole, float* out) {
   std::memcpy(out, whole, unit.numel * sizeof(float));
+}
+
+WholeParameters::WholeParameters(const StageContext& ctx)
+    : ctx_(ctx), params_(ctx.ledger, Tier::kDevice, Category::kParameters, ctx.layout.padded_numel(), "parameters") {
+  for (int u = 0; u < ctx.layout.num_units(); ++u) {
+    const UnitPlace& unit = ctx.layout.unit(u);
+    init_segments(unit, ctx.layout.unit_segments(u), ctx.seed, params_.data() + unit.flat_offset);
+  }
+}
+
+float* WholeParameters::unit(int u) { return params_.data() + ctx_.layout.unit(u).flat_offset; }
+
+std::span<float> WholeParameters::slice(int u) {
+  const std::size_t n = ctx_.layout.unit(u).slice;
+  return {unit(u) + static_cast<std::size_t>(ctx_.comm.rank()) * n, n};
+}
+
+void WholeParameters::gather() {
+  PendingOps gathers;
+  for (int u = 0; u < ctx_.layout.num_units(); ++u) gathers.add(ctx_.comm.all_gather_async(slice(u), {unit(u), ctx_.layout.unit(u).padded}));
+  gathers.wait_all();
+}
+
+void WholeParameters::copy_unpadded_to(float* out) {
+  for (int u = 0; u < ctx_.layout.num_units(); ++u) {
+    copy_unpadded(ctx_.layout.unit(u), unit(u), out);
+    out += ctx_.layout.unit(u).numel;
+  }
 }
 
 PendingOps::~PendingOps() {
