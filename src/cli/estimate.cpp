@@ -52,6 +52,7 @@ std::vector<FlagSpec> flag_specs() {
       {"link-bandwidth", "host<->device bandwidth (PCIe 4.0 x16: 31.5 GB/s in theory, ~25 measured)", true, "25GB/s"},
       {"comm", "backend whose scratch to count: mpi (a whole-unit reduce-scatter scratch), threads or self", true, "mpi"},
       {"stage", "tabulate and recommend only this stage (0-3), with and without offload", true, ""},
+      {"delayed-update", "plan optimizer offload with the delayed parameter update (+dpu: a second host gradient shard)", false, ""},
       {"json", "print the estimate as JSON instead of the table", false, ""},
   };
 }
@@ -123,9 +124,12 @@ Setup setup_from(const Flags& flags) {
   in.gradient_accumulation_steps = flags.has("gradient-accumulation-steps") ? int_flag(flags, "gradient-accumulation-steps")
                                                                             : config.gradient_accumulation_steps.value_or(1);
   in.dtype = flags.has("dtype") ? parse_dtype(flags.get("dtype")) : config.dtype.value_or(DtypeMode::kFp32);
+  if (config.zero) in.zero = *config.zero;
+  if (flags.has("delayed-update")) in.zero.delayed_update = true;
   if (config.zero) {
-    in.zero = *config.zero;
-    s.configured = plan_label(*config.zero);
+    ZeroSettings asked = in.zero;  // as its row will be planned (the delayed update needs optimizer offload alone)
+    asked.delayed_update = asked.delayed_update && asked.offload_optimizer && !asked.offload_param;
+    s.configured = plan_label(asked);
   }
   in.link_bandwidth = parse_bandwidth(flags.get("link-bandwidth"), "--link-bandwidth");
   const std::string comm = flags.get("comm");

@@ -45,6 +45,16 @@ bool offload_to_cpu(const json& zero, const std::string& key) {
                         "': the planner models 'cpu' and 'none' (zero has no NVMe tier yet)"));
 }
 
+// zero's own "offload_optimizer": {"delayed_update": {"enabled": true, ...}} (config/config.h).
+bool delayed_update(const json& offload) {
+  if (!offload.contains("delayed_update")) return false;
+  const json& d = offload["delayed_update"];
+  if (!d.is_object()) throw ConfigError(cat("[estimate] zero_optimization.offload_optimizer.delayed_update must be an object, not ", d.dump()));
+  if (!d.contains("enabled")) return false;
+  if (!d["enabled"].is_boolean()) throw ConfigError("[estimate] zero_optimization.offload_optimizer.delayed_update.enabled must be true or false");
+  return d["enabled"].get<bool>();
+}
+
 ZeroSettings read_zero(const json& z) {
   if (!z.is_object()) throw ConfigError(cat("[estimate] zero_optimization must be an object, not ", z.dump()));
   const std::string at = "zero_optimization.";
@@ -55,6 +65,7 @@ ZeroSettings read_zero(const json& z) {
   }
   s.offload_optimizer = offload_to_cpu(z, "offload_optimizer");
   s.offload_param = offload_to_cpu(z, "offload_param");
+  s.delayed_update = s.offload_optimizer && delayed_update(z["offload_optimizer"]);
   if (auto v = integer(z, "reduce_bucket_size", at)) s.reduce_bucket_size = *v;
   if (auto v = integer(z, "allgather_bucket_size", at)) s.allgather_bucket_size = *v;
   if (auto v = integer(z, "stage3_prefetch_bucket_size", at)) s.stage3_prefetch_bucket_size = *v;

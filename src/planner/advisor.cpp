@@ -28,6 +28,7 @@ std::vector<ZeroSettings> estimate_settings(const ZeroSettings& base, std::optio
     z.stage = stage;
     z.offload_optimizer = opt;
     z.offload_param = param;
+    z.delayed_update = base.delayed_update && opt && !param;  // the engine has no DPU with offload_param
     out.push_back(z);
   };
   for (int s = 0; s <= 3; ++s) add(s, false, false);
@@ -48,15 +49,20 @@ std::vector<Plan> plan_all(const PlanInput& input, std::optional<int> only_stage
 
 namespace {
 
-// The labels the advisor weighs, most preferred first (see advisor.h).
-std::vector<std::string> preference(int ranks, std::optional<int> only_stage) {
-  if (only_stage) {
-    std::vector<std::string> labels;
-    for (const ZeroSettings& z : estimate_settings({}, only_stage)) labels.push_back(plan_label(z));
-    return labels;
+// The labels the advisor weighs, most preferred first (see advisor.h); the offload ones carry
+// "+dpu" when the delayed update was asked for.
+std::vector<std::string> preference(const PlanInput& in, std::optional<int> only_stage) {
+  std::vector<std::string> labels;
+  for (const ZeroSettings& z : estimate_settings(in.zero, only_stage)) {
+    if (!only_stage) {
+      // 1+opt is 2+opt by another name (with offload stage 1 sheds its gradients as stage 2
+      // does); on many ranks stage 1 beats stage 0, on one rank nothing is sharded: stage 0.
+      if (z.stage == 1 && z.offload_optimizer) continue;
+      if (!z.offload_optimizer && (in.ranks == 1 ? z.stage > 0 : z.stage == 0)) continue;
+    }
+    labels.push_back(plan_label(z));
   }
-  if (ranks == 1) return {"0", "2+opt", "3+opt", "3+opt+param"};
-  return {"1", "2", "3", "2+opt", "3+opt", "3+opt+param"};
+  return labels;
 }
 
 const Plan* find(const std::vector<Plan>& plans, const std::string& label) {
@@ -113,7 +119,7 @@ std::optional<std::string> first_fit(const PlanInput& input, int ranks, const Ca
   PlanInput in = input;
   in.ranks = ranks;
   const auto plans = plan_all(in, only_stage);
-  for (const std::string& label : preference(ranks, only_stage)) {
+  for (const std::string& label : preference(in, only_stage)) {
     const Plan* p = find(plans, label);
     if (p && check_fit(*p, c).fits()) return label;
   }
@@ -176,7 +182,7 @@ std::string closest(const std::vector<Plan>& plans, const std::vector<std::strin
 Recommendation recommend(const PlanInput& input, const std::vector<Plan>& plans, const Capacity& capacity,
                          std::optional<int> only_stage) {
   Recommendation r;
-  for (const std::string& label : preference(input.ranks, only_stage)) {
+  for (const std::string& label : preference(input, only_stage)) {
     const Plan* p = find(plans, label);
     if (!p) continue;
     const Fit f = check_fit(*p, capacity);
@@ -188,7 +194,7 @@ Recommendation recommend(const PlanInput& input, const std::vector<Plan>& plans,
     r.index = static_cast<int>(p - plans.data());
     return r;
   }
-  r.closest = closest(plans, preference(input.ranks, only_stage), capacity);
+  r.closest = closest(plans, preference(input, only_stage), capacity);
   search_ranks(input, capacity, only_stage, r);
   return r;
 }

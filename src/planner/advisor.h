@@ -8,7 +8,9 @@
 //   stage 3     parameters sharded too: 1.5x the traffic (3Ψ(N-1)/N, more with tied weights):
 //               when the model is far from fitting;
 //   2+opt, 3+opt, 3+opt+param   offload to the host when no device-only stage fits and the
-//               host has room: each step then also crosses the host link.
+//               host has room: each step then also crosses the host link. 1+opt is tabulated but
+//               not weighed: with offload, stage 1 sheds its gradients and is 2+opt. With the
+//               delayed update asked for, 1+opt+dpu .. 3+opt+dpu instead (3+opt+param has none).
 // On one rank nothing can be sharded: stage 0, then the offload configurations.
 #pragma once
 

@@ -37,7 +37,8 @@ std::uint64_t StepTraffic::total() const {
 }
 
 std::string plan_label(const ZeroSettings& zero) {
-  return cat(zero.stage, zero.offload_optimizer ? "+opt" : "", zero.offload_param ? "+param" : "");
+  return cat(zero.stage, zero.offload_optimizer ? "+opt" : "", zero.offload_param ? "+param" : "",
+             zero.delayed_update ? "+dpu" : "");
 }
 
 namespace {
@@ -58,6 +59,13 @@ void check_input(const PlanInput& in) {
   if (z.offload_param && z.stage != 3) throw ConfigError("[planner] parameter offload needs ZeRO stage 3");
   if (z.offload_param && !z.offload_optimizer) {
     throw ConfigError("[planner] parameter offload is planned together with optimizer offload: set offload_optimizer too");
+  }
+  if (z.delayed_update && !z.offload_optimizer) {
+    throw ConfigError("[planner] the delayed update is a setting of optimizer offload: set offload_optimizer too");
+  }
+  if (z.delayed_update && z.offload_param) {
+    throw ConfigError("[planner] the delayed update with parameter offload is not supported by the engine: "
+                      "plan it with optimizer offload alone");
   }
   if (in.model.units.empty()) throw ConfigError("[planner] the model has no units");
   const std::int64_t psi = in.model.num_parameters();
@@ -93,20 +101,19 @@ void persistent_state(const PlanInput& in, const FlatLayout& layout, TierBytes& 
   const ElementBytes b = element_bytes(in.dtype);
   const std::uint64_t P = layout.padded_numel(), S = layout.shard_numel();
   device[Category::kParameters] = z.stage < 3 ? P * b.param : (z.offload_param ? 0 : S * b.param);
-  if (z.stage < 2) {
-    device[Category::kGradients] = P * b.grad;
-  } else if (!z.offload_optimizer) {
-    device[Category::kGradients] = S * b.grad;
-  }
-  if (!z.offload_optimizer) device[Category::kOptimizerState] = (z.stage == 0 ? P : S) * b.optim;
   if (z.offload_optimizer) {
-    host[Category::kOptimizerState] = S * b.optim;  // m, v (+ the fp32 master in mixed precision)
-    host[Category::kGradients] = S * 4;             // the fp32 gradient shard CPU Adam reads
-    // The fp32 parameters CPU Adam updates: in mixed precision the master copy counted above; in
-    // fp32 mode a host copy of the shard (with offload_param, the offloaded shard itself).
+    // Every stage's gradients are transient on the device (the walk has them); the host holds
+    // m, v (+ the fp32 master in mixed precision), the fp32 gradient shard CPU Adam reads (two
+    // with the delayed update) and, in fp32 mode, the fp32 parameter shard CPU Adam updates.
+    host[Category::kOptimizerState] = S * b.optim;
+    host[Category::kGradients] = S * 4 * (z.delayed_update ? 2 : 1);
     if (in.dtype == DtypeMode::kFp32) host[Category::kParameters] = S * 4;
+    // offload_param in mixed precision: the bf16 shard DeepSpeed keeps on the host to gather from.
+    if (z.offload_param && in.dtype == DtypeMode::kMixed) host[Category::kParameters] = S * b.param;
+    return;
   }
-  if (z.offload_param && in.dtype == DtypeMode::kMixed) host[Category::kParameters] = S * b.param;
+  device[Category::kGradients] = (z.stage < 2 ? P : S) * b.grad;
+  device[Category::kOptimizerState] = (z.stage == 0 ? P : S) * b.optim;
 }
 
 }  // namespace

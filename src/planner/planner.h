@@ -19,25 +19,34 @@
 //            another has both whole) and the transient unit gradients of stage 2.
 // Communication scratch: the MPI backend's reduce_scatter allocates a buffer of the whole unit
 // (N slices) while it runs, one at a time on the comm thread; with gradient accumulation (or
-// optimizer offload) stages 2 and 3 also hold the reduced slice in flight. Activations come from
-// a hook (the GPT model's own count); the model allocates them once, so they add a constant.
+// optimizer offload, below) stages 2 and 3 also hold the reduced slice in flight. Activations
+// come from a hook (the GPT model's own count); the model allocates them once: a constant.
 //
 // Byte sizes per element: fp32 mode: 4 for everything. Mixed precision (bf16/fp16 parameters
 // and gradients, fp32 master parameters and Adam's m and v: the ZeRO paper's K = 12): parameters
 // 2, gradients 2 (and the collectives on them), optimizer state 12 per shard element.
 //
-// Offload (ZeRO-Offload; the engine's offload is being built, so these are stated assumptions):
-//   offload_optimizer (stages 1-3)  host, per rank: Adam's m, v, the fp32 gradient shard and the
-//     fp32 parameters CPU Adam updates (mixed precision: the fp32 master copy; fp32 mode: the
-//     host copy of the parameter shard, which DeepSpeed also keeps): 16 bytes per shard element
-//     in both modes. Device: the parameters (and in stage 1 the whole gradients) stay; the
-//     gradient shard, m and v leave. Link per step: the reduced gradient shard device->host
-//     (gradient dtype) and the updated parameter shard host->device (parameter dtype).
-//   offload_param (stage 3, with offload_optimizer)  the parameter shard lives on the host too
-//     (in fp32 mode it is the same fp32 copy CPU Adam updates); each gather first copies the
-//     rank's slice host->device. Updated parameters stay on the host.
-// Offload in stage 0 and parameter offload outside stage 3 or without optimizer offload are
-// refused, as DeepSpeed refuses them.
+// Offload (ZeRO-Offload, src/engine/stage_offload.cpp):
+//   offload_optimizer (stages 1-3)  host, per rank: the fp32 parameters CPU Adam updates, Adam's
+//     m and v, and the fp32 gradient shard reduced slices land in: 16 bytes per shard element in
+//     both modes (fp32 mode: parameters 4, optimizer state 8, gradients 4; mixed precision counts
+//     the fp32 master in the optimizer state, K = 12). With the delayed update a second gradient
+//     shard (20 bytes): the CPU reads step t's while step t+1's land in the other.
+//     Device: the parameters stay (stages 1-2 whole, stage 3 the shard); no gradient buffer
+//     persists in any stage: stage 1 sheds its whole gradients like stage 2 (DeepSpeed does the
+//     same), so stages 1-3 reduce-scatter every unit in every micro-batch, with the transient
+//     unit gradients of stage 2 and each reduced slice in a device buffer (comm) until the copy
+//     thread has landed it on the host. Link per step: every reduced slice device->host
+//     (gradient dtype; once per micro-batch) and the updated parameter shard host->device
+//     (parameter dtype).
+//   offload_param (stage 3, with offload_optimizer)  no parameters on the device between uses: the
+//     fp32 shard on the host is the only copy (mixed precision adds the bf16 shard DeepSpeed keeps
+//     there); each gather first copies the rank's slice host->device into a staging buffer (comm),
+//     freed once the gather has completed (at the unit's fetch). Link host->device: every
+//     gather's slice instead of the updated shard (the CPU's result stays on the host).
+// Offload in stage 0, parameter offload outside stage 3 or without optimizer offload, and the
+// delayed update without optimizer offload or with parameter offload are refused, as the engine
+// refuses them.
 #pragma once
 
 #include <array>
@@ -60,6 +69,9 @@ struct ZeroSettings {
   int stage = 0;
   bool offload_optimizer = false;
   bool offload_param = false;
+  // ZeRO-Offload's delayed parameter update (OffloadOptions::delayed_update): a second host
+  // gradient shard. Labelled "+dpu".
+  bool delayed_update = false;
   // DeepSpeed's bucket and stage-3 knobs, with its defaults. The engine reduces and gathers whole
   // units and has no buckets yet, so they do not change a prediction today; they are carried so
   // that the output can say so, and for when the engine has buckets.
@@ -121,7 +133,7 @@ struct Plan {
   int ranks = 1;
   int ranks_per_node = 1;  // as given, at most ranks
   int nodes = 1;
-  std::string label;       // "2", "2+opt", "3+opt+param"
+  std::string label;       // "2", "2+opt", "2+opt+dpu", "3+opt+param"
 
   // The layout, as the engine will have it.
   std::uint64_t numel = 0;          // Ψ
@@ -149,11 +161,11 @@ struct Plan {
 
 // Plans one configuration. ConfigError ("[planner] ...") for bad input: ranks, micro-batch or
 // accumulation below 1, more ranks than parameters or than the smallest unit has (the engine
-// refuses those too), a stage outside 0-3, an offload combination DeepSpeed refuses, a link
+// refuses those too), a stage outside 0-3, an offload combination the engine refuses, a link
 // bandwidth that is not positive.
 Plan plan(const PlanInput& input);
 
-// "0", "1", "2+opt", "3+opt+param".
+// "0", "1", "2+opt", "2+opt+dpu", "3+opt+param".
 std::string plan_label(const ZeroSettings& zero);
 
 }  // namespace zero

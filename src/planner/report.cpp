@@ -156,6 +156,7 @@ nlohmann::json plan_json(const EstimateReport& r, std::size_t i) {
   j["stage"] = p.zero.stage;
   j["offload_optimizer"] = p.zero.offload_optimizer;
   j["offload_param"] = p.zero.offload_param;
+  j["delayed_update"] = p.zero.delayed_update;
   j["device_bytes"] = tier_json(p.device);
   j["host_bytes"] = tier_json(p.host);
   j["host_bytes_per_node"] = p.host_per_node;

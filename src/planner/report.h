@@ -31,7 +31,7 @@ std::string format_report(const EstimateReport& report);
 //   model {name, family, shape, source, parameters, units, largest_unit}, ranks, ranks_per_node,
 //   nodes, dtype, micro_batch, gradient_accumulation_steps, comm_scratch, link_bandwidth_bytes_per_s,
 //   device_memory_bytes, host_memory_bytes (null when not given), activations_modelled,
-//   zero_settings {...}, plans [{label, stage, offload_optimizer, offload_param,
+//   zero_settings {...}, plans [{label, stage, offload_optimizer, offload_param, delayed_update,
 //     device_bytes {<category>..., total}, host_bytes {<category>..., total}, host_bytes_per_node,
 //     model_state_bytes {device, host}, padded_parameters, shard_parameters,
 //     traffic_bytes_per_step {<collective>..., total}, collective_calls_per_step {<collective>...},

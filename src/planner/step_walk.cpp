@@ -9,18 +9,18 @@ class StepWalk {
  public:
   StepWalk(const FlatLayout& layout, const WalkOptions& o, const TierBytes& baseline)
       : layout_(layout), o_(o), live_(baseline), peak_(baseline), users_(layout.num_units(), -1),
-        grad_alive_(layout.num_units(), false) {}
+        staged_(layout.num_units(), false), grad_alive_(layout.num_units(), false),
+        transient_grads_(o.stage >= 2 || o.offload_optimizer) {}
 
   WalkResult run() {
-    const bool sharded_grads = o_.stage >= 2;
     for (int mb = 0; mb < o_.micro_batches; ++mb) {
-      if (sharded_grads) wait_pending();  // TransientGradients::begin_micro_batch
+      if (transient_grads_) wait_pending();  // begin_micro_batch: the last reduction completes
       first_ = mb == 0;
       boundary_ = mb + 1 == o_.micro_batches;
       forward();
       backward();
     }
-    if (sharded_grads) wait_pending();  // Engine::step: finish_reduction
+    if (transient_grads_) wait_pending();  // Engine::step: finish_reduction
     if (o_.stage == 1 || o_.stage == 2) {  // gather_parameters after the optimizer
       for (int u = 0; u < layout_.num_units(); ++u) count(Collective::kAllGather, layout_.unit(u).slice, o_.param_bytes);
     }
@@ -53,37 +53,44 @@ class StepWalk {
   }
 
   // ---- stage 3's gathered units (other stages keep parameters whole: nothing to do) ----
+  // A gather allocates the whole unit and, with offload_param, a staging buffer for the rank's
+  // slice copied in from the host to send, freed once the gather has completed: at the fetch,
+  // which waits for it (OffloadStage::fetch).
   void start_gather(int u) {
     if (o_.stage != 3 || users_[u] >= 0) return;  // whole already, or on its way
     const UnitPlace& unit = layout_.unit(u);
     users_[u] = 0;
-    alloc(Category::kGatheredParameters, gathered_bytes(u));
+    alloc(Category::kGatheredParameters, unit.padded * o_.param_bytes);
+    if (o_.offload_param) {
+      staged_[u] = true;
+      alloc(Category::kCommBuffers, unit.slice * o_.param_bytes);
+    }
     count(Collective::kAllGather, unit.slice, o_.param_bytes);
     gathered_slices_ += unit.slice;
   }
   void fetch(int u) {
     if (o_.stage != 3) return;
     start_gather(u);
+    if (staged_[u]) {
+      staged_[u] = false;
+      free(Category::kCommBuffers, layout_.unit(u).slice * o_.param_bytes);
+    }
     ++users_[u];
   }
   void release(int u) {
     if (o_.stage != 3) return;
     if (--users_[u] == 0) {
       users_[u] = -1;
-      free(Category::kGatheredParameters, gathered_bytes(u));
+      free(Category::kGatheredParameters, layout_.unit(u).padded * o_.param_bytes);
     }
-  }
-  // The whole unit, plus (offload_param) the rank's slice copied in from the host to send.
-  std::uint64_t gathered_bytes(int u) const {
-    const UnitPlace& unit = layout_.unit(u);
-    return (unit.padded + (o_.offload_param ? unit.slice : 0)) * o_.param_bytes;
   }
 
   // ---- gradients ----
-  // Stages 0 and 1 keep whole gradients for the run; stages 2 and 3 allocate a unit's whole
-  // gradient at its first view in a micro-batch (TransientGradients::get).
+  // Stages 0 and 1 keep whole gradients for the run; stages 2 and 3, and every stage with
+  // optimizer offload, allocate a unit's whole gradient at its first view in a micro-batch
+  // (TransientGradients::get, OffloadStage::grads).
   void gradient_view(int u) {
-    if (o_.stage < 2) return;
+    if (!transient_grads_) return;
     if (u == pending_) wait_pending();  // never add into a buffer that is being reduced
     if (grad_alive_[u]) return;
     grad_alive_[u] = true;
@@ -93,10 +100,10 @@ class StepWalk {
   void reduce(int u) {
     const UnitPlace& unit = layout_.unit(u);
     const std::uint64_t scratch = o_.comm_scratch ? unit.padded * o_.grad_bytes : 0;
-    if (o_.stage < 2) {
-      // Stages 0 and 1 accumulate locally and reduce at the last micro-batch only. The comm
-      // thread runs one reduction at a time and the compute thread allocates nothing meanwhile,
-      // so one unit's scratch at a time is what a rank holds.
+    if (!transient_grads_) {
+      // Stages 0 and 1 without offload accumulate locally and reduce at the last micro-batch
+      // only. The comm thread runs one reduction at a time and the compute thread allocates
+      // nothing meanwhile, so one unit's scratch at a time is what a rank holds.
       if (!boundary_) return;
       count(o_.stage == 0 ? Collective::kAllReduce : Collective::kReduceScatter, unit.slice, o_.grad_bytes);
       reduced_slices_ += unit.slice;
@@ -104,9 +111,10 @@ class StepWalk {
       free(Category::kCommBuffers, scratch);
       return;
     }
-    // TransientGradients::reduce: wait for the previous reduction (freeing its unit gradient and
-    // buffers), then start this one. After the first micro-batch (or with optimizer offload)
-    // the reduced slice lands in its own buffer before it is added to the shard (or copied out).
+    // TransientGradients::reduce (OffloadStage::reduce_gradients): wait for the previous
+    // reduction (freeing its unit gradient and buffers), then start this one. After the first
+    // micro-batch (with optimizer offload: always) the reduced slice lands in its own buffer
+    // before it is added to the shard (copied to the host).
     wait_pending();
     gradient_view(u);  // a unit whose parameters got no gradient still reduces zeros
     const bool landing = !first_ || o_.offload_optimizer;
@@ -145,7 +153,9 @@ class StepWalk {
   TierBytes live_, peak_;
   StepTraffic traffic_;
   std::vector<int> users_;        // stage 3: -1 not whole; else fetches not yet released
-  std::vector<bool> grad_alive_;  // stages 2, 3: whole unit gradient allocated
+  std::vector<bool> staged_;      // stage 3 + offload_param: the slice's staging buffer is alive
+  std::vector<bool> grad_alive_;  // transient gradients: whole unit gradient allocated
+  bool transient_grads_;          // stages 2, 3, and stage 1 with optimizer offload
   int pending_ = -1;              // the unit whose reduction is in flight
   std::uint64_t pending_bytes_ = 0;
   std::uint64_t gathered_slices_ = 0, reduced_slices_ = 0;

@@ -143,6 +143,7 @@ PlanInput plan_input(const TrainConfig& c, const Communicator& comm) {
   in.zero.stage = c.zero.stage;
   in.zero.offload_optimizer = c.zero.offload_optimizer.device == OffloadDevice::cpu;
   in.zero.offload_param = c.zero.offload_param.device == OffloadDevice::cpu;
+  in.zero.delayed_update = in.zero.offload_optimizer && c.zero.offload_optimizer.delayed_update;
   in.comm_scratch = comm.backend() == "mpi";
   return in;
 }

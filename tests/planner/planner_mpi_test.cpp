@@ -1,7 +1,10 @@
 // The planner against the engine over real MPI processes (mpirun -np 2 and 4), where every
-// reduce-scatter allocates a whole-unit scratch in the ledger: the predicted peak device bytes
-// per rank must be within 5% of the ledger's measured peak, and never under it by more than 1%,
-// for a GPT in every stage, with and without gradient accumulation.
+// reduce-scatter allocates a whole-unit scratch in the ledger, for a GPT in every stage and
+// offload configuration, with and without gradient accumulation. The planner holds a scratch
+// until its reduction is waited for; the comm thread frees it as soon as the reduction is done,
+// which may be before the compute thread's next allocation, or not: a race the planner cannot
+// see. So the predicted peak device bytes per rank may exceed the ledger's by at most one scratch
+// (the largest unit's gradient), and must never be under it by more than 1%.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -19,13 +22,16 @@ Communicator& world() {  // owns MPI_Init/MPI_Finalize for the whole test binary
   return *comm;
 }
 
-std::uint64_t measured_peak(const GptShape& shape, int batch, int stage, int micro_batches) {
+std::uint64_t measured_peak(const GptShape& shape, int batch, const ZeroSettings& zero, int micro_batches) {
   Ledger ledger;
   // A communicator of its own whose scratch the ledger accounts (the world one accounts none).
   auto comm = make_communicator("mpi", {std::chrono::seconds(60), &ledger});
   Gpt gpt(shape, batch, ledger);
   EngineConfig c;
-  c.stage = stage;
+  c.stage = zero.stage;
+  c.offload.optimizer = zero.offload_optimizer;
+  c.offload.params = zero.offload_param;
+  c.offload.delayed_update = zero.delayed_update;
   Engine engine(c, gpt, *comm, ledger);
   std::mt19937 rng(17 + comm->rank());
   std::vector<std::int32_t> in(static_cast<std::size_t>(batch) * shape.seq_len), tgt(in.size());
@@ -45,22 +51,31 @@ TEST(PlannerMpi, PredictedPeakWithinFivePercentNeverUnderOnePercent) {
   Communicator& comm = world();
   const GptShape shape{96, 32, 48, 3, 4};
   const int batch = 2;
-  for (int stage = 0; stage <= 3; ++stage) {
+  std::vector<ZeroSettings> configs;
+  for (int stage = 0; stage <= 3; ++stage) configs.push_back({stage});
+  for (int stage = 1; stage <= 3; ++stage) configs.push_back({stage, true});
+  configs.push_back({3, true, true});
+  configs.push_back({2, true, false, true});  // the delayed update
+  for (const ZeroSettings& zero : configs) {
     for (int micro : {1, 2}) {
-      const std::uint64_t measured = measured_peak(shape, batch, stage, micro);
+      const std::uint64_t measured = measured_peak(shape, batch, zero, micro);
       PlanInput in;
       in.model = describe_gpt(shape);
       in.ranks = in.ranks_per_node = comm.size();
       in.micro_batch = batch;
       in.gradient_accumulation_steps = micro;
-      in.zero.stage = stage;
-      const std::uint64_t predicted = plan(in).device.total();
+      in.zero = zero;
+      const Plan p = plan(in);
+      const std::uint64_t predicted = p.device.total(), scratch = p.largest_unit * sizeof(float);
       const double ratio = static_cast<double>(predicted) / static_cast<double>(measured);
-      EXPECT_LE(ratio, 1.05) << "stage " << stage << " micro " << micro << ": predicted " << predicted << ", measured " << measured;
-      EXPECT_GE(ratio, 0.99) << "stage " << stage << " micro " << micro << ": predicted " << predicted << ", measured " << measured;
+      const std::string what = cat("stage ", plan_label(zero), " micro ", micro, ": predicted ", predicted, ", measured ",
+                                   measured, ", one scratch ", scratch);
+      EXPECT_LE(predicted, measured + scratch) << what;
+      EXPECT_GE(ratio, 0.99) << what;
       if (comm.rank() == 0) {
-        std::printf("N=%d stage %d micro-batches %d: predicted %llu, measured %llu bytes (ratio %.5f)\n", comm.size(),
-                    stage, micro, static_cast<unsigned long long>(predicted), static_cast<unsigned long long>(measured), ratio);
+        std::printf("N=%d stage %-11s micro-batches %d: predicted %llu, measured %llu bytes (ratio %.5f)\n", comm.size(),
+                    plan_label(zero).c_str(), micro, static_cast<unsigned long long>(predicted),
+                    static_cast<unsigned long long>(measured), ratio);
       }
     }
   }

@@ -9,6 +9,7 @@
 
 #include "comm/thread_world.h"
 #include "common/error.h"
+#include "common/trace.h"
 #include "engine/mlp_run.h"
 #include "model/gpt.h"
 #include "planner/byte_size.h"
@@ -147,29 +148,66 @@ TEST(NamedShapes, CountsModelKeepsTheLargestUnit) {
 struct Measured {
   std::uint64_t peak = 0;
   TierUsage usage;
+  TierUsage host;
   Traffic traffic;
+  // Host<->device copies of the last step: the engine's copy spans ("gradient to host <unit>",
+  // "parameters to device <unit>"), each one unit's slice of f32.
+  std::uint64_t to_host = 0, to_device = 0;
 };
 
-// Runs `steps` optimizer steps of the engine on N thread ranks; rank 0's ledger and traffic.
+std::uint64_t slice_bytes(const FlatLayout& layout, const std::string& unit_name) {
+  for (int u = 0; u < layout.num_units(); ++u)
+    if (layout.unit(u).name == unit_name) return layout.unit(u).slice * sizeof(float);
+  ADD_FAILURE() << "a copy of no unit: '" << unit_name << "'";
+  return 0;
+}
+
+// The bytes of the copy-lane spans events[from..].
+void count_copies(const std::vector<TraceEvent>& events, std::size_t from, const FlatLayout& layout, Measured& m) {
+  const std::string down = "gradient to host ", up = "parameters to device ";
+  for (std::size_t i = from; i < events.size(); ++i) {
+    const std::string name = events[i].name;
+    if (events[i].lane != static_cast<int>(Lane::kCopy)) continue;
+    if (name.rfind(down, 0) == 0) m.to_host += slice_bytes(layout, name.substr(down.size()));
+    else if (name.rfind(up, 0) == 0) m.to_device += slice_bytes(layout, name.substr(up.size()));
+    else ADD_FAILURE() << "unknown copy '" << name << "'";
+  }
+}
+
+// Runs two optimizer steps of the engine on N thread ranks; rank 0's ledger, traffic and copies
+// of the second step.
 template <typename MakeModel, typename SetBatch>
-Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetBatch set_batch) {
+Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetBatch set_batch,
+                 const OffloadOptions& offload = {}) {
   ThreadWorld world(n, {std::chrono::seconds(60), nullptr});
   std::vector<Measured> out(n);
   world.run([&](int r) {
     Ledger ledger;
     auto comm = world.communicator(r, &ledger);
     auto model = make_model(ledger);
+    Tracer tracer(r);
     EngineConfig c;
     c.stage = stage;
+    c.offload = offload;
+    c.tracer = &tracer;
     Engine engine(c, *model, *comm, ledger);
+    std::size_t last_step_events = 0;
     for (int s = 0; s < 2; ++s) {
+      // Every copy of step 1 has completed when step() returns (the delayed update's Adam may
+      // still run, but it copies nothing until the next step's optimizer phase).
+      last_step_events = tracer.events().size();
       for (int m = 0; m < micro_batches; ++m) {
         set_batch(*model, r * 100 + s * 10 + m);
         engine.forward_backward(m + 1 == micro_batches);
       }
       engine.step();
     }
-    out[r] = {ledger.usage(Tier::kDevice).total_peak, ledger.usage(Tier::kDevice), engine.last_step_traffic()};
+    Measured& m = out[r];
+    m.peak = ledger.usage(Tier::kDevice).total_peak;
+    m.usage = ledger.usage(Tier::kDevice);
+    m.host = ledger.usage(Tier::kHost);
+    m.traffic = engine.last_step_traffic();
+    count_copies(tracer.events(), last_step_events, engine.layout(), m);
   });
   return out[0];
 }
@@ -181,6 +219,11 @@ void expect_prediction(const PlanInput& in, const Measured& m, const std::string
     EXPECT_EQ(p.traffic.sent[c], m.traffic.sent[c]) << what << " " << collective_name(static_cast<Collective>(c));
     EXPECT_EQ(p.traffic.calls[c], m.traffic.calls[c]) << what << " " << collective_name(static_cast<Collective>(c));
   }
+  for (int c = 0; c < kNumCategories; ++c) {  // host buffers live for the whole run: peak = now
+    EXPECT_EQ(p.host.bytes[c], m.host.peak[c]) << what << " host " << category_name(static_cast<Category>(c));
+  }
+  EXPECT_EQ(p.device_to_host_bytes, m.to_host) << what << ": gradient slices to the host";
+  EXPECT_EQ(p.host_to_device_bytes, m.to_device) << what << ": parameter slices to the device";
 }
 
 PlanInput threads_input(ModelDescription model, int n, int stage, int micro_batches) {
@@ -191,6 +234,27 @@ PlanInput threads_input(ModelDescription model, int n, int stage, int micro_batc
   in.gradient_accumulation_steps = micro_batches;
   in.comm_scratch = false;  // the threads backend has no reduce-scatter scratch
   return in;
+}
+
+// The offload configurations the engine runs, as the planner and the engine each spell them.
+struct OffloadCase {
+  ZeroSettings zero;
+  OffloadOptions engine;
+};
+std::vector<OffloadCase> offload_cases() {
+  std::vector<OffloadCase> cases;
+  auto add = [&](int stage, bool param, bool delayed) {
+    OffloadCase c;
+    c.zero.stage = stage;
+    c.zero.offload_optimizer = c.engine.optimizer = true;
+    c.zero.offload_param = c.engine.params = param;
+    c.zero.delayed_update = c.engine.delayed_update = delayed;  // from the first step (no warm-up)
+    cases.push_back(c);
+  };
+  for (int stage = 1; stage <= 3; ++stage) add(stage, false, false);
+  add(3, true, false);
+  for (int stage = 1; stage <= 3; ++stage) add(stage, false, true);
+  return cases;
 }
 
 TEST(AgainstEngine, MlpPlainAndTiedEveryStage) {
@@ -235,6 +299,59 @@ TEST(AgainstEngine, GptEveryStageActivationsIncluded) {
   }
 }
 
+// Offload, every configuration: device peak, host bytes by category, traffic and the bytes each
+// step copies across the link, all exactly as the engine's ledger, counters and copies have them.
+TEST(AgainstEngine, MlpPlainAndTiedEveryOffloadConfiguration) {
+  for (bool tied : {false, true}) {
+    MlpShape shape = tied ? MlpShape{{9, 21, 17, 21, 9}, true} : MlpShape{};
+    ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt};
+    for (int n : {1, 2, 4}) {
+      for (const OffloadCase& oc : offload_cases()) {
+        for (int micro : {1, 3}) {
+          const Measured m = measure(
+              n, oc.zero.stage, micro, [&](Ledger&) { return std::make_unique<Mlp>(shape); },
+              [&](Mlp& mlp, int seed) { mlp.set_batch(mlp_synthetic_batch(shape, 7, seed, 0, 2)); }, oc.engine);
+          PlanInput in = threads_input(model, n, oc.zero.stage, micro);
+          in.zero = oc.zero;
+          expect_prediction(in, m, cat(tied ? "tied" : "plain", " MLP N=", n, " ", plan_label(oc.zero), " micro-batches ", micro));
+        }
+      }
+    }
+  }
+}
+
+TEST(AgainstEngine, GptEveryOffloadConfigurationActivationsIncluded) {
+  const GptShape shape{64, 16, 32, 2, 2};
+  const int batch = 2;
+  auto make = [&](Ledger& ledger) { return std::make_unique<Gpt>(shape, batch, ledger); };
+  auto set_batch = [&](Gpt& gpt, int seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::int32_t> in(batch * shape.seq_len), tgt(in.size());
+    for (auto& t : in) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
+    for (auto& t : tgt) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
+    gpt.set_batch(in.data(), tgt.data());
+  };
+  for (int n : {1, 2, 4}) {
+    for (const OffloadCase& oc : offload_cases()) {
+      for (int micro : {1, 2}) {
+        const Measured m = measure(n, oc.zero.stage, micro, make, set_batch, oc.engine);
+        PlanInput in = threads_input(describe_gpt(shape), n, oc.zero.stage, micro);
+        in.zero = oc.zero;
+        in.micro_batch = batch;
+        const std::string what = cat("GPT N=", n, " ", plan_label(oc.zero), " micro-batches ", micro);
+        expect_prediction(in, m, what);
+        const Plan p = plan(in);
+        std::printf("[ measured ] %-34s device peak %7llu B (predicted %7llu), host %6llu B (%6llu), link %5llu B down "
+                    "(%5llu), %5llu B up (%5llu)\n",
+                    what.c_str(), static_cast<unsigned long long>(m.peak), static_cast<unsigned long long>(p.device.total()),
+                    static_cast<unsigned long long>(m.host.total_peak), static_cast<unsigned long long>(p.host.total()),
+                    static_cast<unsigned long long>(m.to_host), static_cast<unsigned long long>(p.device_to_host_bytes),
+                    static_cast<unsigned long long>(m.to_device), static_cast<unsigned long long>(p.host_to_device_bytes));
+      }
+    }
+  }
+}
+
 // ---- offload: what moves to the host, and what crosses the link ----
 TEST(Offload, HostHoldsOptimizerStateGradientShardAndFp32Parameters) {
   for (DtypeMode d : {DtypeMode::kFp32, DtypeMode::kMixed}) {
@@ -250,6 +367,24 @@ TEST(Offload, HostHoldsOptimizerStateGradientShardAndFp32Parameters) {
     EXPECT_EQ(p.device_to_host_bytes, S * pb);
     EXPECT_EQ(p.host_to_device_bytes, S * pb);
     EXPECT_DOUBLE_EQ(p.link_seconds, 2.0 * S * pb / kPcie4x16Bandwidth);
+
+    // Stage 1 with offload sheds its whole gradients as stage 2 does: the same plan but the label.
+    in.zero.stage = 1;
+    const Plan one = plan(in);
+    EXPECT_EQ(one.device.bytes, p.device.bytes);
+    EXPECT_EQ(one.traffic.sent, p.traffic.sent);
+    EXPECT_EQ(one.host.bytes, p.host.bytes);
+    EXPECT_EQ(one.label, "1+opt");
+    // The delayed update: a second fp32 gradient shard on the host, nothing else.
+    in.zero.stage = 2;
+    in.zero.delayed_update = true;
+    const Plan dpu = plan(in);
+    EXPECT_EQ(dpu.label, "2+opt+dpu");
+    EXPECT_EQ(dpu.host[Category::kGradients], 8 * S);
+    EXPECT_EQ(dpu.host.total(), 20 * S);
+    EXPECT_EQ(dpu.device.bytes, p.device.bytes);
+    EXPECT_EQ(dpu.host_to_device_bytes + dpu.device_to_host_bytes, p.host_to_device_bytes + p.device_to_host_bytes);
+    in.zero.delayed_update = false;
 
     in.zero.stage = 3;
     in.zero.offload_param = true;
@@ -287,6 +422,12 @@ TEST(Advisor, FollowsThePractice) {
   EXPECT_EQ(recommended(in, {peak(2, true) - 1, tib}), "3+opt");
   EXPECT_EQ(recommended(in, {peak(3, true) - 1, tib}), "3+opt+param");
   EXPECT_EQ(recommended(in, {peak(3, true) - 1, std::nullopt}), "3+opt+param");  // host unknown: no limit
+  // With the delayed update asked for, the offload rows carry it (3+opt+param cannot).
+  PlanInput dpu = in;
+  dpu.zero.delayed_update = true;
+  EXPECT_EQ(recommended(dpu, {peak(3) - 1, tib}), "2+opt+dpu");
+  EXPECT_EQ(recommended(dpu, {peak(3, true) - 1, tib}), "3+opt+param");
+  EXPECT_EQ(make_report(dpu, {}, std::nullopt).plans.size(), 8u);
   // Nothing fits: the fewest ranks at which something would.
   const EstimateReport none = make_report(in, {peak(3) / 8, 1}, std::nullopt);
   EXPECT_EQ(none.recommendation.index, -1);
@@ -343,6 +484,11 @@ TEST(BadInput, SizesAndCounts) {
   in.zero.offload_param = true;
   expect_error([&] { plan(in); }, "together with optimizer offload");
   in.zero.offload_optimizer = true;
+  in.zero.delayed_update = true;
+  expect_error([&] { plan(in); }, "delayed update with parameter offload is not supported");
+  in.zero.offload_param = in.zero.offload_optimizer = false;
+  expect_error([&] { plan(in); }, "delayed update is a setting of optimizer offload");
+  in.zero = {3, true, true};
   in.micro_batch = 0;
   expect_error([&] { plan(in); }, "micro-batch must be at least 1");
   expect_error([] { parse_dtype("fp8"); }, "unknown dtype 'fp8'");
