@@ -112,8 +112,8 @@ class OffloadStage final : public Stage {
   }
 
   float* grads(int u) override {
-    for (const Pending& p : pending_)
-      if (p.unit == u) retire_oldest();  // never add into a buffer that is being reduced
+    // Never add into a buffer that is being reduced (one reduction is in flight at most).
+    if (!pending_.empty() && pending_.front().unit == u) retire_oldest();
     Buffer& b = whole_grads_.at(u);
     if (b.empty()) {
       b = Buffer(ctx_.ledger, Tier::kDevice, Category::kGradients, ctx_.layout.unit(u).padded,
