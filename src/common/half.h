@@ -12,9 +12,13 @@
 //  - NaN stays NaN: the sign and the top payload bits are kept and the quiet bit is set, so a
 //    signalling NaN comes out quiet. This is what x86's F16C (VCVTPS2PH) does for fp16.
 // Values are carried as raw bits in std::uint16_t; the dtype travels beside them.
+//
+// always_inline: these are also compiled into files built with AVX flags (the CPU Adam kernels);
+// inlined everywhere, no out-of-line copy built with those flags can be shared by the linker
+// with callers on CPUs that lack them, even in unoptimised builds. For the same reason they use
+// __builtin_bit_cast rather than std::bit_cast, a function template the linker would share.
 #pragma once
 
-#include <bit>
 #include <cstdint>
 
 namespace zero {
@@ -23,16 +27,16 @@ enum class HalfFormat : std::uint8_t { kBf16, kFp16 };
 
 inline const char* half_format_name(HalfFormat f) { return f == HalfFormat::kBf16 ? "bf16" : "fp16"; }
 
-inline std::uint16_t float_to_bf16(float x) {
-  const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
+[[gnu::always_inline]] inline std::uint16_t float_to_bf16(float x) {
+  const std::uint32_t u = __builtin_bit_cast(std::uint32_t, x);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);
   // Adding 0x7FFF plus the lowest kept bit rounds to nearest, ties to even; a carry out of the
   // mantissa bumps the exponent, and out of the largest finite value gives infinity.
   return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
-inline std::uint16_t float_to_fp16(float x) {
-  const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
+[[gnu::always_inline]] inline std::uint16_t float_to_fp16(float x) {
+  const std::uint32_t u = __builtin_bit_cast(std::uint32_t, x);
   const std::uint32_t sign = (u >> 16) & 0x8000u;
   std::uint32_t a = u & 0x7FFFFFFFu;
   if (a > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u | ((a >> 13) & 0x03FFu));  // NaN
@@ -53,14 +57,16 @@ inline std::uint16_t float_to_fp16(float x) {
   return static_cast<std::uint16_t>(sign | k);
 }
 
-inline float bf16_to_float(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+[[gnu::always_inline]] inline float bf16_to_float(std::uint16_t h) {
+  return __builtin_bit_cast(float, static_cast<std::uint32_t>(h) << 16);
+}
 
-inline float fp16_to_float(std::uint16_t h) {
+[[gnu::always_inline]] inline float fp16_to_float(std::uint16_t h) {
   const std::uint32_t sign = (static_cast<std::uint32_t>(h) & 0x8000u) << 16;
   const std::uint32_t e = (h >> 10) & 0x1Fu;
   const std::uint32_t mant = h & 0x03FFu;
-  if (e == 0x1F) return std::bit_cast<float>(sign | 0x7F800000u | (mant << 13));  // Inf, NaN
-  if (e != 0) return std::bit_cast<float>(sign | ((e + 112) << 23) | (mant << 13));
+  if (e == 0x1F) return __builtin_bit_cast(float, sign | 0x7F800000u | (mant << 13));  // Inf, NaN
+  if (e != 0) return __builtin_bit_cast(float, sign | ((e + 112) << 23) | (mant << 13));
   // Zero or subnormal: mant * 2^-24, exact in fp32.
   const float magnitude = static_cast<float>(mant) * 0x1p-24f;
   return sign ? -magnitude : magnitude;

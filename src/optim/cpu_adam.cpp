@@ -140,8 +140,9 @@ bool cpu_isa_supported(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::kAuto:
     case CpuIsa::kScalar: return true;
-    case CpuIsa::kAvx2: return cpu_adam::kernels_avx2() != nullptr && cpu_adam::cpu_runs_avx2();
-    case CpuIsa::kAvx512: return cpu_adam::kernels_avx512() != nullptr && cpu_adam::cpu_runs_avx512();
+    // The CPU first: kernels_avx2/avx512 live in files built with those flags.
+    case CpuIsa::kAvx2: return cpu_adam::cpu_runs_avx2() && cpu_adam::kernels_avx2() != nullptr;
+    case CpuIsa::kAvx512: return cpu_adam::cpu_runs_avx512() && cpu_adam::kernels_avx512() != nullptr;
   }
   return false;
 }
