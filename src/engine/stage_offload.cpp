@@ -16,8 +16,7 @@
 // step t's update, meanwhile. At step t+1's optimizer phase the CPU's result is copied back and
 // gathered, and step t+1's Adam is queued. Two host gradient buffers alternate, so gradients
 // landing for step t+1 never meet the CPU reading step t's.
-#include <sys/mman.h>
-
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -245,7 +244,7 @@ class OffloadStage final : public Stage {
 
   Buffer host_buffer(Category c, std::size_t n, const std::string& what) {
     Buffer b(ctx_.ledger, Tier::kHost, c, n, what);
-    if (ctx_.offload.pin_memory && n > 0 && mlock(b.data(), n * sizeof(float)) != 0 && !pin_warned_) {
+    if (ctx_.offload.pin_memory && !b.lock_pages() && !pin_warned_) {
       std::fprintf(stderr, "zero: [offload] pin_memory: cannot page-lock %s of host memory (%s); using pageable memory\n",
                    format_bytes(n * sizeof(float)).c_str(), std::strerror(errno));
       pin_warned_ = true;

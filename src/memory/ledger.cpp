@@ -1,5 +1,7 @@
 #include "memory/ledger.h"
 
+#include <sys/mman.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -111,9 +113,10 @@ Buffer::Buffer(Ledger& ledger, Tier tier, Category category, std::size_t numel, 
 }
 
 Buffer::Buffer(Buffer&& other) noexcept
-    : ledger_(other.ledger_), tier_(other.tier_), cat_(other.cat_), data_(other.data_), numel_(other.numel_) {
+    : ledger_(other.ledger_), tier_(other.tier_), cat_(other.cat_), data_(other.data_), numel_(other.numel_), locked_(other.locked_) {
   other.data_ = nullptr;
   other.numel_ = 0;
+  other.locked_ = false;
 }
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
@@ -124,12 +127,21 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     cat_ = other.cat_;
     data_ = std::exchange(other.data_, nullptr);
     numel_ = std::exchange(other.numel_, 0);
+    locked_ = std::exchange(other.locked_, false);
   }
   return *this;
 }
 
+bool Buffer::lock_pages() {
+  if (data_ == nullptr || locked_) return true;
+  locked_ = mlock(data_, numel_ * sizeof(float)) == 0;
+  return locked_;
+}
+
 void Buffer::reset() {
   if (data_ != nullptr) {
+    if (locked_) munlock(data_, numel_ * sizeof(float));
+    locked_ = false;
     std::free(data_);
     ledger_->on_free(tier_, cat_, numel_ * sizeof(float));
   }

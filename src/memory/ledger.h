@@ -81,6 +81,9 @@ class Buffer {
   Buffer& operator=(const Buffer&) = delete;
 
   void reset();
+  // Page-locks the memory (pinned host memory, for fast and asynchronous copies); false if the
+  // system refuses (errno says why). Unlocked when freed.
+  bool lock_pages();
   float* data() { return data_; }
   const float* data() const { return data_; }
   std::size_t size() const { return numel_; }
@@ -94,6 +97,7 @@ class Buffer {
   Category cat_ = Category::kOther;
   float* data_ = nullptr;
   std::size_t numel_ = 0;
+  bool locked_ = false;
 };
 
 std::string format_bytes(std::uint64_t bytes);  // "12.3 MiB"

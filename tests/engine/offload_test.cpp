@@ -3,6 +3,11 @@
 // ledger; device capacity that only offload fits; the timeline; bad input.
 #include <gtest/gtest.h>
 
+#include <linux/capability.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "comm/thread_world.h"
@@ -232,6 +237,53 @@ TEST(Offload, BadCombinationsAreRefused) {
   run.stage = 3;
   run.offload.delayed_update = true;
   expect_error(run, "not supported yet");
+}
+
+// Drops CAP_IPC_LOCK from this thread's effective set (a root process ignores RLIMIT_MEMLOCK
+// while it has it) and lowers RLIMIT_MEMLOCK, so that mlock fails; restores both on destruction.
+class NoPinning {
+ public:
+  NoPinning() {
+    getrlimit(RLIMIT_MEMLOCK, &saved_limit_);
+    rlimit tiny{4096, saved_limit_.rlim_max};
+    setrlimit(RLIMIT_MEMLOCK, &tiny);
+    syscall(SYS_capget, &header_, saved_caps_);
+    __user_cap_data_struct caps[2] = {saved_caps_[0], saved_caps_[1]};
+    caps[0].effective &= ~(1u << CAP_IPC_LOCK);
+    syscall(SYS_capset, &header_, caps);
+  }
+  ~NoPinning() {
+    syscall(SYS_capset, &header_, saved_caps_);
+    setrlimit(RLIMIT_MEMLOCK, &saved_limit_);
+  }
+
+ private:
+  rlimit saved_limit_{};
+  __user_cap_header_struct header_{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct saved_caps_[2]{};
+};
+
+// pin_memory where page-locking is impossible: one warning, pageable memory, training goes on.
+TEST(Offload, PinMemoryFallsBackToPageableWithAWarning) {
+  MlpRun run;
+  run.stage = 2;
+  run.steps = 2;
+  run.offload.optimizer = true;
+  const auto plain = run_threads(run, 1)[0].params;
+  run.offload.pin_memory = true;
+  std::vector<float> pinned;
+  ::testing::internal::CaptureStderr();
+  {
+    NoPinning no_pinning;
+    Ledger ledger;
+    auto comm = make_communicator("self");
+    pinned = testing::train_mlp(run, *comm, ledger).params;
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("pin_memory: cannot page-lock"), std::string::npos) << err;
+  EXPECT_NE(err.find("using pageable memory"), std::string::npos) << err;
+  EXPECT_EQ(err.find("pin_memory", err.find("pin_memory") + 1), std::string::npos) << "warned more than once: " << err;
+  EXPECT_TRUE(same_bits(pinned, plain));
 }
 
 // The timeline: every lane records, and the CPU optimizer's overlap with compute is a fraction.
