@@ -167,9 +167,10 @@ int bench_train_main(const std::vector<std::string>& args) {
   return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
     nlohmann::json results = nlohmann::json::array();
     if (comm.rank() == 0) {
-      std::printf("zero bench train: ZeRO stage %d, %d ranks (%s), %d OpenMP / %d OpenBLAS threads per rank, micro-batch %d x T=%d "
-                  "per rank, AdamW fp32, synthetic tokens; %d warm-up + %d timed steps\n",
-                  stage, comm.size(), comm.backend().c_str(), omp_get_max_threads(), openblas_get_num_threads(), B, T, warmup, steps);
+      std::printf("zero bench train: ZeRO stage %d, %d ranks (%s), %d OpenMP / %d OpenBLAS (%s) threads per rank, micro-batch %d x "
+                  "T=%d per rank, AdamW fp32, synthetic tokens; %d warm-up + %d timed steps\n",
+                  stage, comm.size(), comm.backend().c_str(), omp_get_max_threads(), openblas_get_num_threads(),
+                  openblas_get_corename(), B, T, warmup, steps);
     }
     for (const BenchModel& m : kModels) {
       if (which != "all" && which != m.name) continue;
@@ -185,6 +186,7 @@ int bench_train_main(const std::vector<std::string>& args) {
     if (comm.rank() == 0 && !json_path.empty()) {
       const nlohmann::json j = {{"tool", "zero bench train"}, {"stage", stage}, {"ranks", comm.size()}, {"backend", comm.backend()},
                                 {"omp_threads_per_rank", omp_get_max_threads()}, {"openblas_threads_per_rank", openblas_get_num_threads()},
+                                {"openblas_core", openblas_get_corename()},
                                 {"micro_batch", B}, {"seq_len", T}, {"warmup", warmup}, {"steps", steps}, {"results", results}};
       std::ofstream out(json_path + ".partial");
       out << j.dump(2) << "\n";

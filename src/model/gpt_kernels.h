@@ -1,7 +1,9 @@
-// CPU kernels of the GPT, forward and backward. Matrix products go to OpenBLAS; the rest is
-// OpenMP over independent rows. Every kernel is deterministic: each output element is computed
-// by one thread in a fixed order (reductions over rows run per output channel), so results do
-// not depend on the thread count, and ranks computing the same thing get the same bits.
+// CPU kernels of the GPT, forward and backward. Matrix products (attention's too) go to
+// OpenBLAS; the rest is OpenMP over independent rows or channel chunks, vectorised (see
+// vector_math.h). Every kernel is deterministic: each output element is computed by one thread
+// in a fixed order (reductions over rows run per output channel), so results do not depend on
+// the OpenMP thread count or the vector width, and ranks computing the same thing get the same
+// bits. (OpenBLAS's own bits may depend on its thread count, which is fixed per rank.)
 // Shapes: B batch, T time, C channels, OC output channels, NH heads, V vocabulary.
 #pragma once
 

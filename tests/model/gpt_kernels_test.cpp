@@ -1,0 +1,229 @@
+// The GPT's fast CPU kernels against plain scalar twins: blocked-GEMM attention against the
+// per-element loops it replaced, the vectorised exp/tanh/GELU against libm and against the same
+// formula in a scalar loop (bit for bit), and every kernel's bits independent of the OpenMP
+// thread count.
+#include "model/gpt_kernels.h"
+
+#include <cblas.h>
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "model/vector_math.h"
+#include "partition/init.h"
+
+namespace zero::gpt {
+namespace {
+
+std::vector<float> random_vector(std::size_t n, std::uint64_t key, float scale) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>((counter_uniform(key, i) * 2 - 1) * scale);
+  return v;
+}
+
+struct Diff {
+  double max_abs = 0, max_ref = 0;
+  void add(double got, double ref) {
+    max_abs = std::max(max_abs, std::abs(got - ref));
+    max_ref = std::max(max_ref, std::abs(ref));
+  }
+  double rel() const { return max_ref > 0 ? max_abs / max_ref : max_abs; }
+};
+
+// The scalar twin: causal attention one query at a time, in double (as the kernels did before
+// they became matrix products).
+void attention_reference(std::vector<double>& out, std::vector<double>& dqkv, const std::vector<float>& qkv,
+                         const std::vector<float>& dout, int B, int T, int C, int NH) {
+  const int hs = C / NH;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
+  auto at = [&](int b, int t, int part, int h, int i) { return static_cast<std::size_t>((b * T + t) * 3 * C + part * C + h * hs + i); };
+  out.assign(static_cast<std::size_t>(B) * T * C, 0.0);
+  dqkv.assign(qkv.size(), 0.0);
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h)
+      for (int t = 0; t < T; ++t) {
+        std::vector<double> a(t + 1), da(t + 1);
+        double mx = -1e300, sum = 0;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          double s = 0;
+          for (int i = 0; i < hs; ++i) s += double(qkv[at(b, t, 0, h, i)]) * qkv[at(b, t2, 1, h, i)];
+          a[t2] = s * scale;
+          mx = std::max(mx, a[t2]);
+        }
+        for (auto& e : a) sum += (e = std::exp(e - mx));
+        for (auto& e : a) e /= sum;
+        const float* d = &dout[static_cast<std::size_t>((b * T + t) * C + h * hs)];
+        double dot = 0;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          for (int i = 0; i < hs; ++i) {
+            out[(b * T + t) * C + h * hs + i] += a[t2] * qkv[at(b, t2, 2, h, i)];
+            da[t2] += d[i] * double(qkv[at(b, t2, 2, h, i)]);
+            dqkv[at(b, t2, 2, h, i)] += a[t2] * d[i];
+          }
+          dot += a[t2] * da[t2];
+        }
+        for (int t2 = 0; t2 <= t; ++t2) {
+          const double g = a[t2] * (da[t2] - dot) * scale;
+          for (int i = 0; i < hs; ++i) {
+            dqkv[at(b, t, 0, h, i)] += g * qkv[at(b, t2, 1, h, i)];
+            dqkv[at(b, t2, 1, h, i)] += g * qkv[at(b, t, 0, h, i)];
+          }
+        }
+      }
+}
+
+struct AttentionRun {
+  std::vector<float> out, preatt, att, dqkv, dpreatt, datt;
+  AttentionRun(const std::vector<float>& qkv, const std::vector<float>& dout, int B, int T, int C, int NH) {
+    const std::size_t tt = static_cast<std::size_t>(B) * NH * T * T;
+    out.assign(static_cast<std::size_t>(B) * T * C, 0.0f);
+    preatt.assign(tt, 0.0f), att.assign(tt, 0.0f), dpreatt.assign(tt, 0.0f), datt.assign(tt, 0.0f);
+    dqkv.assign(qkv.size(), 123.0f);  // overwritten, not accumulated
+    attention_forward(out.data(), preatt.data(), att.data(), qkv.data(), B, T, C, NH);
+    attention_backward(dqkv.data(), dpreatt.data(), datt.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+  }
+};
+
+TEST(GptKernels, AttentionMatchesPerQueryReference) {
+  // T = 150: three blocks of query rows, the last one partial.
+  const int B = 2, T = 150, C = 48, NH = 3;
+  const auto qkv = random_vector(static_cast<std::size_t>(B) * T * 3 * C, 1, 1.5f);
+  const auto dout = random_vector(static_cast<std::size_t>(B) * T * C, 2, 1.0f);
+  const AttentionRun run(qkv, dout, B, T, C, NH);
+  std::vector<double> out, dqkv;
+  attention_reference(out, dqkv, qkv, dout, B, T, C, NH);
+  Diff fwd, bwd;
+  for (std::size_t i = 0; i < out.size(); ++i) fwd.add(run.out[i], out[i]);
+  for (std::size_t i = 0; i < dqkv.size(); ++i) bwd.add(run.dqkv[i], dqkv[i]);
+  std::printf("[ measured ] attention: forward max abs diff %.3g (rel %.3g), backward %.3g (rel %.3g)\n", fwd.max_abs,
+              fwd.rel(), bwd.max_abs, bwd.rel());
+  EXPECT_LT(fwd.rel(), 2e-6);
+  EXPECT_LT(bwd.rel(), 1e-5);
+  for (int b = 0; b < B; ++b)  // att is exactly zero above the diagonal
+    for (int t = 0; t < T; ++t)
+      for (int t2 = t + 1; t2 < T; ++t2) ASSERT_EQ(run.att[(static_cast<std::size_t>(b) * NH * T + t) * T + t2], 0.0f);
+}
+
+TEST(GptKernels, ExpAndGeluMatchLibm) {
+  Diff e, g, dg;
+  double max_exp_rel = 0;
+  for (int i = 0; i <= 200000; ++i) {
+    const float x = -87.0f + 175.0f * static_cast<float>(i) / 200000.0f;
+    const double ref = std::exp(static_cast<double>(x));
+    max_exp_rel = std::max(max_exp_rel, std::abs(exp_approx(x) - ref) / ref);
+  }
+  for (int i = 0; i <= 200000; ++i) {
+    const double x = -12.0 + 24.0 * i / 200000.0;
+    const double u = std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x), th = std::tanh(u);
+    g.add(gelu(static_cast<float>(x)), 0.5 * x * (1 + th));
+    dg.add(gelu_derivative(static_cast<float>(x)),
+           0.5 * (1 + th) + 0.5 * x * (1 - th * th) * std::sqrt(2 / M_PI) * (1 + 3 * 0.044715 * x * x));
+  }
+  std::printf("[ measured ] exp_approx max rel err %.3g; gelu max abs err %.3g, gelu' max abs err %.3g\n", max_exp_rel,
+              g.max_abs, dg.max_abs);
+  EXPECT_LT(max_exp_rel, 3e-7);
+  EXPECT_LT(g.max_abs, 2e-6);  // |x| <= 12: a few ulp of x
+  EXPECT_LT(dg.max_abs, 5e-6);  // tanh's ~1e-7 absolute error times x (1 + 0.134 x^2) / 2
+  EXPECT_EQ(exp_approx(-1000.0f), exp_approx(-87.0f));
+  EXPECT_TRUE(std::isnan(exp_approx(NAN)));
+  EXPECT_EQ(tanh_approx(50.0f), 1.0f);
+  EXPECT_EQ(tanh_approx(-50.0f), -1.0f);
+}
+
+TEST(GptKernels, VectorisedGeluEqualsScalarTwinBitForBit) {
+  const std::int64_t n = 40000 + 7;  // several spans and a ragged end
+  const auto x = random_vector(n, 3, 6.0f), d = random_vector(n, 4, 1.0f);
+  std::vector<float> out(n), dinp(n);
+  gelu_forward(out.data(), x.data(), n);
+  gelu_backward(dinp.data(), x.data(), d.data(), n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    volatile float xi = x[i];  // keep the twin scalar
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(out[i]), std::bit_cast<std::uint32_t>(gelu(xi))) << i;
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(dinp[i]), std::bit_cast<std::uint32_t>(gelu_derivative(xi) * d[i])) << i;
+  }
+}
+
+TEST(GptKernels, LayerNormMatchesDoubleReference) {
+  const int N = 37, C = 200;  // C not a multiple of the 16 lanes or of the 64-channel chunks
+  const auto x = random_vector(static_cast<std::size_t>(N) * C, 5, 2.0f), w = random_vector(C, 6, 1.0f),
+             b = random_vector(C, 7, 1.0f), d = random_vector(static_cast<std::size_t>(N) * C, 8, 1.0f);
+  std::vector<float> out(x.size()), mean(N), rstd(N), dx(x.size(), 0.0f), dw(C, 0.0f), db(C, 0.0f);
+  layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+  layernorm_backward(dx.data(), dw.data(), db.data(), d.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+  Diff fo, fdx, fdw;
+  std::vector<double> rdw(C, 0.0), rdb(C, 0.0);
+  for (int n = 0; n < N; ++n) {
+    double m = 0, v = 0, a1 = 0, a2 = 0;
+    for (int i = 0; i < C; ++i) m += x[n * C + i];
+    m /= C;
+    for (int i = 0; i < C; ++i) v += (x[n * C + i] - m) * (x[n * C + i] - m);
+    const double s = 1 / std::sqrt(v / C + 1e-5);
+    for (int i = 0; i < C; ++i) {
+      const double norm = (x[n * C + i] - m) * s;
+      fo.add(out[n * C + i], norm * w[i] + b[i]);
+      a1 += w[i] * d[n * C + i];
+      a2 += w[i] * d[n * C + i] * norm;
+      rdw[i] += norm * d[n * C + i];
+      rdb[i] += d[n * C + i];
+    }
+    for (int i = 0; i < C; ++i) {
+      const double norm = (x[n * C + i] - m) * s;
+      fdx.add(dx[n * C + i], (w[i] * d[n * C + i] - a1 / C - norm * a2 / C) * s);
+    }
+  }
+  for (int i = 0; i < C; ++i) fdw.add(dw[i], rdw[i]), fdw.add(db[i], rdb[i]);
+  std::printf("[ measured ] layernorm: out rel %.3g, dx rel %.3g, dw/db rel %.3g\n", fo.rel(), fdx.rel(), fdw.rel());
+  EXPECT_LT(fo.rel(), 1e-6);
+  EXPECT_LT(fdx.rel(), 1e-5);
+  EXPECT_LT(fdw.rel(), 1e-5);
+}
+
+// Every kernel of one block, forward and backward, with the given OpenMP threads. OpenBLAS runs
+// one thread: its own results can depend on its thread count (its Haswell kernels, which
+// OPENBLAS_CORETYPE=Haswell selects, round a partitioned matrix's edges differently), which is
+// why a rank's OpenBLAS thread count is part of its configuration.
+std::vector<float> block_outputs(int omp_threads) {
+  omp_set_num_threads(omp_threads);
+  const int B = 2, T = 130, C = 96, NH = 4, N = B * T;
+  const std::size_t tt = static_cast<std::size_t>(B) * NH * T * T;
+  const auto x = random_vector(static_cast<std::size_t>(N) * C, 9, 1.0f), w = random_vector(3 * C * C, 10, 0.2f),
+             bias = random_vector(3 * C, 11, 0.1f), d3 = random_vector(static_cast<std::size_t>(N) * 3 * C, 12, 1.0f);
+  std::vector<float> ln(x.size()), mean(N), rstd(N), qkv(static_cast<std::size_t>(N) * 3 * C), out(x.size());
+  std::vector<float> pre(tt), att(tt), dpre(tt), datt(tt), dqkv(qkv.size()), dx(x.size(), 0.0f), dln(x.size());
+  std::vector<float> dw(w.size(), 0.0f), dbias(3 * C, 0.0f), dlw(C, 0.0f), dlb(C, 0.0f), g(qkv.size()), dg(qkv.size());
+  std::vector<float> dwte(10 * C, 0.0f), dwpe(static_cast<std::size_t>(T) * C, 0.0f);
+  std::vector<std::int32_t> tokens(N);
+  for (int i = 0; i < N; ++i) tokens[i] = (i * 7) % 10;
+  layernorm_forward(ln.data(), mean.data(), rstd.data(), x.data(), w.data(), bias.data(), N, C);
+  matmul_forward(qkv.data(), ln.data(), w.data(), bias.data(), N, C, 3 * C);
+  attention_forward(out.data(), pre.data(), att.data(), qkv.data(), B, T, C, NH);
+  gelu_forward(g.data(), qkv.data(), static_cast<std::int64_t>(qkv.size()));
+  gelu_backward(dg.data(), qkv.data(), d3.data(), static_cast<std::int64_t>(qkv.size()));
+  attention_backward(dqkv.data(), dpre.data(), datt.data(), x.data(), qkv.data(), att.data(), B, T, C, NH);
+  matmul_backward(dln.data(), dw.data(), dbias.data(), dqkv.data(), ln.data(), w.data(), N, C, 3 * C);
+  layernorm_backward(dx.data(), dlw.data(), dlb.data(), dln.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+  encoder_backward(dwte.data(), dwpe.data(), dx.data(), tokens.data(), B, T, C);
+  std::vector<float> all;
+  for (const auto* v : {&ln, &qkv, &out, &att, &g, &dg, &dqkv, &dln, &dw, &dbias, &dx, &dlw, &dlb, &dwte, &dwpe})
+    all.insert(all.end(), v->begin(), v->end());
+  return all;
+}
+
+TEST(GptKernels, BitsDoNotDependOnOpenMPThreads) {
+  const int omp_before = omp_get_max_threads(), blas_before = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  const auto one = block_outputs(1);
+  for (int threads : {2, 3, 4}) {
+    const auto many = block_outputs(threads);
+    ASSERT_EQ(one.size(), many.size());
+    EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)), 0) << threads << " OpenMP threads changed the bits";
+  }
+  omp_set_num_threads(omp_before);
+  openblas_set_num_threads(blas_before);
+}
+
+}  // namespace
+}  // namespace zero::gpt
