@@ -12,6 +12,7 @@
 # install torch. One-time setup (Debian 12, as root; PyTorch 1.13.1 from Debian's archive):
 #     apt-get update && apt-get install -y python3-torch
 #
+# Method and measured figures: bench/README.md.
 # usage: bench/compare_train.sh            (from anywhere; builds zero into $BUILD if needed)
 # env:   BUILD (build), ROUNDS (3), WARMUP (2), STEPS (6), MICRO_BATCH (4), SEQ_LEN (256),
 #        MODELS ("10m 50m"), OUT (a new temporary directory: the JSON of every run, summary.json)
