@@ -19,6 +19,7 @@ constexpr int kDevice = static_cast<int>(Tier::kDevice);
 int cat_index(Category c) { return static_cast<int>(c); }
 
 struct StageRun {
+  StageRun(int s, bool opt = false, bool param = false) : stage(s), offload_optimizer(opt), offload_param(param) {}
   int stage = 0;
   bool offload_optimizer = false, offload_param = false;
   TrainResult result;

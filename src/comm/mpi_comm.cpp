@@ -87,7 +87,7 @@ class MpiCommunicator final : public Communicator {
     Scratch scratch;
     float* pieces = nullptr;
     if (options().ledger) {
-      scratch.owned = Buffer(*options().ledger, Tier::kDevice, Category::kCommBuffers, n * k, "reduce_scatter scratch");
+      scratch.owned = Buffer(*options().ledger, Tier::kDevice, Category::kCommBuffers, n * k, "reduce_scatter scratch", false);  // all of it is received before it is read
       pieces = scratch.owned.data();
     } else {
       scratch.unaccounted.resize(n * k);

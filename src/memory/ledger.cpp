@@ -98,7 +98,7 @@ void Ledger::reset_peaks() {
   }
 }
 
-Buffer::Buffer(Ledger& ledger, Tier tier, Category category, std::size_t numel, const std::string& what)
+Buffer::Buffer(Ledger& ledger, Tier tier, Category category, std::size_t numel, const std::string& what, bool zeroed)
     : ledger_(&ledger), tier_(tier), cat_(category), numel_(numel) {
   if (numel == 0) return;
   const std::size_t bytes = numel * sizeof(float);
@@ -109,7 +109,7 @@ Buffer::Buffer(Ledger& ledger, Tier tier, Category category, std::size_t numel, 
     ledger.on_free(tier, category, bytes);
     throw OutOfMemoryError(cat("[memory] the system refused ", format_bytes(bytes), " for ", what));
   }
-  std::memset(data_, 0, rounded);
+  if (zeroed) std::memset(data_, 0, rounded);
 }
 
 Buffer::Buffer(Buffer&& other) noexcept

@@ -73,7 +73,8 @@ class Ledger {
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(Ledger& ledger, Tier tier, Category cat, std::size_t numel, const std::string& what);
+  // Zero-filled unless `zeroed` is false (scratch that is written before it is read).
+  Buffer(Ledger& ledger, Tier tier, Category cat, std::size_t numel, const std::string& what, bool zeroed = true);
   ~Buffer() { reset(); }
   Buffer(Buffer&& other) noexcept;
   Buffer& operator=(Buffer&& other) noexcept;
