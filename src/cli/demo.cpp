@@ -207,7 +207,7 @@ int demo_main(const std::vector<std::string>& args) {
   Flags flags("zero demo",
               {{"ranks", "ranks to run on (in-process threads; under mpirun: the job's size)", true, "4"},
                {"comm", "backend: threads, mpi, or auto (mpi under mpirun, else threads)", true, "auto"},
-               {"steps", "AdamW steps per stage", true, "40"},
+               {"steps", "AdamW steps per run", true, "100"},
                {"micro-batch", "sequences per rank per step", true, "4"},
                {"n-embd", "GPT width C", true, "128"},
                {"n-layer", "GPT blocks L", true, "4"},
