@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     if (command == "estimate") return zero::cli::estimate_main({args.begin() + 1, args.end()});
     if (command == "bench" && args.size() >= 2 && args[1] == "train") return zero::cli::bench_train_main({args.begin() + 2, args.end()});
     if (command == "bench" && args.size() >= 2 && args[1] == "offload") return zero::cli::bench_offload_main({args.begin() + 2, args.end()});
-    if (command == "bench" && args.size() >= 2 && args[1] == "adam") return zero::bench_adam_main(argc - 2, argv + 2);
+    if (command == "bench" && args.size() >= 2 && args[1] == "adam") return zero::bench_adam_main(argc - 3, argv + 3);
     std::fprintf(stderr, "zero: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const zero::Error& e) {
