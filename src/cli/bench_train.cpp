@@ -116,34 +116,6 @@ BenchResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps,
   return r;
 }
 
-// Outside mpirun with --ranks N > 1: run this same command under `mpirun -np N` and wait. Each
-// rank gets cores / N OpenMP and OpenBLAS threads (1 on a 2-core machine with 2 ranks).
-int launch_mpi_job(const Flags& flags, const std::vector<std::string>& args) {
-  const long long n = flags.get_int("ranks", 1, 4096);
-  std::vector<std::string> cmd = {"mpirun", "--oversubscribe", "-np", std::to_string(n)};
-  if (geteuid() == 0) cmd.insert(cmd.begin() + 1, "--allow-run-as-root");
-  cmd.push_back(std::filesystem::read_symlink("/proc/self/exe").string());
-  cmd.insert(cmd.end(), {"bench", "train"});
-  for (std::size_t i = 0; i < args.size(); ++i) {  // drop --ranks and --comm; the job is MPI
-    const std::string& a = args[i];
-    if (a == "--ranks" || a == "--comm") { ++i; continue; }
-    if (a.rfind("--ranks=", 0) == 0 || a.rfind("--comm=", 0) == 0) continue;
-    cmd.push_back(a);
-  }
-  cmd.insert(cmd.end(), {"--comm", "mpi"});
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::string threads = std::to_string(std::max<long long>(1, cores / n));
-  setenv("OMP_NUM_THREADS", threads.c_str(), 0);
-  setenv("OPENBLAS_NUM_THREADS", threads.c_str(), 0);
-  setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-  std::vector<char*> argv;
-  for (auto& s : cmd) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  std::fflush(stdout);
-  execvp("mpirun", argv.data());
-  throw Error("[bench] could not start mpirun (is Open MPI installed? run scripts/setup.sh), or run under mpirun yourself");
-}
-
 nlohmann::json to_json(const BenchResult& r) {
   const GptShape& s = r.shape;
   return {{"model", r.model}, {"parameters", r.parameters},
@@ -166,9 +138,7 @@ int bench_train_main(const std::vector<std::string>& args) {
   if (which != "all" && which != "10m" && which != "50m") {
     throw ConfigError(cat("[bench] --model must be 10m, 50m or all, not '", which, "'"));
   }
-  int launched = 1;
-  const bool under_mpi = launched_by_mpi(&launched) && launched > 1;
-  if (flags.get("comm") == "auto" && !under_mpi && flags.get_int("ranks", 1, 4096) > 1) return launch_mpi_job(flags, args);
+  if (wants_mpi_job(flags)) relaunch_under_mpirun(flags, {"bench", "train"}, args);
   const int B = static_cast<int>(flags.get_int("micro-batch", 1, 4096));
   const int T = static_cast<int>(flags.get_int("seq-len", 1, 65536));
   const int warmup = static_cast<int>(flags.get_int("warmup", 0, 1000));

@@ -3,7 +3,10 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <thread>
 #include <vector>
@@ -51,6 +54,41 @@ int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&
     if (comm->size() > 1) comm->abort(1);  // the other ranks may be waiting in a collective
     throw;
   }
+}
+
+bool wants_mpi_job(const Flags& flags) {
+  int launched = 1;
+  const bool under_mpi = launched_by_mpi(&launched) && launched > 1;
+  return flags.get("comm") == "auto" && !under_mpi && flags.get_int("ranks", 1, 4096) > 1;
+}
+
+void relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& command, const std::vector<std::string>& args) {
+  const long long n = flags.get_int("ranks", 1, 4096);
+  std::vector<std::string> cmd = {"mpirun", "--oversubscribe", "-np", std::to_string(n)};
+  if (geteuid() == 0) cmd.insert(cmd.begin() + 1, "--allow-run-as-root");
+  cmd.push_back(std::filesystem::read_symlink("/proc/self/exe").string());
+  cmd.insert(cmd.end(), command.begin(), command.end());
+  for (std::size_t i = 0; i < args.size(); ++i) {  // drop --ranks and --comm; the job is MPI
+    const std::string& a = args[i];
+    if (a == "--ranks" || a == "--comm") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--ranks=", 0) == 0 || a.rfind("--comm=", 0) == 0) continue;
+    cmd.push_back(a);
+  }
+  cmd.insert(cmd.end(), {"--comm", "mpi"});
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::string threads = std::to_string(std::max<long long>(1, cores / n));
+  setenv("OMP_NUM_THREADS", threads.c_str(), 0);
+  setenv("OPENBLAS_NUM_THREADS", threads.c_str(), 0);
+  setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+  std::vector<char*> argv;
+  for (auto& s : cmd) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  execvp("mpirun", argv.data());
+  throw Error("[cli] could not start mpirun (is Open MPI installed? run scripts/setup.sh), or run under mpirun yourself");
 }
 
 }  // namespace zero::cli

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "cli/flags.h"
 #include "comm/communicator.h"
@@ -14,5 +16,15 @@ namespace zero::cli {
 // error on any rank is printed by that rank and aborts the whole job (non-zero exit, no hang).
 // Each rank gets its ledger, which its communicator's scratch is also accounted in.
 int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&)>& per_rank);
+
+// For `--ranks N` outside mpirun: replaces this process with `mpirun -np N zero <command> <args>`
+// (without --ranks and --comm, plus --comm mpi), giving each rank cores / N OpenMP and OpenBLAS
+// threads. Does not return; throws if mpirun cannot be started.
+[[noreturn]] void relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& command,
+                                        const std::vector<std::string>& args);
+
+// True when --comm is auto, this process was not started by mpirun, and --ranks asks for more
+// than one rank: the case for relaunch_under_mpirun.
+bool wants_mpi_job(const Flags& flags);
 
 }  // namespace zero::cli

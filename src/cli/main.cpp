@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   }
   const std::string command = args[0];
   try {
-    if (command == "train") return zero::cli::train_main({args.begin() + 1, args.end()}, argv[0]);
+    if (command == "train") return zero::cli::train_main({args.begin() + 1, args.end()});
     if (command == "demo") return zero::cli::demo_main({args.begin() + 1, args.end()});
     if (command == "estimate") return zero::cli::estimate_main({args.begin() + 1, args.end()});
     if (command == "bench" && args.size() >= 2 && args[1] == "train") return zero::cli::bench_train_main({args.begin() + 2, args.end()});

@@ -120,33 +120,6 @@ nlohmann::json metrics_json(const StepMetrics& m) {
           {"tokens_per_second", m.tokens_per_second}, {"ranks", ranks}};
 }
 
-// `zero train --ranks N` outside mpirun: start the MPI job, with this same command, and wait.
-int launch_mpi_job(const Flags& flags, const std::vector<std::string>& args, const char* self_path) {
-  const long long n = flags.get_int("ranks", 1, 4096);
-  std::vector<std::string> cmd = {"mpirun", "--oversubscribe", "-np", std::to_string(n)};
-  if (geteuid() == 0) cmd.insert(cmd.begin() + 1, "--allow-run-as-root");
-  cmd.push_back(std::filesystem::canonical(self_path).string());
-  cmd.push_back("train");
-  for (std::size_t i = 0; i < args.size(); ++i) {  // drop --ranks and --comm; the job is MPI
-    const std::string& a = args[i];
-    if (a == "--ranks" || a == "--comm") { ++i; continue; }
-    if (a.rfind("--ranks=", 0) == 0 || a.rfind("--comm=", 0) == 0) continue;
-    cmd.push_back(a);
-  }
-  cmd.insert(cmd.end(), {"--comm", "mpi"});
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::string threads = std::to_string(std::max<long long>(1, cores / n));
-  setenv("OMP_NUM_THREADS", threads.c_str(), 0);
-  setenv("OPENBLAS_NUM_THREADS", threads.c_str(), 0);
-  setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-  std::vector<char*> argv;
-  for (auto& s : cmd) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  std::fflush(stdout);
-  execvp("mpirun", argv.data());
-  throw Error("[train] could not start mpirun (is Open MPI installed? run scripts/setup.sh), or run under mpirun yourself");
-}
-
 void print_overlap(const TrainResult& r, int ranks) {
   double sum = 0;
   int n = 0;
@@ -172,17 +145,13 @@ void print_summary(const TrainConfig& c, const TrainResult& r, const std::string
 
 }  // namespace
 
-int train_main(const std::vector<std::string>& args, const char* self_path) {
+int train_main(const std::vector<std::string>& args) {
   Flags flags("zero train", train_flags(), args);
   if (flags.help()) {
     std::printf("Trains a GPT with ZeRO on text (see README: zero train).\n\n%s", flags.usage().c_str());
     return 0;
   }
-  int launched = 1;
-  const bool under_mpi = launched_by_mpi(&launched) && launched > 1;
-  if (flags.get("comm") == "auto" && !under_mpi && flags.get_int("ranks", 1, 4096) > 1) {
-    return launch_mpi_job(flags, args, self_path);
-  }
+  if (wants_mpi_job(flags)) relaunch_under_mpirun(flags, {"train"}, args);
   const std::string metrics_path = flags.get("metrics"), trace_path = flags.get("trace");
   const int sample = static_cast<int>(flags.get_int("sample", 0, 100000));
   return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {

@@ -8,6 +8,6 @@
 
 namespace zero::cli {
 
-int train_main(const std::vector<std::string>& args, const char* self_path);
+int train_main(const std::vector<std::string>& args);
 
 }  // namespace zero::cli
