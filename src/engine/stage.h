@@ -127,6 +127,31 @@ class TransientGradients {
   Buffer reduced_;  // (unit slice) f32, comm buffer: a reduced slice on its way into the shard
 };
 
+// Stages 2 and 3: the reduced gradients and Adam's moments exist only for this rank's shard,
+// filled unit by unit from transient whole unit gradients. A derived stage says where its
+// parameter slices are and how units become whole.
+class ShardedGradientStage : public Stage {
+ public:
+  explicit ShardedGradientStage(const StageContext& ctx);
+
+  void begin_micro_batch(bool first, bool) override { transient_.begin_micro_batch(!first); }
+  float* grads(int u) override { return transient_.get(u); }
+  void reduce_gradients(int u) override { transient_.reduce(u); }
+  void finish_reduction(int micro_batches) override;
+  std::vector<std::span<const float>> gradient_slices() override;
+  void scale_gradients(float c) override;
+  void optimizer_step(const AdamStep& s) override;
+
+ protected:
+  virtual float* my_params(int u) = 0;  // this rank's slice of unit u's parameters
+  StageContext ctx_;
+
+ private:
+  Buffer grad_shard_;    // (shard_numel) f32, device tier: this rank's reduced gradients
+  AdamMoments moments_;  // (shard_numel) each
+  TransientGradients transient_;
+};
+
 // The shard-sized gradient helpers every sharded stage shares: rank r's slices of each unit.
 std::vector<std::span<const float>> shard_slices(const FlatLayout& layout, const float* shard);
 void scale(float* g, std::size_t n, float c);

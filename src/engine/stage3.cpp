@@ -13,14 +13,11 @@
 namespace zero {
 namespace {
 
-class Stage3 final : public Stage {
+class Stage3 final : public ShardedGradientStage {
  public:
   explicit Stage3(const StageContext& ctx)
-      : ctx_(ctx),
+      : ShardedGradientStage(ctx),
         param_shard_(ctx.ledger, Tier::kDevice, Category::kParameters, ctx.layout.shard_numel(), "parameter shard"),
-        grad_shard_(ctx.ledger, Tier::kDevice, Category::kGradients, ctx.layout.shard_numel(), "gradient shard"),
-        moments_(ctx.ledger, ctx.layout.shard_numel()),
-        transient_(ctx, grad_shard_.data()),
         gathered_(ctx.layout.num_units()) {
     for (int u = 0; u < ctx.layout.num_units(); ++u) {
       const UnitPlace& unit = ctx.layout.unit(u);
@@ -46,26 +43,6 @@ class Stage3 final : public Stage {
   const float* params(int u) override {
     ZERO_CHECK(gathered_.at(u) && gathered_[u]->users > 0, "unit ", u, " read while not fetched");
     return gathered_[u]->whole.data();
-  }
-
-  void begin_micro_batch(bool first, bool) override { transient_.begin_micro_batch(!first); }
-  float* grads(int u) override { return transient_.get(u); }
-  void reduce_gradients(int u) override { transient_.reduce(u); }
-
-  void finish_reduction(int micro_batches) override {
-    transient_.finish();
-    average_gradients(grad_shard_.data(), grad_shard_.size(), ctx_.comm.size() * micro_batches);
-  }
-
-  std::vector<std::span<const float>> gradient_slices() override { return shard_slices(ctx_.layout, grad_shard_.data()); }
-  void scale_gradients(float c) override { scale(grad_shard_.data(), grad_shard_.size(), c); }
-
-  void optimizer_step(const AdamStep& s) override {
-    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
-      const std::size_t o = ctx_.layout.unit(u).shard_offset;
-      adam_segments(s, ctx_.layout.slice_segments(u, ctx_.comm.rank()), my_params(u), grad_shard_.data() + o,
-                    moments_.m.data() + o, moments_.v.data() + o);
-    }
   }
 
   void gather_parameters() override {}
@@ -95,7 +72,7 @@ class Stage3 final : public Stage {
     }
   };
 
-  float* my_params(int u) { return param_shard_.data() + ctx_.layout.unit(u).shard_offset; }
+  float* my_params(int u) override { return param_shard_.data() + ctx_.layout.unit(u).shard_offset; }
 
   void start_gather(int u) {
     if (gathered_.at(u)) return;  // already whole or on its way
@@ -106,11 +83,7 @@ class Stage3 final : public Stage {
     g.done = ctx_.comm.all_gather_async({my_params(u), unit.slice}, g.whole.span());
   }
 
-  StageContext ctx_;
   Buffer param_shard_;  // (shard_numel) f32, device tier: this rank's parameters
-  Buffer grad_shard_;   // (shard_numel) f32, device tier: this rank's reduced gradients
-  AdamMoments moments_;  // (shard_numel) each
-  TransientGradients transient_;
   std::vector<std::optional<Gathered>> gathered_;  // (num_units) whole units now alive
 };
 

@@ -68,6 +68,29 @@ void WholeParameters::copy_unpadded_to(float* out) {
   }
 }
 
+ShardedGradientStage::ShardedGradientStage(const StageContext& ctx)
+    : ctx_(ctx),
+      grad_shard_(ctx.ledger, Tier::kDevice, Category::kGradients, ctx.layout.shard_numel(), "gradient shard"),
+      moments_(ctx.ledger, ctx.layout.shard_numel()),
+      transient_(ctx, grad_shard_.data()) {}
+
+void ShardedGradientStage::finish_reduction(int micro_batches) {
+  transient_.finish();
+  average_gradients(grad_shard_.data(), grad_shard_.size(), ctx_.comm.size() * micro_batches);
+}
+
+std::vector<std::span<const float>> ShardedGradientStage::gradient_slices() { return shard_slices(ctx_.layout, grad_shard_.data()); }
+
+void ShardedGradientStage::scale_gradients(float c) { scale(grad_shard_.data(), grad_shard_.size(), c); }
+
+void ShardedGradientStage::optimizer_step(const AdamStep& s) {
+  for (int u = 0; u < ctx_.layout.num_units(); ++u) {
+    const std::size_t o = ctx_.layout.unit(u).shard_offset;
+    adam_segments(s, ctx_.layout.slice_segments(u, ctx_.comm.rank()), my_params(u), grad_shard_.data() + o,
+                  moments_.m.data() + o, moments_.v.data() + o);
+  }
+}
+
 PendingOps::~PendingOps() {
   for (const Handle& h : ops_) {
     try {
