@@ -49,11 +49,12 @@ int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&
   try {
     return per_rank(*comm, ledger);
   } catch (const std::exception& e) {
+    if (comm->size() == 1) throw;  // main prints it
     std::fprintf(stderr, "zero: [rank %d of %d] %s\n", comm->rank(), comm->size(), e.what());
     std::fflush(stderr);
-    if (comm->size() > 1) comm->abort(1);  // the other ranks may be waiting in a collective
-    throw;
+    comm->abort(1);  // the other ranks may be waiting in a collective
   }
+  return 1;  // not reached: abort does not return
 }
 
 bool wants_mpi_job(const Flags& flags) {

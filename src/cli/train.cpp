@@ -170,12 +170,15 @@ int train_main(const std::vector<std::string>& args) {
                   comm.size(), static_cast<long long>(c.train_steps));
       for (const std::string& k : c.ignored_keys) std::printf("config: %s has no effect here and is ignored\n", k.c_str());
       if (!metrics_path.empty()) {
+        std::filesystem::remove(metrics_path);  // an earlier run's file must not pass for this run's
         metrics.open(metrics_path + ".partial");
         if (!metrics) throw Error(cat("[train] cannot write ", metrics_path, ": check the directory exists and is writable"));
       }
       o.on_step = [&](const StepMetrics& m) {
         print_step(m, c.train_steps, c.steps_per_print);
-        if (metrics.is_open()) metrics << metrics_json(m).dump() << "\n" << std::flush;
+        if (metrics.is_open() && !(metrics << metrics_json(m).dump() << "\n" << std::flush)) {
+          throw Error(cat("[train] writing ", metrics_path, ".partial failed (disk full?)"));
+        }
       };
     }
     const TrainResult r = train(o, comm);
@@ -192,6 +195,7 @@ int train_main(const std::vector<std::string>& args) {
       }
       if (metrics.is_open()) {
         metrics.close();
+        if (!metrics) throw Error(cat("[train] writing ", metrics_path, ".partial failed (disk full?)"));
         std::filesystem::rename(metrics_path + ".partial", metrics_path);  // complete: publish it
       }
     }

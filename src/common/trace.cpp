@@ -40,7 +40,7 @@ const char* lane_name(Lane lane) {
   return "?";
 }
 
-Tracer::Tracer(int rank) : rank_(rank) {}
+Tracer::Tracer(int rank, std::size_t max_events) : rank_(rank), max_events_(max_events == 0 ? 1 : max_events) {}
 
 void Tracer::record(Lane lane, const std::string& name, std::chrono::steady_clock::time_point start,
                     std::chrono::steady_clock::time_point end) {
@@ -51,7 +51,9 @@ void Tracer::record(Lane lane, const std::string& name, std::chrono::steady_cloc
   e.dur_us = std::chrono::duration<double, std::micro>(end - start).count();
   std::strncpy(e.name, name.c_str(), sizeof e.name - 1);
   std::lock_guard lock(mu_);
-  events_.push_back(e);
+  if (events_.size() < max_events_) events_.push_back(e);
+  else events_[recorded_ % max_events_] = e;
+  ++recorded_;
 }
 
 std::vector<TraceEvent> Tracer::events() const {

@@ -28,7 +28,8 @@ struct TraceEvent {
 
 class Tracer {
  public:
-  explicit Tracer(int rank);
+  // Keeps the most recent `max_events` spans (a ring), so a long run's timeline stays bounded.
+  explicit Tracer(int rank, std::size_t max_events = 200000);
   void record(Lane lane, const std::string& name, std::chrono::steady_clock::time_point start,
               std::chrono::steady_clock::time_point end);
   std::vector<TraceEvent> events() const;
@@ -36,8 +37,10 @@ class Tracer {
 
  private:
   int rank_;
+  std::size_t max_events_;
+  std::uint64_t recorded_ = 0;
   mutable std::mutex mu_;
-  std::vector<TraceEvent> events_;
+  std::vector<TraceEvent> events_;  // a ring once full: the oldest is overwritten
 };
 
 // Records a span from construction to destruction; does nothing without a tracer.

@@ -114,7 +114,11 @@ float Engine::train_step() {
 }
 
 float Engine::forward_backward(bool last) {
+  if (last_seen_) {
+    throw ConfigError("[engine] forward_backward after the step's last micro-batch (last = true): call step() first");
+  }
   if (micro_batches_ == 0) step_start_traffic_ = comm_.traffic();
+  last_seen_ = last;
   comm_.set_context(cat("step ", step_ + 1, ", micro-batch ", micro_batches_ + 1));
   stage_->begin_micro_batch(micro_batches_ == 0, last);
   if (last) stage_->prepare_optimizer(adam_step_scalars(config_.adam, step_ + 1));
@@ -125,7 +129,10 @@ float Engine::forward_backward(bool last) {
 }
 
 StepReport Engine::step() {
-  ZERO_CHECK(micro_batches_ > 0, "step() without forward_backward()");
+  if (micro_batches_ == 0 || !last_seen_) {
+    throw ConfigError("[engine] step() before the step's last micro-batch: call forward_backward(true) for the last one");
+  }
+  last_seen_ = false;
   comm_.set_context(cat("step ", step_ + 1, ", optimizer"));
   stage_->finish_reduction(micro_batches_);
   micro_batches_ = 0;
@@ -183,17 +190,39 @@ UnitViews Engine::views_for(int u, bool with_grads) {
 // Units run first to last. Before a unit runs, it and the units it borrows are fetched (stage 3
 // gathers them); the next unit's gather starts meanwhile, unless this unit borrows others, which
 // already makes more than one unit whole.
+namespace {
+
+// The units a unit reads, fetched (made whole) for as long as this lives, released even when
+// the model throws, so no unit stays marked as whole with stale contents.
+class UnitsInUse {
+ public:
+  UnitsInUse(Stage& stage, std::vector<int> units) : stage_(stage), units_(std::move(units)) {
+    for (int v : units_) {
+      stage_.fetch(v);
+      ++fetched_;
+    }
+  }
+  ~UnitsInUse() {
+    for (int i = 0; i < fetched_; ++i) stage_.release(units_[i]);
+  }
+  UnitsInUse(const UnitsInUse&) = delete;
+  UnitsInUse& operator=(const UnitsInUse&) = delete;
+
+ private:
+  Stage& stage_;
+  std::vector<int> units_;
+  int fetched_ = 0;
+};
+
+}  // namespace
+
 void Engine::forward() {
   const int units = layout_.num_units();
   for (int u = 0; u < units; ++u) {
-    const auto read = layout_.units_read_by(u);
-    for (int v : read) stage_->fetch(v);
-    if (u + 1 < units && read.size() == 1) stage_->prefetch(u + 1);
-    {
-      TraceSpan span(config_.tracer, Lane::kCompute, cat("forward ", layout_.unit(u).name));
-      module_.forward(u, views_for(u, false));
-    }
-    for (int v : read) stage_->release(v);
+    const UnitsInUse in_use(*stage_, layout_.units_read_by(u));
+    if (u + 1 < units && layout_.unit(u).borrows.empty()) stage_->prefetch(u + 1);
+    TraceSpan span(config_.tracer, Lane::kCompute, cat("forward ", layout_.unit(u).name));
+    module_.forward(u, views_for(u, false));
   }
 }
 
@@ -202,13 +231,12 @@ void Engine::forward() {
 void Engine::backward() {
   for (int u = layout_.num_units() - 1; u >= 0; --u) {
     const auto read = layout_.units_read_by(u);
-    for (int v : read) stage_->fetch(v);
-    if (u > 0 && read.size() == 1) stage_->prefetch(u - 1);
     {
+      const UnitsInUse in_use(*stage_, read);
+      if (u > 0 && read.size() == 1) stage_->prefetch(u - 1);
       TraceSpan span(config_.tracer, Lane::kCompute, cat("backward ", layout_.unit(u).name));
       module_.backward(u, views_for(u, true));
     }
-    for (int v : read) stage_->release(v);
     for (int v : read)
       if (layout_.gradient_ready_after(v) == u) stage_->reduce_gradients(v);
   }

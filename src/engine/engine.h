@@ -103,6 +103,7 @@ class Engine {
   std::unique_ptr<Stage> stage_;
   std::int64_t step_ = 0;
   int micro_batches_ = 0;  // since the last optimizer step
+  bool last_seen_ = false;  // forward_backward(true) ran since the last optimizer step
   Traffic step_start_traffic_;
   Traffic last_traffic_;
 };

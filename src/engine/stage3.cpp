@@ -77,9 +77,11 @@ class Stage3 final : public ShardedGradientStage {
   void start_gather(int u) {
     if (gathered_.at(u)) return;  // already whole or on its way
     const UnitPlace& unit = ctx_.layout.unit(u);
+    // Allocate first: a refused allocation must not leave the unit marked as gathered.
+    Buffer whole(ctx_.ledger, Tier::kDevice, Category::kGatheredParameters, unit.padded,
+                 cat("gathered parameters of unit '", unit.name, "'"));
     Gathered& g = gathered_[u].emplace();
-    g.whole = Buffer(ctx_.ledger, Tier::kDevice, Category::kGatheredParameters, unit.padded,
-                     cat("gathered parameters of unit '", unit.name, "'"));
+    g.whole = std::move(whole);
     g.done = ctx_.comm.all_gather_async({my_params(u), unit.slice}, g.whole.span());
   }
 

@@ -90,6 +90,7 @@ class OffloadStage final : public Stage {
   void release(int u) override {
     if (!stage3_) return;
     Gathered& g = gathered_.at(u).value();
+    ZERO_CHECK(g.users > 0, "release without fetch of unit ", u);
     if (--g.users == 0) gathered_[u].reset();
   }
 
@@ -131,17 +132,19 @@ class OffloadStage final : public Stage {
     p.slice = Buffer(ctx_.ledger, Tier::kDevice, Category::kCommBuffers, unit.slice, "reduced gradient slice");
     const Handle reduced = ctx_.comm.reduce_scatter_async(p.whole.span(), p.slice.span());
     const float* slice = p.slice.data();
+    float* host = host_grads_[current_].data();  // captured now: current_ flips at delayed steps
     const bool first = first_, boundary = boundary_;
     const int divisor = ctx_.comm.size() * micro_batches_;
-    p.copied = copies_.push([this, reduced, slice, u, first, boundary, divisor] {
-      reduced.wait();
-      land_gradient(u, slice, first, boundary, divisor);
+    p.copied = copies_.push([this, reduced, slice, host, u, first, boundary, divisor] {
+      reduced.wait();  // rethrows a failed reduction into this task's future
+      land_gradient(u, slice, host, first, boundary, divisor);
     });
     if (boundary_ && adam_during_backward()) {
       const std::shared_future<void> landed = p.copied;
-      adam_.push_back(optimizer_.push([this, landed, u, s = *next_step_] {
-        landed.wait();
-        update_unit(u, s, host_grads_[current_].data(), true);
+      adam_on_current_ = true;
+      adam_.push_back(optimizer_.push([this, landed, u, s = *next_step_, host] {
+        landed.get();  // a failed reduction or copy: no Adam on a partial gradient
+        update_unit(u, s, host, true);
       }));
     }
     pending_.push_back(std::move(p));
@@ -155,7 +158,8 @@ class OffloadStage final : public Stage {
   std::vector<std::span<const float>> gradient_slices() override { return shard_slices(ctx_.layout, host_grads_[current_].data()); }
 
   void scale_gradients(float c) override {
-    ZERO_CHECK(adam_.empty(), "gradients scaled after Adam started");
+    // Adam queued during backward reads this buffer; a delayed step's Adam reads the other one.
+    ZERO_CHECK(!adam_on_current_, "gradients scaled after Adam started on them");
     scale(host_grads_[current_].data(), host_grads_[current_].size(), c);
   }
 
@@ -164,9 +168,18 @@ class OffloadStage final : public Stage {
   void optimizer_step(const AdamStep& s) override {
     ++steps_;
     if (!delayed(steps_)) {
-      if (adam_.empty()) {  // clipping (or the first step after none were queued): Adam now, all units
+      if (adam_on_current_) {
+        // Adam already ran during backward with the scalars given to prepare_optimizer.
+        if (!(s == *next_step_)) {
+          wait_adam();
+          throw ConfigError("[engine] the learning rate changed between the last forward_backward and step(): with "
+                            "offload, Adam starts during backward, so set the learning rate before the step's first "
+                            "forward_backward");
+        }
+      } else {  // clipping: Adam now, over all units
+        float* host = host_grads_[current_].data();
         for (int u = 0; u < ctx_.layout.num_units(); ++u)
-          adam_.push_back(optimizer_.push([this, u, s] { update_unit(u, s, host_grads_[current_].data(), true); }));
+          adam_.push_back(optimizer_.push([this, u, s, host] { update_unit(u, s, host, true); }));
       }
       wait_adam();
       return;
@@ -274,10 +287,10 @@ class OffloadStage final : public Stage {
 
   // The copy thread: a reduced slice lands in the host gradient shard, added to what earlier
   // micro-batches left there; at the last micro-batch it is averaged, as every stage averages.
-  void land_gradient(int u, const float* slice, bool first, bool boundary, int divisor) {
+  void land_gradient(int u, const float* slice, float* host, bool first, bool boundary, int divisor) {
     TraceSpan span(ctx_.tracer, Lane::kCopy, cat("gradient to host ", ctx_.layout.unit(u).name));
     const UnitPlace& unit = ctx_.layout.unit(u);
-    float* g = host_grads_[current_].data() + unit.shard_offset;
+    float* g = host + unit.shard_offset;
     if (first) std::memcpy(g, slice, unit.slice * sizeof(float));
     else for (std::size_t i = 0; i < unit.slice; ++i) g[i] = g[i] + slice[i];
     if (boundary) average_gradients(g, unit.slice, divisor);
@@ -303,15 +316,16 @@ class OffloadStage final : public Stage {
   }
 
   void retire_oldest() {
-    Pending& p = pending_.front();
-    p.copied.wait();  // rethrows a failed reduction or copy
+    Pending p = std::move(pending_.front());
     pending_.pop_front();
+    p.copied.get();  // rethrows a failed reduction or copy
   }
 
   void wait_adam() {
     std::vector<std::shared_future<void>> adam = std::move(adam_);
     adam_.clear();
-    for (auto& f : adam) f.wait();
+    adam_on_current_ = false;
+    for (auto& f : adam) f.get();  // rethrows a failed update
   }
 
   // Stage 3: makes unit u whole on the device: this rank's slice (from the device shard, or
@@ -319,16 +333,20 @@ class OffloadStage final : public Stage {
   void start_gather(int u) {
     if (gathered_.at(u)) return;
     const UnitPlace& unit = ctx_.layout.unit(u);
-    Gathered& g = gathered_[u].emplace();
-    g.whole = Buffer(ctx_.ledger, Tier::kDevice, Category::kGatheredParameters, unit.padded,
-                     cat("gathered parameters of unit '", unit.name, "'"));
+    // Allocate first: a refused allocation must not leave the unit marked as gathered.
+    Buffer whole(ctx_.ledger, Tier::kDevice, Category::kGatheredParameters, unit.padded,
+                 cat("gathered parameters of unit '", unit.name, "'"));
+    Buffer staging;
     const float* source = my_device_params(u);
     if (source == nullptr) {
       TraceSpan span(ctx_.tracer, Lane::kCopy, cat("parameters to device ", unit.name));
-      g.staging = Buffer(ctx_.ledger, Tier::kDevice, Category::kCommBuffers, unit.slice, "parameter slice from the host");
-      std::memcpy(g.staging.data(), master_.data() + unit.shard_offset, unit.slice * sizeof(float));
-      source = g.staging.data();
+      staging = Buffer(ctx_.ledger, Tier::kDevice, Category::kCommBuffers, unit.slice, "parameter slice from the host");
+      std::memcpy(staging.data(), master_.data() + unit.shard_offset, unit.slice * sizeof(float));
+      source = staging.data();
     }
+    Gathered& g = gathered_[u].emplace();
+    g.whole = std::move(whole);
+    g.staging = std::move(staging);
     g.done = ctx_.comm.all_gather_async({source, unit.slice}, g.whole.span());
   }
 
@@ -344,6 +362,7 @@ class OffloadStage final : public Stage {
   std::vector<std::optional<Gathered>> gathered_;  // (num_units) stage 3
   int micro_batches_ = 0;
   bool first_ = true, boundary_ = true, dirty_ = false, pin_warned_ = false;
+  bool adam_on_current_ = false;  // Adam tasks queued during backward read host_grads_[current_]
   std::int64_t steps_ = 0;
   std::optional<AdamStep> next_step_;
   std::vector<std::shared_future<void>> adam_;  // Adam tasks of the step in flight

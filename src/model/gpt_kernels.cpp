@@ -11,7 +11,8 @@
 // The hot loops below are compiled for AVX-512, AVX2 and the baseline, and the loader picks one
 // for this CPU (GCC function multi-versioning). vector_math.h explains why all three give the same
 // bits. Non-x86 builds get the baseline alone.
-#if defined(__GNUC__) && defined(__x86_64__)
+// (Not under ThreadSanitizer: the clones' resolver runs before the sanitizer's runtime starts.)
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define ZERO_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define ZERO_VECTOR_CLONES

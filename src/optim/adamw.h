@@ -34,6 +34,7 @@ struct AdamStep {
   float decay_factor;  // 1 - lr * wd        (AdamW)
   float weight_decay;  // wd                 (Adam, L2)
   bool decoupled;
+  bool operator==(const AdamStep&) const = default;
 };
 
 // Validates the configuration (ConfigError naming the bad value) and derives step t's scalars.

@@ -295,6 +295,21 @@ TEST(EngineErrors, RanksDisagreeOnTheModel) {
   }
 }
 
+TEST(EngineErrors, MicroBatchProtocol) {
+  MlpRun run;
+  Ledger ledger;
+  auto comm = make_communicator("self");
+  Mlp mlp(run.shape);
+  Engine engine(testing::engine_config(run), mlp, *comm, ledger);
+  mlp.set_batch(mlp_synthetic_batch(run.shape, 1, 0, 0, 4));
+  engine.forward_backward(false);
+  EXPECT_THROW(engine.step(), ConfigError) << "step() before the last micro-batch";
+  engine.forward_backward(true);
+  EXPECT_THROW(engine.forward_backward(false), ConfigError) << "a micro-batch after the last one";
+  engine.step();
+  engine.train_step();  // the engine is still usable
+}
+
 class EmptyUnitModel final : public Module {
  public:
   std::vector<UnitSpec> units() const override {

@@ -116,6 +116,53 @@ TEST(Offload, DelayedUpdateFollowsTheDelayedRule) {
     }
 }
 
+// The delayed update with gradient clipping: the norm and the scaling act on this step's host
+// gradients while the CPU still runs the previous step's Adam on the other buffer.
+TEST(Offload, DelayedUpdateWithClipping) {
+  MlpRun run;
+  run.clipping = 0.05f;
+  run.offload.optimizer = true;
+  run.offload.delayed_update = true;
+  run.offload.warmup_steps = 2;
+  std::vector<float> stage1;
+  for (int stage = 1; stage <= 3; ++stage) {
+    run.stage = stage;
+    const auto ranks = run_threads(run, 2);
+    for (double norm : ranks[0].grad_norms) EXPECT_GT(norm, run.clipping) << "every step clips";
+    if (stage == 1) stage1 = ranks[0].params;
+    EXPECT_TRUE(same_bits(ranks[0].params, stage1)) << "stage " << stage;
+  }
+}
+
+// A communicator whose reduce-scatter fails: offload must surface the error, not run Adam on a
+// partial gradient.
+class FailingReduceScatter final : public Communicator {
+ public:
+  FailingReduceScatter() : Communicator(0, 1, {}) {}
+  ~FailingReduceScatter() override { stop_comm_thread(); }
+  std::string backend() const override { return "failing"; }
+
+ protected:
+  void do_reduce_scatter(const float*, float*, std::size_t) override { throw CommError("[comm] injected failure"); }
+  void do_all_gather(const void* send, void* recv, std::size_t bytes) override {
+    if (send != recv) std::memmove(recv, send, bytes);
+  }
+  void do_broadcast(void*, std::size_t, int) override {}
+  void do_barrier() override {}
+};
+
+TEST(Offload, AFailedReductionSurfaces) {
+  for (bool delayed : {false, true}) {
+    MlpRun run;
+    run.stage = 2;
+    run.offload.optimizer = true;
+    run.offload.delayed_update = delayed;
+    Ledger ledger;
+    FailingReduceScatter comm;
+    EXPECT_THROW(testing::train_mlp(run, comm, ledger), CommError) << "delayed=" << delayed;
+  }
+}
+
 // The delayed update is not the undelayed one: the test above would pass vacuously otherwise.
 TEST(Offload, DelayedUpdateChangesTheTrajectory) {
   MlpRun run;
