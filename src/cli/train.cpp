@@ -119,7 +119,7 @@ nlohmann::json metrics_json(const StepMetrics& m) {
           {"tokens_per_second", m.tokens_per_second}, {"ranks", ranks}};
 }
 
-void print_overlap(const TrainResult& r, int ranks) {
+void print_overlap(const TrainResult& r, int ranks, bool clipping) {
   double sum = 0;
   int n = 0;
   for (int rank = 0; rank < ranks; ++rank) {
@@ -127,7 +127,8 @@ void print_overlap(const TrainResult& r, int ranks) {
     if (f >= 0) sum += f, ++n;
   }
   if (n > 0) {
-    std::printf("CPU optimizer time overlapped with device compute: %.1f%% (mean over %d ranks, from the trace)\n", 100 * sum / n, n);
+    std::printf("CPU optimizer time overlapped with device compute: %.1f%% (mean over %d ranks, from the trace)%s\n", 100 * sum / n, n,
+                clipping ? "; gradient clipping is on, so Adam waits for the global norm instead of starting during backward" : "");
   }
 }
 
@@ -183,7 +184,7 @@ int train_main(const std::vector<std::string>& args) {
     const TrainResult r = train(o, comm);
     if (comm.rank() == 0) {
       print_summary(c, r, o.data_path);
-      print_overlap(r, comm.size());
+      print_overlap(r, comm.size(), c.gradient_clipping > 0.0f);
       if (!trace_path.empty()) {
         std::ofstream out(trace_path + ".partial");
         out << chrome_trace_json(r.trace);
