@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libbenchmark-dev
   libssl-dev
   zlib1g-dev jargon-text
+  procps
 )
 
 missing=()
