@@ -14,6 +14,7 @@
 // the job with abort(), as the CLI does.
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <thread>
@@ -55,19 +56,22 @@ class MpiCommunicator final : public Communicator {
         throw CommError("[comm] this MPI library does not support MPI_THREAD_SERIALIZED, which zero's comm thread needs");
       }
     }
-    MPI_Comm comm;
+    MPI_Comm comm, roll_call;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &roll_call);  // only for naming missing ranks after a timeout
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(roll_call, MPI_ERRORS_RETURN);
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    return std::unique_ptr<Communicator>(new MpiCommunicator(comm, rank, size, owns_init, options));
+    return std::unique_ptr<Communicator>(new MpiCommunicator(comm, roll_call, rank, size, owns_init, options));
   }
 
   ~MpiCommunicator() override {
     stop_comm_thread();
     if (!failure_.empty()) return;  // broken: see the top of this file
     MPI_Comm_free(&comm_);
+    MPI_Comm_free(&roll_call_);
     if (owns_init_) MPI_Finalize();
   }
 
@@ -135,8 +139,8 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
-  MpiCommunicator(MPI_Comm comm, int rank, int size, bool owns_init, CommOptions options)
-      : Communicator(rank, size, options), comm_(comm), owns_init_(owns_init) {}
+  MpiCommunicator(MPI_Comm comm, MPI_Comm roll_call, int rank, int size, bool owns_init, CommOptions options)
+      : Communicator(rank, size, options), comm_(comm), roll_call_(roll_call), owns_init_(owns_init) {}
 
   // Scratch of one collective; moved to orphans_ if the collective fails.
   struct Scratch {
@@ -169,15 +173,51 @@ class MpiCommunicator final : public Communicator {
       check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
       if (done) return;
       if (std::chrono::steady_clock::now() - start > options().timeout) {
-        fail(cat("[comm] ", what, " on rank ", rank(), " did not complete within ", options().timeout.count(),
-                 " ms: another rank died, is stuck, or issued a different sequence of collectives (see the other "
-                 "ranks' messages)"));
+        fail(cat("[comm] ", what, " on rank ", rank(), " did not complete within ", options().timeout.count(), " ms; ",
+                 missing_ranks(), ": they died, are stuck, or issued a different sequence of collectives"));
       }
       if (polls > 100) std::this_thread::sleep_for(std::chrono::microseconds(polls > 10000 ? 500 : 20));
     }
   }
 
+  // After a timeout, which ranks are missing? Every rank that times out tells all the others so,
+  // then listens, for as long as the timeout, for the others doing the same. A rank that reached
+  // a collective within the timeout of this one has timed out too and answers; one that did not
+  // (stuck in compute, far behind, or dead) stays silent. MPI itself cannot say who is missing.
+  std::string missing_ranks() {
+    const int n = size();
+    std::vector<bool> heard(n, false);
+    heard[rank()] = true;
+    for (int r = 0; r < n; ++r) {
+      if (r == rank()) continue;
+      MPI_Request req;
+      if (MPI_Isend(&roll_call_token_, 1, MPI_INT, r, kRollCallTag, roll_call_, &req) == MPI_SUCCESS) MPI_Request_free(&req);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::min<std::chrono::milliseconds>(options().timeout, std::chrono::seconds(10));
+    int answered = 1;
+    while (answered < n && std::chrono::steady_clock::now() < deadline) {
+      int flag = 0;
+      MPI_Status status;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kRollCallTag, roll_call_, &flag, &status) != MPI_SUCCESS) break;
+      if (!flag) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
+      int token = 0;
+      MPI_Recv(&token, 1, MPI_INT, status.MPI_SOURCE, kRollCallTag, roll_call_, MPI_STATUS_IGNORE);
+      if (!heard[status.MPI_SOURCE]) heard[status.MPI_SOURCE] = true, ++answered;
+    }
+    std::string missing;
+    for (int r = 0; r < n; ++r)
+      if (!heard[r]) missing += cat(missing.empty() ? "" : ", ", r);
+    if (missing.empty()) return "every rank is waiting in a collective";
+    return cat("missing ranks: ", missing, " (not in a collective within the timeout)");
+  }
+
+  static constexpr int kRollCallTag = 7001;
   MPI_Comm comm_;
+  MPI_Comm roll_call_;
+  int roll_call_token_ = 1;  // the payload of a roll-call message (stays valid until MPI sends it)
   bool owns_init_;
   std::string failure_;          // why the communicator broke; empty while healthy (comm thread)
   std::vector<Scratch> orphans_;  // scratch of failed collectives, which MPI may still write

@@ -54,6 +54,7 @@ int main() {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     expect(contains(message, "reduce_scatter") && contains(message, "step 4") && contains(message, "300 ms"), rank,
            "the timeout names the collective, the context and the limit: '" + message + "'");
+    expect(contains(message, "missing ranks: 1"), rank, "the timeout names the late rank: '" + message + "'");
     expect(seconds >= 0.25 && seconds < 3.0, rank, "failed after " + std::to_string(seconds) + " s, not ~0.3 s");
 
     std::this_thread::sleep_for(600ms);  // rank 1 has joined the failed collective by now
