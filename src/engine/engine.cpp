@@ -247,7 +247,7 @@ void Engine::synchronize() { stage_->synchronize(); }
 std::vector<float> Engine::full_parameters() {
   synchronize();
   std::vector<float> out(layout_.numel());
-  stage_->copy_full_parameters(out.data());
+  stage_->copy_full_parameters(layout_, out.data());
   return out;
 }
 

@@ -68,9 +68,9 @@ class Stage {
   // After the optimizer: make the updated parameters whole where the stage keeps them whole.
   virtual void gather_parameters() = 0;
 
-  // Copies every parameter, whole and unpadded, in layout order into out (layout.numel()).
-  // A collective in stage 3 (every rank must call it).
-  virtual void copy_full_parameters(float* out) = 0;
+  // Copies every parameter, whole and unpadded, in layout order into out (layout.numel()):
+  // each unit fetched, copied, released. A collective where fetching gathers (stage 3).
+  void copy_full_parameters(const FlatLayout& layout, float* out);
 };
 
 std::unique_ptr<Stage> make_stage(int stage, const StageContext& ctx);
@@ -180,7 +180,6 @@ class WholeParameters {
   float* unit(int u);             // (unit padded) f32: unit u, whole
   std::span<float> slice(int u);  // this rank's slice of unit u, inside the whole
   void gather();                  // every unit's slice all-gathered into the whole
-  void copy_unpadded_to(float* out);
 
  private:
   StageContext ctx_;

@@ -55,8 +55,6 @@ class Stage0 final : public Stage {
 
   void gather_parameters() override {}
 
-  void copy_full_parameters(float* out) override { params_.copy_unpadded_to(out); }
-
  private:
   StageContext ctx_;
   WholeParameters params_;

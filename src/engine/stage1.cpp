@@ -58,8 +58,6 @@ class Stage1 final : public Stage {
 
   void gather_parameters() override { params_.gather(); }
 
-  void copy_full_parameters(float* out) override { params_.copy_unpadded_to(out); }
-
  private:
   // This rank's slice of unit u inside a whole (padded_numel) buffer.
   std::span<float> my_slice(Buffer& whole, int u) {

@@ -16,8 +16,6 @@ class Stage2 final : public ShardedGradientStage {
   void release(int) override {}
   const float* params(int u) override { return params_.unit(u); }
   void gather_parameters() override { params_.gather(); }
-  void copy_full_parameters(float* out) override { params_.copy_unpadded_to(out); }
-
  private:
   float* my_params(int u) override { return params_.slice(u).data(); }
 

@@ -47,15 +47,6 @@ class Stage3 final : public ShardedGradientStage {
 
   void gather_parameters() override {}
 
-  void copy_full_parameters(float* out) override {
-    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
-      fetch(u);
-      copy_unpadded(ctx_.layout.unit(u), params(u), out);
-      release(u);
-      out += ctx_.layout.unit(u).numel;
-    }
-  }
-
  private:
   struct Gathered {
     Buffer whole;  // (unit padded) f32, device tier, gathered parameters

@@ -61,10 +61,12 @@ void WholeParameters::gather() {
   gathers.wait_all();
 }
 
-void WholeParameters::copy_unpadded_to(float* out) {
-  for (int u = 0; u < ctx_.layout.num_units(); ++u) {
-    copy_unpadded(ctx_.layout.unit(u), unit(u), out);
-    out += ctx_.layout.unit(u).numel;
+void Stage::copy_full_parameters(const FlatLayout& layout, float* out) {
+  for (int u = 0; u < layout.num_units(); ++u) {
+    fetch(u);
+    copy_unpadded(layout.unit(u), params(u), out);
+    release(u);
+    out += layout.unit(u).numel;
   }
 }
 

@@ -212,15 +212,6 @@ class OffloadStage final : public Stage {
     dirty_ = false;
   }
 
-  void copy_full_parameters(float* out) override {
-    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
-      fetch(u);
-      copy_unpadded(ctx_.layout.unit(u), params(u), out);
-      release(u);
-      out += ctx_.layout.unit(u).numel;
-    }
-  }
-
  private:
   struct Pending {
     int unit = -1;
