@@ -87,11 +87,13 @@ Traffic Communicator::traffic() const {
 
 Handle Communicator::enqueue(Collective kind, std::uint64_t sent, std::uint64_t received,
                              std::function<void()> op) {
-  return Handle(worker_->push([this, kind, sent, received, op = std::move(op)] {
+  // Counted when issued, so that a step's traffic includes the gathers it leaves running into
+  // the next forward (a collective that then fails ends the run anyway).
+  count(kind, sent, received);
+  return Handle(worker_->push([this, kind, op = std::move(op)] {
     running_ = kind;
     TraceSpan span(tracer_, Lane::kComm, collective_name(kind));
     op();
-    count(kind, sent, received);  // counted once the bytes have moved
   }));
 }
 

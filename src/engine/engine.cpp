@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/trace.h"
+#include "engine/optimizer.h"
 #include "engine/stage.h"
 
 namespace zero {
@@ -95,12 +96,36 @@ std::unique_ptr<Stage> make_stage(int stage, const StageContext& ctx) {
   }
 }
 
+namespace {
+
+int ranks_on_this_node(const Communicator& comm) {
+  if (comm.backend() == "threads") return comm.size();
+  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) return std::max(1, std::atoi(v));
+  return 1;
+}
+
+}  // namespace
+
 Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, Ledger& ledger)
     : config_(config), module_(module), comm_(comm), layout_(module.units(), comm.size()) {
   check_config(config_, layout_);
   check_ranks_agree(layout_, comm_);
-  StageContext ctx{layout_, comm_, ledger, config_.seed, config_.offload, config_.gradient_clipping > 0.0f, config_.tracer};
-  stage_ = config_.offload.optimizer ? make_offload_stage(config_.stage, ctx) : make_stage(config_.stage, ctx);
+  device_ = make_device(config_.device, ledger);
+  device_->set_tracer(config_.tracer);
+  collectives_ = std::make_unique<Collectives>(comm_, *device_);
+  // The placement: where the stage-3 parameter shard and the optimizer live.
+  if (config_.offload.optimizer) check_host_room(*device_, layout_.shard_numel(), config_.offload, ranks_on_this_node(comm_));
+  const Tier shard_tier = config_.offload.params ? Tier::kHost : Tier::kDevice;
+  stage_ = make_stage(config_.stage, {layout_, *collectives_, *device_, config_.seed, shard_tier});
+  OptimizerContext octx{layout_, *device_, stage_->optimizer_parts()};
+  for (const OptimizerPart& p : octx.parts) octx.state_numel = std::max(octx.state_numel, p.offset + p.params.size());
+  octx.sheds_gradients = stage_->sheds_gradients();
+  octx.clipping = config_.gradient_clipping > 0.0f;
+  octx.seed = config_.seed;
+  octx.offload = config_.offload;
+  octx.local_ranks = ranks_on_this_node(comm_);
+  optimizer_ = make_optimizer(octx);
+  stage_->set_optimizer(optimizer_.get());
 }
 
 Engine::~Engine() = default;
@@ -117,11 +142,16 @@ float Engine::forward_backward(bool last) {
   if (last_seen_) {
     throw ConfigError("[engine] forward_backward after the step's last micro-batch (last = true): call step() first");
   }
-  if (micro_batches_ == 0) step_start_traffic_ = comm_.traffic();
+  if (micro_batches_ == 0) {
+    step_start_traffic_ = comm_.traffic();
+    step_start_to_host_ = device_->link_bytes().to_host;
+    step_start_to_device_ = device_->link_bytes().to_device;
+  }
   last_seen_ = last;
   comm_.set_context(cat("step ", step_ + 1, ", micro-batch ", micro_batches_ + 1));
   stage_->begin_micro_batch(micro_batches_ == 0, last);
-  if (last) stage_->prepare_optimizer(adam_step_scalars(config_.adam, step_ + 1));
+  optimizer_->begin_micro_batch(micro_batches_ == 0, last);
+  if (last) optimizer_->prepare(adam_step_scalars(config_.adam, step_ + 1));
   forward();
   backward();
   ++micro_batches_;
@@ -134,7 +164,8 @@ StepReport Engine::step() {
   }
   last_seen_ = false;
   comm_.set_context(cat("step ", step_ + 1, ", optimizer"));
-  stage_->finish_reduction(micro_batches_);
+  stage_->finish_reduction();
+  optimizer_->finish();
   micro_batches_ = 0;
   StepReport report;
   report.lr = config_.adam.lr;
@@ -143,13 +174,15 @@ StepReport Engine::step() {
     // DeepSpeed's rule: scale by max_norm / (norm + 1e-6) when that is below one.
     const double coef = config_.gradient_clipping / (report.grad_norm + 1e-6);
     if (coef < 1.0) {
-      stage_->scale_gradients(static_cast<float>(coef));
+      optimizer_->scale(static_cast<float>(coef));
       report.clipped = true;
     }
   }
-  stage_->optimizer_step(adam_step_scalars(config_.adam, ++step_));
+  optimizer_->step(adam_step_scalars(config_.adam, ++step_));
   stage_->gather_parameters();
   last_traffic_ = comm_.traffic() - step_start_traffic_;
+  last_to_host_ = device_->link_bytes().to_host - step_start_to_host_;
+  last_to_device_ = device_->link_bytes().to_device - step_start_to_device_;
   return report;
 }
 
@@ -158,9 +191,7 @@ StepReport Engine::step() {
 // the same order, so the norm (and clipping) is the same in every stage, and equals the norm
 // of the unsharded gradient up to that summation order.
 double Engine::global_grad_norm() {
-  double partial = 0.0;
-  for (std::span<const float> slice : stage_->gradient_slices())
-    for (float g : slice) partial += static_cast<double>(g) * g;
+  const double partial = optimizer_->sum_squares();
   std::vector<double> partials(comm_.size());
   comm_.all_gather_bytes(&partial, sizeof partial, partials.data());
   double total = 0.0;
@@ -181,73 +212,14 @@ float Engine::evaluate() {
   return module_.loss();
 }
 
-UnitViews Engine::views_for(int u, bool with_grads) {
-  UnitViews views(layout_);
-  for (int v : layout_.units_read_by(u)) views.set(v, stage_->params(v), with_grads ? stage_->grads(v) : nullptr);
-  return views;
+void Engine::synchronize() {
+  if (optimizer_->synchronize()) stage_->gather_parameters();
 }
-
-// Units run first to last. Before a unit runs, it and the units it borrows are fetched (stage 3
-// gathers them); the next unit's gather starts meanwhile, unless this unit borrows others, which
-// already makes more than one unit whole.
-namespace {
-
-// The units a unit reads, fetched (made whole) for as long as this lives, released even when
-// the model throws, so no unit stays marked as whole with stale contents.
-class UnitsInUse {
- public:
-  UnitsInUse(Stage& stage, std::vector<int> units) : stage_(stage), units_(std::move(units)) {
-    for (int v : units_) {
-      stage_.fetch(v);
-      ++fetched_;
-    }
-  }
-  ~UnitsInUse() {
-    for (int i = 0; i < fetched_; ++i) stage_.release(units_[i]);
-  }
-  UnitsInUse(const UnitsInUse&) = delete;
-  UnitsInUse& operator=(const UnitsInUse&) = delete;
-
- private:
-  Stage& stage_;
-  std::vector<int> units_;
-  int fetched_ = 0;
-};
-
-}  // namespace
-
-void Engine::forward() {
-  const int units = layout_.num_units();
-  for (int u = 0; u < units; ++u) {
-    const UnitsInUse in_use(*stage_, layout_.units_read_by(u));
-    if (u + 1 < units && layout_.unit(u).borrows.empty()) stage_->prefetch(u + 1);
-    TraceSpan span(config_.tracer, Lane::kCompute, cat("forward ", layout_.unit(u).name));
-    module_.forward(u, views_for(u, false));
-  }
-}
-
-// Units run last to first. A unit's gradient is reduced as soon as the last unit that reads it
-// has run backward; the reduction overlaps the backward of the units before it.
-void Engine::backward() {
-  for (int u = layout_.num_units() - 1; u >= 0; --u) {
-    const auto read = layout_.units_read_by(u);
-    {
-      const UnitsInUse in_use(*stage_, read);
-      if (u > 0 && read.size() == 1) stage_->prefetch(u - 1);
-      TraceSpan span(config_.tracer, Lane::kCompute, cat("backward ", layout_.unit(u).name));
-      module_.backward(u, views_for(u, true));
-    }
-    for (int v : read)
-      if (layout_.gradient_ready_after(v) == u) stage_->reduce_gradients(v);
-  }
-}
-
-void Engine::synchronize() { stage_->synchronize(); }
 
 std::vector<float> Engine::full_parameters() {
   synchronize();
   std::vector<float> out(layout_.numel());
-  stage_->copy_full_parameters(layout_, out.data());
+  copy_full_parameters(*stage_, layout_, *device_, out);
   return out;
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -23,6 +24,9 @@
 
 namespace zero {
 
+class Collectives;
+class Device;
+class ShardOptimizer;
 class Stage;
 class Tracer;
 
@@ -46,6 +50,9 @@ struct EngineConfig {
   bool report_grad_norm = false;   // compute the global norm every step even without clipping
   OffloadOptions offload;
   Tracer* tracer = nullptr;  // records compute, communication, copies and the CPU optimizer, if set
+  // The device backend holding engine memory (device/device.h): "cpu"; "strict" (tests: device
+  // memory the host cannot dereference); "counting" (the planner's dry run: nothing computed).
+  std::string device = "cpu";
 };
 
 struct StepReport {
@@ -89,23 +96,31 @@ class Engine {
   std::int64_t steps_done() const { return step_; }
   // Bytes moved by the last optimizer step (all its micro-batches), by kind of collective.
   const Traffic& last_step_traffic() const { return last_traffic_; }
+  // Bytes the last optimizer step copied between the host and device tiers (offload), issued by
+  // the step; the delayed update's copy of step t's result is issued at step t+1.
+  std::uint64_t last_step_to_host() const { return last_to_host_; }
+  std::uint64_t last_step_to_device() const { return last_to_device_; }
 
  private:
   void forward();
   void backward();
   double global_grad_norm();
-  UnitViews views_for(int u, bool with_grads);
+  void run_unit(int u, bool backward);
 
   EngineConfig config_;
   Module& module_;
   Communicator& comm_;
   FlatLayout layout_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<Collectives> collectives_;
   std::unique_ptr<Stage> stage_;
+  std::unique_ptr<ShardOptimizer> optimizer_;
   std::int64_t step_ = 0;
   int micro_batches_ = 0;  // since the last optimizer step
   bool last_seen_ = false;  // forward_backward(true) ran since the last optimizer step
   Traffic step_start_traffic_;
   Traffic last_traffic_;
+  std::uint64_t step_start_to_host_ = 0, step_start_to_device_ = 0, last_to_host_ = 0, last_to_device_ = 0;
 };
 
 }  // namespace zero

@@ -1,6 +1,7 @@
 // Stage 0: plain data parallelism (DDP). Every rank holds everything: parameters, gradients and
-// Adam's moments, 16 bytes per parameter. Gradients are all-reduced unit by unit as backward
-// completes them, and every rank runs the same Adam step over all parameters.
+// the optimizer's state for every element. Gradients are all-reduced unit by unit as backward
+// completes them (at the last micro-batch; earlier ones accumulate locally), and every rank
+// updates every element: the optimizer's parts are the whole units.
 #include "engine/stage.h"
 
 namespace zero {
@@ -9,59 +10,41 @@ namespace {
 class Stage0 final : public Stage {
  public:
   explicit Stage0(const StageContext& ctx)
-      : ctx_(ctx),
-        params_(ctx),
-        grads_(ctx.ledger, Tier::kDevice, Category::kGradients, ctx.layout.padded_numel(), "gradients"),
-        moments_(ctx.ledger, ctx.layout.padded_numel()) {}
+      : ctx_(ctx), params_(ctx), grads_(ctx.device.alloc(Tier::kDevice, Category::kGradients, ctx.layout.padded_numel(), "gradients")) {}
 
   void fetch(int) override {}
   void release(int) override {}
-  const float* params(int u) override { return params_.unit(u); }
+  DeviceSpan params(int u) override { return params_.unit(u); }
+  DeviceSpan grads(int u) override { return grads_.sub(ctx_.layout.unit(u).flat_offset, ctx_.layout.unit(u).padded); }
 
-  float* grads(int u) override { return grads_.data() + ctx_.layout.unit(u).flat_offset; }
-
-  void begin_micro_batch(bool, bool boundary) override { boundary_ = boundary; }
+  void begin_micro_batch(bool first, bool boundary) override {
+    if (first) ctx_.device.fill(ctx_.device.compute(), grads_.span(), 0.0f);  // the step accumulates from zero
+    boundary_ = boundary;
+  }
 
   void reduce_gradients(int u) override {
     if (!boundary_) return;  // accumulate locally until the last micro-batch
-    const UnitPlace& unit = ctx_.layout.unit(u);
-    pending_.add(ctx_.comm.all_reduce_async({grads_.data() + unit.flat_offset, unit.padded}));
+    optimizer_->reduced(u, grads(u), ctx_.comm.all_reduce(grads(u)));
   }
 
-  void finish_reduction(int micro_batches) override {
-    pending_.wait_all();
-    average_gradients(grads_.data(), grads_.size(), ctx_.comm.size() * micro_batches);
-  }
+  void finish_reduction() override {}  // the optimizer waits for the reductions it was handed
 
-  std::vector<std::span<const float>> gradient_slices() override {
-    std::vector<std::span<const float>> out;
+  std::vector<OptimizerPart> optimizer_parts() override {
+    std::vector<OptimizerPart> parts;
     for (int u = 0; u < ctx_.layout.num_units(); ++u) {
       const UnitPlace& unit = ctx_.layout.unit(u);
-      out.emplace_back(grads_.data() + unit.flat_offset + static_cast<std::size_t>(ctx_.comm.rank()) * unit.slice, unit.slice);
+      parts.push_back({u, params_.unit(u), ctx_.layout.unit_segments(u), unit.flat_offset,
+                       static_cast<std::size_t>(ctx_.comm.rank()) * unit.slice, unit.slice});
     }
-    return out;
+    return parts;
   }
-
-  void scale_gradients(float c) override { scale(grads_.data(), grads_.size(), c); }
-
-  void optimizer_step(const AdamStep& s) override {
-    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
-      const std::size_t o = ctx_.layout.unit(u).flat_offset;
-      adam_segments(s, ctx_.layout.unit_segments(u), params_.unit(u), grads_.data() + o,
-                    moments_.m.data() + o, moments_.v.data() + o);
-    }
-    std::fill(grads_.span().begin(), grads_.span().end(), 0.0f);  // the next backward accumulates from zero
-  }
-
-  void gather_parameters() override {}
+  bool sheds_gradients() const override { return false; }
 
  private:
   StageContext ctx_;
   WholeParameters params_;
-  Buffer grads_;   // (padded_numel) f32, device tier: all gradients, whole
-  AdamMoments moments_;  // (padded_numel) each
+  DeviceBuffer grads_;  // (padded_numel) f32, device tier: all gradients, whole
   bool boundary_ = true;
-  PendingOps pending_;  // last: destroyed first
 };
 
 }  // namespace

@@ -1,8 +1,8 @@
-// Stage 1: optimizer state sharded. Parameters and gradients stay whole on every rank
-// (8 bytes per parameter); Adam's moments exist only for this rank's shard (8/N bytes per
-// parameter). Each unit's gradient is reduce-scattered into this rank's slice of the whole
-// gradient buffer as backward completes it; the rank updates its slice of the parameters; an
-// all-gather then makes the parameters whole again.
+// Stage 1: optimizer state sharded. Parameters and gradients stay whole on every rank; the
+// optimizer's state exists only for this rank's shard. At the last micro-batch each unit's
+// gradient is reduce-scattered in place, into this rank's slice of the whole gradient buffer, as
+// backward completes it; the optimizer updates this rank's slice of the parameters; all-gathers
+// then make the parameters whole again, each waited on just before its unit's next forward.
 #include "engine/stage.h"
 
 namespace zero {
@@ -11,66 +11,43 @@ namespace {
 class Stage1 final : public Stage {
  public:
   explicit Stage1(const StageContext& ctx)
-      : ctx_(ctx),
-        params_(ctx),
-        grads_(ctx.ledger, Tier::kDevice, Category::kGradients, ctx.layout.padded_numel(), "gradients"),
-        moments_(ctx.ledger, ctx.layout.shard_numel()) {}
+      : ctx_(ctx), params_(ctx), grads_(ctx.device.alloc(Tier::kDevice, Category::kGradients, ctx.layout.padded_numel(), "gradients")) {}
 
-  void fetch(int) override {}
+  void fetch(int u) override { params_.wait(u); }
   void release(int) override {}
-  const float* params(int u) override { return params_.unit(u); }
-  float* grads(int u) override { return grads_.data() + ctx_.layout.unit(u).flat_offset; }
+  DeviceSpan params(int u) override { return params_.unit(u); }
+  DeviceSpan grads(int u) override { return grads_.sub(ctx_.layout.unit(u).flat_offset, ctx_.layout.unit(u).padded); }
 
-  void begin_micro_batch(bool, bool boundary) override { boundary_ = boundary; }
+  void begin_micro_batch(bool first, bool boundary) override {
+    if (first) ctx_.device.fill(ctx_.device.compute(), grads_.span(), 0.0f);
+    boundary_ = boundary;
+  }
 
   void reduce_gradients(int u) override {
     if (!boundary_) return;  // accumulate locally until the last micro-batch
-    // In place: this rank's slice of the unit's gradient receives the sum over ranks.
-    pending_.add(ctx_.comm.reduce_scatter_async({grads(u), ctx_.layout.unit(u).padded}, my_slice(grads_, u)));
+    optimizer_->reduced(u, my_slice(u), ctx_.comm.reduce_scatter(grads(u), my_slice(u)));
   }
 
-  void finish_reduction(int micro_batches) override {
-    pending_.wait_all();
-    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
-      auto g = my_slice(grads_, u);
-      average_gradients(g.data(), g.size(), ctx_.comm.size() * micro_batches);
-    }
-  }
+  void finish_reduction() override { params_.wait_all(); }  // the optimizer writes the slices next
 
-  std::vector<std::span<const float>> gradient_slices() override {
-    std::vector<std::span<const float>> out;
-    for (int u = 0; u < ctx_.layout.num_units(); ++u) out.emplace_back(my_slice(grads_, u));
-    return out;
+  std::vector<OptimizerPart> optimizer_parts() override {
+    return slice_parts(ctx_.layout, ctx_.comm.rank(), [this](int u) { return params_.slice(u); });
   }
+  bool sheds_gradients() const override { return false; }
 
-  void scale_gradients(float c) override {
-    for (int u = 0; u < ctx_.layout.num_units(); ++u) scale(my_slice(grads_, u).data(), my_slice(grads_, u).size(), c);
-  }
-
-  void optimizer_step(const AdamStep& s) override {
-    for (int u = 0; u < ctx_.layout.num_units(); ++u) {
-      const std::size_t o = ctx_.layout.unit(u).shard_offset;
-      adam_segments(s, ctx_.layout.slice_segments(u, ctx_.comm.rank()), params_.slice(u).data(),
-                    my_slice(grads_, u).data(), moments_.m.data() + o, moments_.v.data() + o);
-    }
-    std::fill(grads_.span().begin(), grads_.span().end(), 0.0f);
-  }
-
-  void gather_parameters() override { params_.gather(); }
+  void gather_parameters() override { params_.start_gather(); }
 
  private:
-  // This rank's slice of unit u inside a whole (padded_numel) buffer.
-  std::span<float> my_slice(Buffer& whole, int u) {
+  // This rank's slice of unit u's gradient, inside the whole buffer.
+  DeviceSpan my_slice(int u) {
     const UnitPlace& unit = ctx_.layout.unit(u);
-    return {whole.data() + unit.flat_offset + static_cast<std::size_t>(ctx_.comm.rank()) * unit.slice, unit.slice};
+    return grads(u).sub(static_cast<std::size_t>(ctx_.comm.rank()) * unit.slice, unit.slice);
   }
 
   StageContext ctx_;
   WholeParameters params_;
-  Buffer grads_;         // (padded_numel) f32, device tier: all gradients, whole
-  AdamMoments moments_;  // (shard_numel) each
+  DeviceBuffer grads_;  // (padded_numel) f32, device tier: all gradients, whole
   bool boundary_ = true;
-  PendingOps pending_;  // last: destroyed first
 };
 
 }  // namespace

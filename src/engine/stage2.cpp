@@ -1,25 +1,39 @@
-// Stage 2: optimizer state and gradients sharded. Parameters stay whole (4 bytes per
-// parameter); this rank keeps only its slice of the reduced gradients and of Adam's moments
-// (12/N bytes per parameter). Backward writes each unit's gradient into a whole buffer that
-// lives only until the unit is complete: it is then reduce-scattered into the gradient shard
-// and freed. After the step, an all-gather makes the parameters whole again.
+// Stage 2: optimizer state and gradients sharded. Parameters stay whole; backward writes each
+// unit's gradient into a whole buffer that lives only until the unit is complete: it is then
+// reduce-scattered into the optimizer's gradient shard and freed. After the step, all-gathers
+// make the parameters whole again, each waited on just before its unit's next forward.
 #include "engine/stage.h"
 
 namespace zero {
 namespace {
 
-class Stage2 final : public ShardedGradientStage {
+class Stage2 final : public Stage {
  public:
-  explicit Stage2(const StageContext& ctx) : ShardedGradientStage(ctx), params_(ctx) {}
+  explicit Stage2(const StageContext& ctx) : ctx_(ctx), params_(ctx), grads_(ctx) {}
 
-  void fetch(int) override {}
+  void fetch(int u) override { params_.wait(u); }
   void release(int) override {}
-  const float* params(int u) override { return params_.unit(u); }
-  void gather_parameters() override { params_.gather(); }
- private:
-  float* my_params(int u) override { return params_.slice(u).data(); }
+  DeviceSpan params(int u) override { return params_.unit(u); }
 
+  void begin_micro_batch(bool, bool) override {}
+  DeviceSpan grads(int u) override { return grads_.get(u); }
+  void reduce_gradients(int u) override { grads_.reduce(u, *optimizer_); }
+  void finish_reduction() override {
+    grads_.finish();
+    params_.wait_all();  // the optimizer writes the slices next
+  }
+
+  std::vector<OptimizerPart> optimizer_parts() override {
+    return slice_parts(ctx_.layout, ctx_.comm.rank(), [this](int u) { return params_.slice(u); });
+  }
+  bool sheds_gradients() const override { return true; }
+
+  void gather_parameters() override { params_.start_gather(); }
+
+ private:
+  StageContext ctx_;
   WholeParameters params_;
+  TransientGradients grads_;
 };
 
 }  // namespace

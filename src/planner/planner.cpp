@@ -105,6 +105,10 @@ void persistent_state(const PlanInput& in, const FlatLayout& layout, TierBytes& 
     // Every stage's gradients are transient on the device (the walk has them); the host holds
     // m, v (+ the fp32 master in mixed precision), the fp32 gradient shard CPU Adam reads (two
     // with the delayed update) and, in fp32 mode, the fp32 parameter shard CPU Adam updates.
+    // Stage 1 keeps its whole gradients on the device with offload too (one stage, one policy).
+    if (z.stage < 2) device[Category::kGradients] = P * b.grad;
+    // Shedding stages accumulating over micro-batches add later slices through one host staging slice.
+    if (z.stage >= 2 && in.gradient_accumulation_steps > 1) host[Category::kCommBuffers] = layout.largest_unit() / in.ranks * 4;
     host[Category::kOptimizerState] = S * b.optim;
     host[Category::kGradients] = S * 4 * (z.delayed_update ? 2 : 1);
     if (in.dtype == DtypeMode::kFp32) host[Category::kParameters] = S * 4;

@@ -10,7 +10,7 @@ class StepWalk {
   StepWalk(const FlatLayout& layout, const WalkOptions& o, const TierBytes& baseline)
       : layout_(layout), o_(o), live_(baseline), peak_(baseline), users_(layout.num_units(), -1),
         staged_(layout.num_units(), false), grad_alive_(layout.num_units(), false),
-        transient_grads_(o.stage >= 2 || o.offload_optimizer) {}
+        transient_grads_(o.stage >= 2) {}
 
   WalkResult run() {
     for (int mb = 0; mb < o_.micro_batches; ++mb) {
@@ -117,7 +117,7 @@ class StepWalk {
     // before it is added to the shard (copied to the host).
     wait_pending();
     gradient_view(u);  // a unit whose parameters got no gradient still reduces zeros
-    const bool landing = !first_ || o_.offload_optimizer;
+    const bool landing = !first_ || o_.offload_optimizer;  // a transient slice: added later, or to the host
     pending_bytes_ = scratch + (landing ? unit.slice * o_.grad_bytes : 0);
     alloc(Category::kCommBuffers, pending_bytes_);
     count(Collective::kReduceScatter, unit.slice, o_.grad_bytes);

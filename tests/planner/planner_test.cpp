@@ -150,29 +150,9 @@ struct Measured {
   TierUsage usage;
   TierUsage host;
   Traffic traffic;
-  // Host<->device copies of the last step: the engine's copy spans ("gradient to host <unit>",
-  // "parameters to device <unit>"), each one unit's slice of f32.
+  // Host<->device copies of the last step, as the device counted them.
   std::uint64_t to_host = 0, to_device = 0;
 };
-
-std::uint64_t slice_bytes(const FlatLayout& layout, const std::string& unit_name) {
-  for (int u = 0; u < layout.num_units(); ++u)
-    if (layout.unit(u).name == unit_name) return layout.unit(u).slice * sizeof(float);
-  ADD_FAILURE() << "a copy of no unit: '" << unit_name << "'";
-  return 0;
-}
-
-// The bytes of the copy-lane spans events[from..].
-void count_copies(const std::vector<TraceEvent>& events, std::size_t from, const FlatLayout& layout, Measured& m) {
-  const std::string down = "gradient to host ", up = "parameters to device ";
-  for (std::size_t i = from; i < events.size(); ++i) {
-    const std::string name = events[i].name;
-    if (events[i].lane != static_cast<int>(Lane::kCopy)) continue;
-    if (name.rfind(down, 0) == 0) m.to_host += slice_bytes(layout, name.substr(down.size()));
-    else if (name.rfind(up, 0) == 0) m.to_device += slice_bytes(layout, name.substr(up.size()));
-    else ADD_FAILURE() << "unknown copy '" << name << "'";
-  }
-}
 
 // Runs two optimizer steps of the engine on N thread ranks; rank 0's ledger, traffic and copies
 // of the second step.
@@ -185,17 +165,13 @@ Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetB
     Ledger ledger;
     auto comm = world.communicator(r, &ledger);
     auto model = make_model(ledger);
-    Tracer tracer(r);
     EngineConfig c;
     c.stage = stage;
     c.offload = offload;
-    c.tracer = &tracer;
     Engine engine(c, *model, *comm, ledger);
-    std::size_t last_step_events = 0;
     for (int s = 0; s < 2; ++s) {
       // Every copy of step 1 has completed when step() returns (the delayed update's Adam may
       // still run, but it copies nothing until the next step's optimizer phase).
-      last_step_events = tracer.events().size();
       for (int m = 0; m < micro_batches; ++m) {
         set_batch(*model, r * 100 + s * 10 + m);
         engine.forward_backward(m + 1 == micro_batches);
@@ -207,7 +183,8 @@ Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetB
     m.usage = ledger.usage(Tier::kDevice);
     m.host = ledger.usage(Tier::kHost);
     m.traffic = engine.last_step_traffic();
-    count_copies(tracer.events(), last_step_events, engine.layout(), m);
+    m.to_host = engine.last_step_to_host();
+    m.to_device = engine.last_step_to_device();
   });
   return out[0];
 }
@@ -368,12 +345,15 @@ TEST(Offload, HostHoldsOptimizerStateGradientShardAndFp32Parameters) {
     EXPECT_EQ(p.host_to_device_bytes, S * pb);
     EXPECT_DOUBLE_EQ(p.link_seconds, 2.0 * S * pb / kPcie4x16Bandwidth);
 
-    // Stage 1 with offload sheds its whole gradients as stage 2 does: the same plan but the label.
+    // Stage 1 with offload keeps its whole gradients on the device (one policy per stage) and
+    // reduces them once per step in place: no transient slices; the same host state and traffic.
     in.zero.stage = 1;
     const Plan one = plan(in);
-    EXPECT_EQ(one.device.bytes, p.device.bytes);
+    EXPECT_EQ(one.device[Category::kGradients], p.padded_numel * pb);
+    EXPECT_EQ(one.device[Category::kParameters], p.device[Category::kParameters]);
     EXPECT_EQ(one.traffic.sent, p.traffic.sent);
     EXPECT_EQ(one.host.bytes, p.host.bytes);
+    EXPECT_EQ(one.device_to_host_bytes, p.device_to_host_bytes);
     EXPECT_EQ(one.label, "1+opt");
     // The delayed update: a second fp32 gradient shard on the host, nothing else.
     in.zero.stage = 2;

@@ -1,0 +1,200 @@
+// The device seam: the memory tiers the engine allocates from and the operations on them.
+//
+// Words:
+//   tier     where memory lives (memory/ledger.h): `device` is what compute reads, `host` holds
+//            offloaded state.
+//   device   a backend implementing allocation and every operation on engine memory: "cpu"
+//            (host memory, the default on a CPU-only build), "strict" (tests: device memory the
+//            host cannot dereference), "counting" (the planner: bytes counted, nothing held or
+//            computed). A CUDA device is another file of this kind.
+//   stream   a sequence of operations that run in issue order. The compute stream runs each
+//            operation before the call returns; the copy and host streams run theirs on a thread
+//            of their own, so they overlap compute (a GPU's copy engine, and the CPU optimizer).
+//   event    the completion of what a stream had issued when it was recorded (a Handle, like a
+//            collective's): another stream waits on it to order itself after that work.
+//
+// The engine holds engine memory only as DeviceBuffer and DeviceSpan, which have no pointer it can
+// dereference: every read or write goes through an operation here, a kernel launch, or (to
+// communicate) transport(). That is what makes a GPU device an added file, not engine surgery.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "memory/ledger.h"
+#include "optim/adamw.h"
+#include "partition/layout.h"
+
+namespace zero {
+
+class Device;
+class Tracer;
+enum class Lane : int;
+
+// Element types of engine memory. Only f32 is computed today; 16-bit types are counted (the
+// planner's mixed precision) and refused by every computing device.
+enum class Dtype : std::uint8_t { kF32, kBf16, kF16 };
+std::size_t dtype_bytes(Dtype d);
+const char* dtype_label(Dtype d);
+
+// A view of engine memory: where it is, how many elements of which type. Not dereferenceable.
+class DeviceSpan {
+ public:
+  DeviceSpan() = default;
+  std::size_t size() const { return n_; }
+  std::uint64_t bytes() const { return n_ * dtype_bytes(dtype_); }
+  bool empty() const { return n_ == 0; }
+  Tier tier() const { return tier_; }
+  Dtype dtype() const { return dtype_; }
+  // Elements [offset, offset + n) of this span; ZERO_CHECKed against its size.
+  DeviceSpan sub(std::size_t offset, std::size_t n) const;
+  bool same_as(const DeviceSpan& o) const { return p_ == o.p_ && n_ == o.n_ && tier_ == o.tier_; }
+
+ private:
+  friend class Device;
+  friend class DeviceBuffer;
+  DeviceSpan(float* p, std::size_t n, Tier tier, Dtype dtype) : p_(p), n_(n), tier_(tier), dtype_(dtype) {}
+  float* p_ = nullptr;  // the device's own address (a CPU device: host memory; strict: tagged)
+  std::size_t n_ = 0;
+  Tier tier_ = Tier::kDevice;
+  Dtype dtype_ = Dtype::kF32;
+};
+
+// Owned engine memory, accounted in the device's ledger by tier and category, zero-filled at
+// allocation unless asked otherwise. Moving transfers ownership; destruction frees it.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  ~DeviceBuffer() { reset(); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void reset();
+  DeviceSpan span() const { return span_; }
+  DeviceSpan sub(std::size_t offset, std::size_t n) const { return span_.sub(offset, n); }
+  std::size_t size() const { return span_.size(); }
+  bool empty() const { return span_.empty(); }
+  Tier tier() const { return span_.tier(); }
+
+ private:
+  friend class Device;
+  Device* device_ = nullptr;
+  Category category_ = Category::kOther;
+  DeviceSpan span_;
+  bool locked_ = false;
+};
+
+// A stream of operations (see the top of this file).
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  // Runs `op` in stream order. After an operation has failed, the later ones are skipped and
+  // the failure is what record() then carries.
+  virtual void run(std::function<void()> op) = 0;
+  // Completes when everything issued so far has run; rethrows the stream's first failure.
+  virtual Handle record() = 0;
+  // Later operations of this stream start after `event` has completed.
+  virtual void wait(const Handle& event) = 0;
+  void synchronize() { record().wait(); }
+};
+
+// Memory a kernel may touch while it runs: the device's addresses of engine spans.
+class KernelMemory {
+ public:
+  virtual ~KernelMemory() = default;
+  virtual float* address(const DeviceSpan& s) const = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  virtual std::string name() const = 0;
+  Ledger& ledger() { return ledger_; }
+  // Copies and the CPU optimizer record their spans on the copy and optimizer lanes, if set.
+  void set_tracer(Tracer* tracer) { tracer_ = tracer; }
+  Tracer* tracer() const { return tracer_; }
+
+  // Allocates `numel` elements in `tier`; OutOfMemoryError naming `what` past the tier's
+  // capacity (or when the system refuses).
+  DeviceBuffer alloc(Tier tier, Category category, std::size_t numel, const std::string& what, Dtype dtype = Dtype::kF32,
+                     bool zeroed = true);
+  // Page-locks host-tier memory (pinned, for fast asynchronous copies); false if refused.
+  bool pin(DeviceBuffer& b);
+
+  Stream& compute() { return *compute_; }
+  Stream& copies() { return *copies_; }
+  Stream& host() { return *host_; }
+
+  // ---- operations, each issued to a stream; spans may be of either tier ----
+  // dst = src. Copies between tiers are counted (link_bytes) when issued.
+  void copy(Stream& s, DeviceSpan dst, DeviceSpan src);
+  virtual void fill(Stream& s, DeviceSpan dst, float value) = 0;                // dst[i] = value
+  virtual void add(Stream& s, DeviceSpan dst, DeviceSpan src) = 0;             // dst[i] = dst[i] + src[i]
+  virtual void divide(Stream& s, DeviceSpan x, float d) = 0;                    // x[i] = x[i] / d
+  virtual void scale(Stream& s, DeviceSpan x, float c) = 0;                     // x[i] = x[i] * c
+  // acc + sum of x[i]^2 in double, left to right; waits for the stream (its result is a number).
+  virtual double sum_squares(Stream& s, DeviceSpan x, double acc) = 0;
+  // Adam over the elements `segments` describe (offsets into p, g, m, v); padding skipped.
+  virtual void adam(Stream& s, const AdamStep& step, const std::vector<Segment>& segments, DeviceSpan p, DeviceSpan g,
+                    DeviceSpan m, DeviceSpan v) = 0;
+  // Counter-based initial values of the elements of `unit` that `segments` describe; padding zero.
+  virtual void init(Stream& s, const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed,
+                    DeviceSpan out) = 0;
+  // Runs a compute kernel (a model's forward or backward) with the memory it is given.
+  virtual void launch(Stream& s, const std::function<void(const KernelMemory&)>& kernel) = 0;
+  // What a communicator reads and writes for span x: a CPU transport's view of it. Only for
+  // issuing collectives (engine/collectives.cpp); a counting device gives a span without memory.
+  virtual std::span<float> transport(const DeviceSpan& x) = 0;
+  // Bytes copied between the tiers so far (the host<->device link, e.g. PCIe), by direction.
+  struct LinkBytes {
+    std::uint64_t to_host = 0, to_device = 0;
+    LinkBytes operator-(const LinkBytes& earlier) const { return {to_host - earlier.to_host, to_device - earlier.to_device}; }
+  };
+  LinkBytes link_bytes() const { return {to_host_.load(), to_device_.load()}; }
+  // True when operations compute (false for the counting device: the planner's dry run).
+  virtual bool computes() const { return true; }
+
+ protected:
+  Device(Ledger& ledger, std::unique_ptr<Stream> compute, std::unique_ptr<Stream> copies, std::unique_ptr<Stream> host);
+  // The backend's allocation: an address for `bytes` bytes of `tier` (zero-filled if asked), or
+  // nullptr when the system refuses; and its release.
+  virtual void do_copy(Stream& s, DeviceSpan dst, DeviceSpan src) = 0;
+  virtual float* allocate(Tier tier, std::size_t bytes, bool zeroed) = 0;
+  virtual void deallocate(Tier tier, float* p, std::size_t bytes) = 0;
+  virtual bool lock(Tier tier, float* p, std::size_t bytes) = 0;
+  virtual void unlock(Tier tier, float* p, std::size_t bytes) = 0;
+  // For implementations: a span's device address, and a span over an address.
+  static float* raw(const DeviceSpan& s) { return s.p_; }
+  static DeviceSpan make_span(float* p, std::size_t n, Tier t, Dtype d) { return {p, n, t, d}; }
+
+ private:
+  friend class DeviceBuffer;
+  void release(DeviceBuffer& b);
+
+  Ledger& ledger_;
+  Tracer* tracer_ = nullptr;
+  std::unique_ptr<Stream> compute_, copies_, host_;
+  std::atomic<std::uint64_t> to_host_{0}, to_device_{0};
+};
+
+// The one factory: "cpu", "strict" or "counting", over this rank's ledger.
+std::unique_ptr<Device> make_device(const std::string& name, Ledger& ledger);
+
+// Streams for devices that run on the CPU: one that runs each operation at once, and one with a
+// thread of its own. Shared by the CPU, strict and counting devices.
+std::unique_ptr<Stream> make_inline_stream();
+std::unique_ptr<Stream> make_thread_stream();
+
+}  // namespace zero

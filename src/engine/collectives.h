@@ -1,0 +1,30 @@
+// Internal to the engine: the collectives the stages issue, on engine memory. Every collective
+// of the engine goes through here, so this is the one place where device spans become what the
+// transport reads (Device::transport), and where bucket sizes bound each collective's pieces.
+#pragma once
+
+#include "comm/communicator.h"
+#include "device/device.h"
+
+namespace zero {
+
+class Collectives {
+ public:
+  Collectives(Communicator& comm, Device& device) : comm_(comm), device_(device) {}
+
+  int rank() const { return comm_.rank(); }
+  int size() const { return comm_.size(); }
+  Communicator& communicator() { return comm_; }
+
+  // As Communicator's (communicator.h): send N*k -> recv k (rank order sum), send k -> recv N*k,
+  // data N*k summed everywhere. recv of reduce_scatter may be this rank's slot of send.
+  Handle reduce_scatter(const DeviceSpan& send, const DeviceSpan& recv);
+  Handle all_gather(const DeviceSpan& send, const DeviceSpan& recv);
+  Handle all_reduce(const DeviceSpan& data);
+
+ private:
+  Communicator& comm_;
+  Device& device_;
+};
+
+}  // namespace zero

@@ -1,0 +1,79 @@
+// Internal to the engine: the optimizer's placement. The stage decides what this rank updates
+// (its parts); the placement decides where Adam's state and the reduced gradients live and where
+// Adam runs: on the device (optimizer_device.cpp) or, with ZeRO-Offload, on the host
+// (optimizer_host.cpp, with the delayed update). Neither knows which stage it serves: a stage is
+// described to it only by its parts and by whether it sheds its gradients.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "device/device.h"
+#include "engine/engine.h"
+#include "optim/adamw.h"
+#include "partition/layout.h"
+
+namespace zero {
+
+// What this rank's optimizer updates of one unit.
+struct OptimizerPart {
+  int unit = -1;
+  DeviceSpan params;              // the parameters it updates: device tier, or host tier when the
+                                  // host copy is the only one (offload_param)
+  std::vector<Segment> segments;  // of params: which elements are which parameter, and padding
+  std::size_t offset = 0;         // of this part in the optimizer's state (m, v, gradients)
+  std::size_t norm_begin = 0;     // this rank's slice within the part, for the gradient norm:
+  std::size_t norm_numel = 0;     // every stage sums the same elements in the same order
+};
+
+struct OptimizerContext {
+  const FlatLayout& layout;
+  Device& device;
+  std::vector<OptimizerPart> parts;
+  std::size_t state_numel = 0;   // elements of m, v and the gradient state: the parts laid end to end
+  bool sheds_gradients = false;  // the stage reduces every micro-batch into reduce_target()'s spans
+  bool clipping = false;         // gradients are scaled after the global norm: Adam waits for it
+  std::uint64_t seed = 0;
+  OffloadOptions offload;
+  int local_ranks = 1;           // ranks sharing this node's host memory
+};
+
+class ShardOptimizer {
+ public:
+  virtual ~ShardOptimizer() = default;
+
+  // A micro-batch begins; `boundary`: the last before the optimizer step.
+  virtual void begin_micro_batch(bool first, bool boundary) = 0;
+  // Where a stage that sheds its gradients reduce-scatters unit u's slice this micro-batch.
+  virtual DeviceSpan reduce_target(int u) = 0;
+  // Unit u's reduced gradient (this rank's part) is written to `region` by `done`: a span from
+  // reduce_target, or the stage's own (stages that keep their gradients reduce in place).
+  virtual void reduced(int u, const DeviceSpan& region, const Handle& done) = 0;
+  // Every reduced gradient has landed, averaged over N * micro-batches.
+  virtual void finish() = 0;
+
+  // The gradient norm's partial sum over this rank's slices; clipping.
+  virtual double sum_squares() = 0;
+  virtual void scale(float c) = 0;
+
+  // The coming step's scalars, given before its last micro-batch (offload starts Adam on each
+  // unit as its gradient lands).
+  virtual void prepare(const AdamStep& s) = 0;
+  virtual void step(const AdamStep& s) = 0;
+  // Completes work still in flight (the delayed update). True if it changed the parameters the
+  // stage holds (they must be gathered again).
+  virtual bool synchronize() { return false; }
+};
+
+// Throws OutOfMemoryError when this node's host memory cannot hold the offloaded state of
+// `state_numel` elements per rank: called before anything is allocated.
+void check_host_room(Device& device, std::size_t state_numel, const OffloadOptions& offload, int local_ranks);
+
+// The placement: offload.optimizer picks the host.
+std::unique_ptr<ShardOptimizer> make_optimizer(const OptimizerContext& ctx);
+std::unique_ptr<ShardOptimizer> make_device_optimizer(const OptimizerContext& ctx);
+std::unique_ptr<ShardOptimizer> make_host_optimizer(const OptimizerContext& ctx);
+
+}  // namespace zero

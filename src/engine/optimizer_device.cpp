@@ -1,0 +1,127 @@
+// The optimizer on the device: Adam's moments (and, for a stage that sheds its gradients, the
+// reduced gradient shard) in the device tier; Adam updates the parts' parameters in place.
+//
+// Reduced gradients: a stage that keeps its gradients reduces in place, and Adam reads them
+// there. A stage that sheds them reduce-scatters the first micro-batch straight into the
+// gradient shard; later micro-batches into a transient slice that is added to the shard once
+// its reduction completes (in micro-batch order, so every stage adds the same numbers in the
+// same order). One shed reduction is in flight at a time, bounding the transient slices to one.
+#include <deque>
+
+#include "common/error.h"
+#include "engine/optimizer.h"
+
+namespace zero {
+namespace {
+
+class DeviceOptimizer final : public ShardOptimizer {
+ public:
+  explicit DeviceOptimizer(const OptimizerContext& ctx)
+      : ctx_(ctx),
+        dev_(ctx.device),
+        m_(dev_.alloc(Tier::kDevice, Category::kOptimizerState, ctx.state_numel, "Adam first moment")),
+        v_(dev_.alloc(Tier::kDevice, Category::kOptimizerState, ctx.state_numel, "Adam second moment")),
+        grads_(ctx.layout.num_units()) {
+    if (ctx.sheds_gradients) {
+      shard_ = dev_.alloc(Tier::kDevice, Category::kGradients, ctx.state_numel, "gradient shard");
+      for (const OptimizerPart& p : ctx_.parts) grads_[p.unit] = slot(shard_, p);
+    }
+  }
+
+  ~DeviceOptimizer() override {
+    for (Pending& p : pending_) {
+      try {
+        p.done.wait();
+      } catch (...) {
+      }
+    }
+  }
+
+  void begin_micro_batch(bool first, bool boundary) override {
+    if (first) reduced_.assign(ctx_.layout.num_units(), false);
+    micro_batches_ = first ? 1 : micro_batches_ + 1;
+    boundary_ = boundary;
+  }
+
+  DeviceSpan reduce_target(int u) override {
+    land_all();  // one shed reduction in flight
+    const OptimizerPart& p = part(u);
+    if (!reduced_[u]) {  // the unit's first reduction this step goes straight into the shard
+      reduced_[u] = true;
+      return slot(shard_, p);
+    }
+    transient_ = dev_.alloc(Tier::kDevice, Category::kCommBuffers, p.params.size(), "reduced gradient slice");
+    return transient_.span();
+  }
+
+  void reduced(int u, const DeviceSpan& region, const Handle& done) override {
+    if (!ctx_.sheds_gradients) grads_[u] = region;
+    pending_.push_back({u, region, done, boundary_ ? ctx_.layout.world_size() * micro_batches_ : 0});
+  }
+
+  void finish() override { land_all(); }
+
+  double sum_squares() override {
+    double acc = 0.0;
+    for (const OptimizerPart& p : ctx_.parts) acc = dev_.sum_squares(dev_.compute(), grads_[p.unit].sub(p.norm_begin, p.norm_numel), acc);
+    return acc;
+  }
+
+  void scale(float c) override {
+    for (const OptimizerPart& p : ctx_.parts) dev_.scale(dev_.compute(), grads_[p.unit], c);
+  }
+
+  void prepare(const AdamStep&) override {}
+
+  void step(const AdamStep& s) override {
+    for (const OptimizerPart& p : ctx_.parts)
+      dev_.adam(dev_.compute(), s, p.segments, p.params, grads_[p.unit], slot(m_, p), slot(v_, p));
+  }
+
+ private:
+  struct Pending {
+    int unit;
+    DeviceSpan region;
+    Handle done;
+    int divisor;  // N * micro-batches at the step's last micro-batch; 0 before it
+  };
+
+  const OptimizerPart& part(int u) const { return ctx_.parts.at(u); }  // one part per unit, in unit order
+  static DeviceSpan slot(const DeviceBuffer& b, const OptimizerPart& p) { return b.sub(p.offset, p.params.size()); }
+
+  // Waits for the reductions in flight, in issue order; adds transient slices into the shard and
+  // averages at the step's last micro-batch: the one division every stage performs.
+  void land_all() {
+    while (!pending_.empty()) {
+      Pending p = pending_.front();
+      pending_.pop_front();
+      p.done.wait();
+      if (!p.region.same_as(grads_[p.unit])) {
+        dev_.add(dev_.compute(), grads_[p.unit], p.region);
+        transient_.reset();
+      }
+      if (p.divisor > 1) dev_.divide(dev_.compute(), grads_[p.unit], static_cast<float>(p.divisor));
+    }
+  }
+
+  OptimizerContext ctx_;
+  Device& dev_;
+  DeviceBuffer m_, v_;                // (state_numel) f32, device tier, optimizer state
+  DeviceBuffer shard_;                // (state_numel) f32, device tier: reduced gradients (shedding stages)
+  DeviceBuffer transient_;            // (part) f32, device tier, comm: a later micro-batch's reduced slice
+  std::vector<DeviceSpan> grads_;     // (num_units) where each part's reduced gradient is
+  std::deque<Pending> pending_;
+  std::vector<bool> reduced_;         // (num_units) reduced at least once this step
+  int micro_batches_ = 0;
+  bool boundary_ = true;
+};
+
+}  // namespace
+
+std::unique_ptr<ShardOptimizer> make_device_optimizer(const OptimizerContext& ctx) { return std::make_unique<DeviceOptimizer>(ctx); }
+
+std::unique_ptr<ShardOptimizer> make_optimizer(const OptimizerContext& ctx) {
+  return ctx.offload.optimizer ? make_host_optimizer(ctx) : make_device_optimizer(ctx);
+}
+
+}  // namespace zero

@@ -1,0 +1,266 @@
+// The optimizer on the host (ZeRO-Offload): Adam's moments, the fp32 master parameters and the
+// reduced gradients in the host tier; Adam runs on the CPU (the device's host stream).
+//
+// As each unit's reduced gradient completes, the copy stream brings it to the host gradient
+// state (adding to what earlier micro-batches left, averaging at the last one); once it has
+// landed, the host stream runs Adam over that unit's part and copies the updated parameters back
+// to the device, while backward goes on with the units before it. Clipping needs the norm of
+// every part first, so with clipping Adam waits for the step. Every element sees the same
+// operations in the same order as on the device, so the weights are bit-identical.
+//
+// A part whose parameters are in the host tier (stage 3 with offload_param) is its own master:
+// Adam updates it in place and nothing is copied back.
+//
+// The delayed update (DPU): after the warm-up steps, step t's Adam is queued on the host stream
+// and the step returns; step t+1's forward and backward run with the parameters from before step
+// t's update. At step t+1's optimizer phase the result is copied back (the stage then gathers
+// it) and step t+1's Adam is queued. Two host gradient buffers alternate, so gradients landing
+// for step t+1 never meet the CPU reading step t's.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+
+#include "common/error.h"
+#include "engine/optimizer.h"
+
+namespace zero {
+namespace {
+
+// Host memory this process may still take, from /proc/meminfo (MemAvailable), or 0 if unknown.
+std::uint64_t host_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  std::uint64_t kib = 0;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+}  // namespace
+
+// Refuses, before anything is allocated, host state that this node cannot hold.
+void check_host_room(Device& dev, std::size_t state_numel, const OffloadOptions& offload, int local_ranks) {
+  // m, v; the fp32 master (or, with offload_param, the stage's host parameter shard); gradients
+  const std::uint64_t buffers = 2 + 1 + (offload.delayed_update ? 2 : 1);
+  const std::uint64_t per_rank = state_numel * sizeof(float) * buffers;
+  const int local = std::max(1, local_ranks);
+  const std::uint64_t available = dev.computes() ? host_available_bytes() : 0;
+  const auto cap = dev.ledger().capacity(Tier::kHost);
+  const std::uint64_t room = cap ? *cap : available / static_cast<std::uint64_t>(local);
+  if ((cap || available > 0) && per_rank > room) {
+    throw OutOfMemoryError(cat("[offload] the offloaded state needs ", format_bytes(per_rank), " of host memory per rank (",
+                               format_bytes(per_rank * local), " for the ", local, " ranks on this node) but ",
+                               format_bytes(room), " per rank is available: use more ranks or nodes, or turn offload off"));
+  }
+}
+
+namespace {
+
+class HostOptimizer final : public ShardOptimizer {
+ public:
+  explicit HostOptimizer(const OptimizerContext& ctx)
+      : ctx_(ctx), dev_(ctx.device), grad_buffers_(ctx.offload.delayed_update ? 2 : 1) {
+    const std::size_t n = ctx.state_numel;
+    if (has_device_params()) master_ = host_buffer(Category::kParameters, n, "fp32 master parameter shard");
+    m_ = host_buffer(Category::kOptimizerState, n, "Adam first moment shard");
+    v_ = host_buffer(Category::kOptimizerState, n, "Adam second moment shard");
+    for (int i = 0; i < grad_buffers_; ++i) grads_[i] = host_buffer(Category::kGradients, n, "gradient shard");
+    for (const OptimizerPart& p : ctx_.parts) {
+      if (!on_device(p)) continue;
+      const UnitPlace& unit = ctx.layout.unit(p.unit);
+      dev_.init(dev_.compute(), unit, p.segments, ctx.seed, master(p));
+    }
+  }
+
+  ~HostOptimizer() override {
+    quiet_sync(dev_.copies());
+    quiet_sync(dev_.host());
+  }
+
+  void begin_micro_batch(bool first, bool boundary) override {
+    retire();
+    if (first) landed_.assign(ctx_.layout.num_units(), false);
+    micro_batches_ = first ? 1 : micro_batches_ + 1;
+    first_ = first;
+    boundary_ = boundary;
+  }
+
+  DeviceSpan reduce_target(int u) override {
+    retire();  // one reduction in flight: its slice is freed once landed
+    Pending& p = pending_.emplace_back();
+    p.slice = dev_.alloc(Tier::kDevice, Category::kCommBuffers, ctx_.parts.at(u).params.size(), "reduced gradient slice");
+    return p.slice.span();
+  }
+
+  void reduced(int u, const DeviceSpan& region, const Handle& done) override {
+    const OptimizerPart& part = ctx_.parts.at(u);
+    if (pending_.empty() || !pending_.back().slice.span().same_as(region)) pending_.emplace_back();
+    Pending& p = pending_.back();
+    Stream& copies = dev_.copies();
+    const DeviceSpan g = grad(current_, part);
+    copies.wait(done);  // a failed reduction fails the stream: no Adam on a partial gradient
+    if (!landed_[u]) {  // the unit's first reduction this step replaces what the last step left
+      dev_.copy(copies, g, region);
+      landed_[u] = true;
+    } else {  // later micro-batches add, in micro-batch order, through one host staging slice
+      if (staging_.empty()) staging_ = dev_.alloc(Tier::kHost, Category::kCommBuffers, largest_part(), "reduced gradient slice on the host");
+      const DeviceSpan staged = staging_.sub(0, region.size());
+      dev_.copy(copies, staged, region);
+      dev_.add(copies, g, staged);
+    }
+    if (boundary_ && micro_batches_ * ctx_.layout.world_size() > 1) {
+      dev_.divide(copies, g, static_cast<float>(micro_batches_ * ctx_.layout.world_size()));
+    }
+    p.landed = copies.record();
+    if (boundary_ && adam_during_backward()) {
+      adam_on_current_ = true;
+      dev_.host().wait(p.landed);
+      update(part, *next_step_, current_, true);
+    }
+  }
+
+  void finish() override {
+    retire();
+    dev_.copies().synchronize();
+  }
+
+  double sum_squares() override {
+    double acc = 0.0;
+    for (const OptimizerPart& p : ctx_.parts) acc = dev_.sum_squares(dev_.compute(), grad(current_, p).sub(p.norm_begin, p.norm_numel), acc);
+    return acc;
+  }
+
+  void scale(float c) override {
+    // Adam queued during backward reads this buffer; a delayed step's Adam reads the other one.
+    ZERO_CHECK(!adam_on_current_, "gradients scaled after Adam started on them");
+    dev_.scale(dev_.compute(), grads_[current_].span(), c);
+  }
+
+  void prepare(const AdamStep& s) override { next_step_ = s; }
+
+  void step(const AdamStep& s) override {
+    ++steps_;
+    if (!delayed(steps_)) {
+      if (adam_on_current_) {
+        // Adam already ran during backward with the scalars given to prepare().
+        if (!(s == *next_step_)) {
+          wait_adam();
+          throw ConfigError("[engine] the learning rate changed between the last forward_backward and step(): with "
+                            "offload, Adam starts during backward, so set the learning rate before the step's first "
+                            "forward_backward");
+        }
+      } else {  // clipping: Adam now, over every part
+        for (const OptimizerPart& p : ctx_.parts) update(p, s, current_, true);
+      }
+      wait_adam();
+      return;
+    }
+    // The delayed update: bring the previous step's result to the device, then queue this one.
+    wait_adam();
+    copy_all_to_device();
+    for (const OptimizerPart& p : ctx_.parts) update(p, s, current_, false);
+    current_ = (current_ + 1) % grad_buffers_;
+    dirty_ = true;
+  }
+
+  bool synchronize() override {
+    if (!dirty_) return false;
+    wait_adam();
+    copy_all_to_device();
+    dirty_ = false;
+    return true;
+  }
+
+ private:
+  struct Pending {
+    DeviceBuffer slice;  // (part) f32, device tier, comm: the reduced slice on its way to the host
+    Handle landed;
+  };
+
+  static void quiet_sync(Stream& s) {
+    try {
+      s.synchronize();
+    } catch (...) {
+    }
+  }
+
+  bool delayed(std::int64_t step) const { return ctx_.offload.delayed_update && step > ctx_.offload.warmup_steps; }
+  bool adam_during_backward() const { return !ctx_.clipping && !delayed(steps_ + 1) && next_step_.has_value(); }
+  static bool on_device(const OptimizerPart& p) { return p.params.tier() == Tier::kDevice; }
+  bool has_device_params() const {
+    for (const OptimizerPart& p : ctx_.parts)
+      if (on_device(p)) return true;
+    return false;
+  }
+  DeviceSpan master(const OptimizerPart& p) const { return on_device(p) ? master_.sub(p.offset, p.params.size()) : p.params; }
+  std::size_t largest_part() const {
+    std::size_t n = 0;
+    for (const OptimizerPart& p : ctx_.parts) n = std::max(n, p.params.size());
+    return n;
+  }
+  DeviceSpan grad(int buffer, const OptimizerPart& p) const { return grads_[buffer].sub(p.offset, p.params.size()); }
+
+  DeviceBuffer host_buffer(Category c, std::size_t n, const std::string& what) {
+    DeviceBuffer b = dev_.alloc(Tier::kHost, c, n, what);
+    if (ctx_.offload.pin_memory && !dev_.pin(b) && !pin_warned_) {
+      std::fprintf(stderr, "zero: [offload] pin_memory: cannot page-lock %s of host memory (%s); using pageable memory\n",
+                   format_bytes(n * sizeof(float)).c_str(), std::strerror(errno));
+      pin_warned_ = true;
+    }
+    return b;
+  }
+
+  // On the host stream: Adam over one part, then (unless delayed) its parameters to the device.
+  void update(const OptimizerPart& p, const AdamStep& s, int buffer, bool copy_back) {
+    Stream& host = dev_.host();
+    dev_.adam(host, s, p.segments, master(p), grad(buffer, p), m_.sub(p.offset, p.params.size()), v_.sub(p.offset, p.params.size()));
+    if (copy_back && on_device(p)) dev_.copy(host, p.params, master(p));
+    adam_queued_ = true;
+  }
+
+  void copy_all_to_device() {
+    for (const OptimizerPart& p : ctx_.parts)
+      if (on_device(p)) dev_.copy(dev_.copies(), p.params, master(p));
+    dev_.copies().synchronize();
+  }
+
+  void retire() {
+    while (!pending_.empty()) {
+      Pending p = std::move(pending_.front());
+      pending_.pop_front();
+      p.landed.wait();  // rethrows a failed reduction or copy
+    }
+  }
+
+  void wait_adam() {
+    adam_on_current_ = false;
+    if (!adam_queued_) return;
+    adam_queued_ = false;
+    dev_.host().synchronize();  // rethrows a failed update
+  }
+
+  OptimizerContext ctx_;
+  Device& dev_;
+  int grad_buffers_;         // 2 with the delayed update
+  DeviceBuffer master_;      // (state_numel) f32, host tier: fp32 master parameters of device parts
+  DeviceBuffer m_, v_;       // (state_numel) f32, host tier: Adam's moments
+  DeviceBuffer grads_[2];    // (state_numel) f32, host tier: reduced gradients (two with the DPU)
+  int current_ = 0;          // the gradient buffer this step fills
+  DeviceBuffer staging_;     // (largest part) f32, host tier, comm: a later micro-batch's slice, before it is added
+  std::deque<Pending> pending_;
+  std::vector<bool> landed_;  // (num_units) reduced at least once this step
+  int micro_batches_ = 0;
+  bool first_ = true, boundary_ = true, dirty_ = false, pin_warned_ = false;
+  bool adam_on_current_ = false;  // Adam queued during backward reads grads_[current_]
+  bool adam_queued_ = false;
+  std::int64_t steps_ = 0;
+  std::optional<AdamStep> next_step_;
+};
+
+}  // namespace
+
+std::unique_ptr<ShardOptimizer> make_host_optimizer(const OptimizerContext& ctx) { return std::make_unique<HostOptimizer>(ctx); }
+
+}  // namespace zero
