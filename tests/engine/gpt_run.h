@@ -12,6 +12,7 @@ namespace zero::testing {
 
 struct GptRun {
   int stage = 0;
+  std::string device = "cpu";
   int steps = 4;
   int global_batch = 4;  // sequences per step
   GptShape shape{32, 8, 16, 2, 2};
@@ -23,6 +24,7 @@ inline std::vector<float> train_gpt(const GptRun& run, Communicator& comm, Ledge
   Gpt gpt(run.shape, B, ledger);
   EngineConfig config;
   config.stage = run.stage;
+  config.device = run.device;
   config.adam.lr = 1e-2f;
   config.adam.weight_decay = 0.1f;
   config.gradient_clipping = 1.0f;

@@ -1,6 +1,7 @@
 // Test helper: trains the test MLP with the engine on one rank and records what the tests check.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include <algorithm>
@@ -24,6 +25,7 @@ struct MlpRun {
   float clipping = 0.0f;
   OffloadOptions offload;
   MlpShape shape;
+  std::string device = "cpu";  // "strict": engine memory the host cannot dereference
 };
 
 struct RankResult {
@@ -45,6 +47,7 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.adam.weight_decay = 0.1f;
   c.gradient_clipping = run.clipping;
   c.offload = run.offload;
+  c.device = run.device;
   return c;
 }
 

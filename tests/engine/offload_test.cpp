@@ -39,13 +39,18 @@ TEST(Offload, BitIdenticalToTheSameStageWithoutOffload) {
           run.stage = stage;
           run.offload = {};
           const auto plain = run_threads(run, n)[0].params;
-          run.offload.optimizer = true;
-          EXPECT_TRUE(same_bits(run_threads(run, n)[0].params, plain))
-              << "stage " << stage << " N=" << n << " tied=" << tied << " clipping=" << clipping;
-          if (stage == 3) {
-            run.offload.params = true;
-            EXPECT_TRUE(same_bits(run_threads(run, n)[0].params, plain)) << "stage 3 + offload_param, N=" << n;
+          for (const char* device : {"cpu", "strict"}) {  // strict: device memory only through the seam
+            run.device = device;
+            run.offload = {};
+            run.offload.optimizer = true;
+            EXPECT_TRUE(same_bits(run_threads(run, n)[0].params, plain))
+                << "stage " << stage << " N=" << n << " tied=" << tied << " clipping=" << clipping << " " << device;
+            if (stage == 3) {
+              run.offload.params = true;
+              EXPECT_TRUE(same_bits(run_threads(run, n)[0].params, plain)) << "stage 3 + offload_param, N=" << n << " " << device;
+            }
           }
+          run.device = "cpu";
         }
       }
 }
