@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +30,7 @@ std::vector<FlagSpec> train_flags() {
           {"micro-batch", "sequences per rank per micro-batch (overrides train_micro_batch_size_per_gpu)", true, ""},
           {"lr", "learning rate (overrides optimizer.params.lr)", true, ""},
           {"seed", "initialisation seed (overrides seed)", true, ""},
+          {"comm-timeout", "seconds a collective may wait for the other ranks before failing (overrides comm_timeout_seconds; default 300)", true, ""},
           {"set", "any config key, dotted: --set zero_optimization.reduce_bucket_size=2e8 (repeatable)", true, ""},
           {"metrics", "write one JSON object per step (all ranks' figures) to this file", true, ""},
           {"offload", "ZeRO-Offload: none, optimizer, or optimizer+param (sets zero_optimization.offload_*)", true, ""},
@@ -55,7 +58,8 @@ TrainConfig build_config(const Flags& flags, int world_size) {
   if (!flags.get("config").empty()) j = read_config_file(flags.get("config"));  // syntax, duplicates
   const std::pair<const char*, const char*> simple[] = {{"stage", "zero_optimization.stage"}, {"steps", "train_steps"},
                                                          {"micro-batch", "train_micro_batch_size_per_gpu"},
-                                                         {"lr", "optimizer.params.lr"}, {"seed", "seed"}};
+                                                         {"lr", "optimizer.params.lr"}, {"seed", "seed"},
+                                                         {"comm-timeout", "comm_timeout_seconds"}};
   for (const auto& [flag, key] : simple)
     if (flags.has(flag)) apply_override(j, cat(key, "=", flags.get(flag)));
   if (flags.has("data")) apply_override(j, "data.path", flags.get("data"));
@@ -158,6 +162,7 @@ int train_main(const std::vector<std::string>& args) {
     TrainOptions o;
     o.ledger = &ledger;
     o.config = build_config(flags, comm.size());
+    comm.set_timeout(std::chrono::milliseconds(std::llround(o.config.comm_timeout_seconds * 1000)));
     o.data_path = o.config.data.path.empty() ? data::default_text_path() : o.config.data.path;
     o.sample_chars = sample;
     const TrainConfig& c = o.config;

@@ -13,6 +13,14 @@
 //   broadcast(data, root)               data = root's data.
 // Only fp32 is reduced today. recv of reduce_scatter may be this rank's slot of send (in place).
 //
+// Segments: a collective of k elements per rank runs as ceil(k/s) transport calls ("pieces") of at
+// most s elements per rank each (segmented.cpp), so no transport call exceeds what the backend
+// can carry (MPI: an int count) and backend scratch is bounded by s, not k. s is the per-call
+// `segment` if non-zero, else CommOptions::segment_elements if non-zero, else the backend's own
+// limit, and never more than that limit. Segmenting never changes the bits: each element is
+// still summed in rank order. A reduce_scatter/all_gather of more than one piece packs the pieces
+// of every rank into scratch of N*s elements (comm_buffers); scratch_bytes() predicts it.
+//
 // Threading: every collective, blocking or not, is executed by this communicator's one comm
 // thread, in the order it was issued. The *_async forms return a Handle to wait on; the blocking
 // forms are async + wait. A failure (timeout, a dead peer, a transport error) surfaces as a
@@ -20,6 +28,8 @@
 //
 // Traffic: per kind of collective, the payload bytes this rank hands the transport for other
 // ranks (sent) and receives from them (received); data that stays on the rank is not counted.
+// `calls` counts collectives as issued (one per call); `pieces` counts the transport calls they
+// ran as (an all_reduce of m pieces is 2m: m reduce_scatter pieces, then m all_gather pieces).
 #pragma once
 
 #include <array>
@@ -32,6 +42,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/task_queue.h"
 
@@ -48,6 +59,7 @@ struct Traffic {
   std::array<std::uint64_t, kNumCollectives> sent{};
   std::array<std::uint64_t, kNumCollectives> received{};
   std::array<std::uint64_t, kNumCollectives> calls{};
+  std::array<std::uint64_t, kNumCollectives> pieces{};
   std::uint64_t total_sent() const;
   std::uint64_t total_received() const;
   Traffic operator-(const Traffic& earlier) const;
@@ -72,6 +84,17 @@ struct CommOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   // Communication scratch is accounted here (category comm_buffers, device tier), if set.
   Ledger* ledger = nullptr;
+  // Elements per rank in one transport call of a collective (see "Segments" above); 0 = the
+  // backend's own limit. A per-call `segment` overrides it.
+  std::size_t segment_elements = 0;
+};
+
+// Where the ranks of a communicator run: which machine ("node") and which of its ranks.
+struct NodeTopology {
+  int local_rank = 0;  // this rank's index among the ranks on its node, in rank order
+  int local_size = 1;  // ranks on this node
+  int node = 0;        // nodes numbered by the lowest rank on each, in rank order
+  int num_nodes = 1;
 };
 
 class Communicator {
@@ -84,10 +107,29 @@ class Communicator {
   int size() const { return size_; }
   virtual std::string backend() const = 0;
 
+  // The node this rank runs on (MPI: ranks sharing memory; threads and self: one node).
+  int local_rank() const { return topology_.local_rank; }
+  int local_size() const { return topology_.local_size; }
+  int node() const { return topology_.node; }
+  int num_nodes() const { return topology_.num_nodes; }
+
+  // A communicator of the same backend over the ranks that pass the same `color` (>= 0), ranked
+  // by `key`, ties by rank (MPI_Comm_split). Collective over this communicator: every rank calls
+  // it, in the same order among its collectives. The new one has its own comm thread, so its
+  // collectives run concurrently with this one's; it takes this one's options (timeout, ledger,
+  // segment) and may outlive it.
+  std::unique_ptr<Communicator> split(int color, int key);
+
+  // `segment` (elements per rank per transport call, 0 = the options' default) overloads: see
+  // "Segments" above. The engine passes its bucket size here.
   Handle all_reduce_async(std::span<float> data);
+  Handle all_reduce_async(std::span<float> data, std::size_t segment);
   Handle reduce_scatter_async(std::span<const float> send, std::span<float> recv);
+  Handle reduce_scatter_async(std::span<const float> send, std::span<float> recv, std::size_t segment);
   Handle all_gather_async(std::span<const float> send, std::span<float> recv);
+  Handle all_gather_async(std::span<const float> send, std::span<float> recv, std::size_t segment);
   Handle broadcast_async(std::span<float> data, int root);
+  Handle broadcast_async(std::span<float> data, int root, std::size_t segment);
   Handle barrier_async();
 
   void all_reduce(std::span<float> data) { all_reduce_async(data).wait(); }
@@ -95,10 +137,27 @@ class Communicator {
   void all_gather(std::span<const float> send, std::span<float> recv) { all_gather_async(send, recv).wait(); }
   void broadcast(std::span<float> data, int root) { broadcast_async(data, root).wait(); }
   void barrier() { barrier_async().wait(); }
+  void all_reduce(std::span<float> data, std::size_t segment) { all_reduce_async(data, segment).wait(); }
+  void reduce_scatter(std::span<const float> send, std::span<float> recv, std::size_t segment) {
+    reduce_scatter_async(send, recv, segment).wait();
+  }
+  void all_gather(std::span<const float> send, std::span<float> recv, std::size_t segment) {
+    all_gather_async(send, recv, segment).wait();
+  }
+  void broadcast(std::span<float> data, int root, std::size_t segment) { broadcast_async(data, root, segment).wait(); }
 
   // Gathers `bytes` bytes from every rank into recv (size * bytes), rank order. Blocking; for
   // start-up agreement checks, counted as all_gather.
   void all_gather_bytes(const void* send, std::size_t bytes, void* recv);
+
+  // The elements per rank of each transport call for a collective of k per rank under `segment`
+  // (0 = the options' default): min(k, s), at least 1 piece.
+  std::size_t segment_elements(std::size_t segment = 0) const;
+  // The comm_buffers bytes (device tier) a collective of k elements per rank (all_reduce: of
+  // N*k elements; broadcast: of k) will hold at its peak under `segment`: the packing scratch of
+  // segmented.cpp plus the backend's own scratch for one piece. The ledger's comm_buffers peak
+  // during that collective rises by exactly this. 0 for barrier.
+  std::uint64_t scratch_bytes(Collective kind, std::size_t k, std::size_t segment = 0) const;
 
   // Names what the caller is doing ("step 12"), for the messages of failed collectives.
   void set_context(std::string context);
@@ -106,7 +165,12 @@ class Communicator {
   void set_tracer(Tracer* tracer) { tracer_ = tracer; }
 
   Traffic traffic() const;
-  const CommOptions& options() const { return options_; }
+  // A copy: the timeout may change (set_timeout) while collectives run.
+  CommOptions options() const;
+  std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(timeout_ms_.load()); }
+  // Sets the collective timeout (CommOptions::timeout) for collectives that start from now on;
+  // ConfigError unless positive.
+  void set_timeout(std::chrono::milliseconds timeout);
 
   // Ends every rank of the job after an unrecoverable error (MPI_Abort under MPI). Never returns.
   [[noreturn]] virtual void abort(int code);
@@ -119,33 +183,63 @@ class Communicator {
   virtual void do_all_gather(const void* send, void* recv, std::size_t bytes_per_rank) = 0;
   virtual void do_broadcast(void* data, std::size_t bytes, int root) = 0;
   virtual void do_barrier() = 0;
+  // The most elements of `element_bytes` bytes one transport call may carry per rank (MPI: what
+  // an int count allows); the default is no limit.
+  virtual std::size_t max_transport_elements(std::size_t element_bytes) const;
+  // Scratch the backend allocates (comm_buffers) for one transport call of `k` elements per rank
+  // of `kind` (kReduceScatter, kAllGather or kBroadcast); the default is none.
+  virtual std::uint64_t transport_scratch_bytes(Collective kind, std::size_t k) const;
+  // The communicator of split(); runs on the comm thread. The default refuses (CommError).
+  virtual std::unique_ptr<Communicator> do_split(int color, int key);
+  // Called by a backend's constructor when it knows more than "every rank on one node".
+  void set_topology(const NodeTopology& topology) { topology_ = topology; }
 
   // Must be called by the most-derived destructor: stops the comm thread before the transport dies.
   void stop_comm_thread();
 
   std::string context() const;
   // Names the collective for messages: "reduce_scatter of 4.0 KiB (step 3)"; inside an all_reduce,
-  // "all_reduce (reduce_scatter phase) of 4.0 KiB (step 3)", so the user sees what they issued.
+  // "all_reduce (reduce_scatter phase) of 4.0 KiB (step 3)", so the user sees what they issued;
+  // with pieces, "reduce_scatter of 4.0 KiB, piece 2 of 3 (step 3)".
   std::string op_label(const char* op, std::size_t bytes) const;
 
  private:
+  class Scratch;  // segmented.cpp: packing scratch of one collective
   Handle enqueue(Collective kind, std::uint64_t sent, std::uint64_t received, std::function<void()> op);
   void count(Collective kind, std::uint64_t sent, std::uint64_t received);
+  std::size_t resolve_segment(std::size_t segment, std::size_t element_bytes) const;
+  // segmented.cpp: the piece loops, run on the comm thread; s = elements per rank per piece.
+  void segmented_reduce_scatter(const float* send, float* recv, std::size_t k, std::size_t s, Scratch& scratch);
+  void segmented_all_gather(const void* send, void* recv, std::size_t k, std::size_t element_bytes, std::size_t s,
+                            Scratch& scratch);
+  void segmented_broadcast(void* data, std::size_t k, std::size_t element_bytes, std::size_t s, int root);
+  // Runs body with this collective's scratch; keeps the scratch alive if the body fails.
+  void run_pieces(const std::function<void(Scratch&)>& body);
+  void begin_piece(Collective kind, std::size_t index, std::size_t count);
 
   int rank_;
   int size_;
   CommOptions options_;
+  std::atomic<std::int64_t> timeout_ms_;  // options_.timeout, settable while collectives run
+  NodeTopology topology_;
   // The comm thread. Collectives must be issued in the same order on every rank; one thread per
   // rank executing them in issue order keeps that order even when compute overlaps them.
   std::unique_ptr<TaskQueue> worker_;
   std::array<std::atomic<std::uint64_t>, kNumCollectives> sent_{};
   std::array<std::atomic<std::uint64_t>, kNumCollectives> received_{};
   std::array<std::atomic<std::uint64_t>, kNumCollectives> calls_{};
+  std::array<std::atomic<std::uint64_t>, kNumCollectives> pieces_{};
   Collective running_ = Collective::kBarrier;  // what the comm thread runs now; comm thread only
+  std::size_t piece_index_ = 0, piece_count_ = 1;  // the piece it runs now; comm thread only
+  // Scratch of collectives that failed: a transport (MPI) may still write into it. Comm thread only.
+  std::vector<std::shared_ptr<void>> orphaned_scratch_;
   Tracer* tracer_ = nullptr;
   mutable std::mutex context_mu_;
   std::string context_;
 };
+
+// The topology of `rank` given, for every rank r, node_leader[r]: the lowest rank on r's node.
+NodeTopology node_topology(int rank, std::span<const int> node_leader);
 
 // The one factory. `name` is "self", "threads" or "mpi". For "threads", use ThreadWorld instead
 // (N communicators share one world); make_communicator("threads") is an error that says so.

@@ -1,32 +1,107 @@
 // The "mpi" backend: one rank per process, over Open MPI (so across machines too).
 //
-// Only the comm thread calls MPI after initialisation, so MPI_THREAD_SERIALIZED suffices.
+// Threads. A process may hold several communicators (split()), each with its own comm thread
+// calling MPI, so MPI is initialised with MPI_THREAD_MULTIPLE. Where the library provides only
+// MPI_THREAD_SERIALIZED, every MPI call of this process is made under one process-wide mutex
+// (MpiLock below), taken for one call at a time and never held across a wait: collectives are
+// non-blocking calls polled with MPI_Test, each poll locking on its own, so the collectives of
+// two communicators still progress together. The only blocking calls are those that build a
+// communicator (MPI_Comm_split, _dup, _split_type and the topology exchange), and in split()
+// they run only after every member has shown up in a timed all-gather, so they cannot hang on a
+// missing rank; with SERIALIZED MPI, two splits must not run at once on two communicators of one
+// process (each would hold the mutex in its blocking call). Below SERIALIZED, zero refuses to
+// start: MPI is never called concurrently by accident. ZERO_MPI_THREAD_LEVEL=serialized asks for
+// SERIALIZED only (to test the mutex path on a library that provides MULTIPLE).
+//
+// MPI is initialised by the first communicator of the process (unless someone else did) and
+// finalised when the last communicator made from it is gone (MpiSession).
+//
 // Collectives use the non-blocking MPI calls, polled until a deadline, so a dead or stuck peer
 // becomes a CommError naming the operation instead of a hang.
 // reduce_scatter is an all-to-all of the pieces followed by the rank-order sum that every
 // backend shares (MPI's own reductions may add in any order, which would break bit-identity).
+// Counts are ints: the base class cuts collectives into pieces of at most
+// max_transport_elements() elements per rank (segmented.cpp), and a byte payload is counted in
+// the widest of 8/4/2/1-byte units that divides it, so a piece of floats may hold INT_MAX of them.
 //
 // A failed collective (timeout or MPI error) leaves its request live: MPI cannot cancel a
 // collective, and a late peer can still complete it, writing into its buffers during any later
 // MPI call. So after a failure the communicator is *broken*: it keeps the failed collective's
-// scratch alive, refuses every later collective without calling MPI, and skips MPI_Finalize
-// (which would progress the orphan, or wait for peers that are gone). The process should end
-// the job with abort(), as the CLI does.
+// scratch alive, refuses every later collective without calling MPI, and the process skips
+// MPI_Finalize (which would progress the orphan, or wait for peers that are gone). The process
+// should end the job with abort(), as the CLI does.
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "comm/backends.h"
 #include "comm/reduce.h"
+#include "comm/segmented.h"
 #include "common/error.h"
 #include "memory/ledger.h"
 
 namespace zero::detail {
 namespace {
+
+bool g_serialize_mpi = false;        // set once, before any comm thread exists
+std::atomic<bool> g_mpi_broken{false};  // a collective of some communicator failed: skip MPI_Finalize
+
+// Held around every MPI call when the library is only SERIALIZED (see the top of this file).
+class MpiLock {
+ public:
+  MpiLock() : lock_(mutex(), std::defer_lock) {
+    if (g_serialize_mpi) lock_.lock();
+  }
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex mu;
+    return mu;
+  }
+  std::unique_lock<std::mutex> lock_;
+};
+
+// MPI from MPI_Init (if this process did it) to MPI_Finalize: shared by every communicator.
+struct MpiSession {
+  bool owns_init = false;
+  ~MpiSession() {
+    if (owns_init && !g_mpi_broken) MPI_Finalize();
+  }
+};
+
+std::shared_ptr<MpiSession> mpi_session() {
+  static std::weak_ptr<MpiSession> current;  // the factory runs on one thread at a time
+  if (auto s = current.lock()) return s;
+  auto session = std::make_shared<MpiSession>();
+  int initialized = 0, finalized = 0, provided = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized) {
+    throw CommError("[comm] MPI was finalised when the last mpi communicator ended and cannot start again: keep one communicator for the process's lifetime");
+  }
+  if (!initialized) {
+    const char* level = std::getenv("ZERO_MPI_THREAD_LEVEL");
+    const bool serialized_only = level && std::strcmp(level, "serialized") == 0;
+    MPI_Init_thread(nullptr, nullptr, serialized_only ? MPI_THREAD_SERIALIZED : MPI_THREAD_MULTIPLE, &provided);
+    session->owns_init = true;
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  if (provided < MPI_THREAD_SERIALIZED) {
+    throw CommError("[comm] this MPI library does not support MPI_THREAD_SERIALIZED, which zero's comm threads need: use an MPI built with thread support (Open MPI is)");
+  }
+  g_serialize_mpi = provided < MPI_THREAD_MULTIPLE;
+  current = session;
+  return session;
+}
 
 std::string mpi_error_string(int code) {
   char msg[MPI_MAX_ERROR_STRING];
@@ -35,44 +110,56 @@ std::string mpi_error_string(int code) {
   return std::string(msg, len);
 }
 
+// The segmenting of the base class keeps every piece within max_transport_elements().
 int checked_count(std::size_t n, const std::string& what) {
-  if (n > static_cast<std::size_t>(INT_MAX)) {
-    throw CommError(cat("[comm] ", what, ": ", n, " elements per rank exceed MPI's int count; use smaller units or buckets"));
-  }
+  ZERO_CHECK(n <= static_cast<std::size_t>(INT_MAX), what, ": a piece of ", n, " exceeds MPI's int count");
   return static_cast<int>(n);
+}
+
+// A byte payload as a count of the widest of 8, 4, 2, 1-byte units dividing it.
+struct Units {
+  MPI_Datatype type;
+  std::size_t count;
+};
+Units units_of(std::size_t bytes) {
+  if (bytes % 8 == 0) return {MPI_UINT64_T, bytes / 8};
+  if (bytes % 4 == 0) return {MPI_UINT32_T, bytes / 4};
+  if (bytes % 2 == 0) return {MPI_UINT16_T, bytes / 2};
+  return {MPI_BYTE, bytes};
+}
+
+// Which node each rank is on: ranks sharing memory (MPI_COMM_TYPE_SHARED) form a node, known by
+// its lowest rank. Blocking; called while a communicator is built.
+NodeTopology topology_of(MPI_Comm comm, int rank, int size) {
+  MpiLock lock;
+  MPI_Comm local;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+  int leader = rank;  // local rank 0 is the node's lowest rank: the split's key is the rank
+  MPI_Bcast(&leader, 1, MPI_INT, 0, local);
+  MPI_Comm_free(&local);
+  std::vector<int> leaders(size);
+  MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm);
+  return node_topology(rank, leaders);
 }
 
 class MpiCommunicator final : public Communicator {
  public:
   static std::unique_ptr<Communicator> create(CommOptions options) {
-    int initialized = 0;
-    MPI_Initialized(&initialized);
-    bool owns_init = false;
-    if (!initialized) {
-      int provided = 0;
-      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
-      owns_init = true;
-      if (provided < MPI_THREAD_SERIALIZED) {
-        throw CommError("[comm] this MPI library does not support MPI_THREAD_SERIALIZED, which zero's comm thread needs");
-      }
+    auto session = mpi_session();
+    MPI_Comm comm;
+    {
+      MpiLock lock;
+      MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     }
-    MPI_Comm comm, roll_call;
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    MPI_Comm_dup(MPI_COMM_WORLD, &roll_call);  // only for naming missing ranks after a timeout
-    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-    MPI_Comm_set_errhandler(roll_call, MPI_ERRORS_RETURN);
-    int rank = 0, size = 1;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &size);
-    return std::unique_ptr<Communicator>(new MpiCommunicator(comm, roll_call, rank, size, owns_init, options));
+    return adopt(comm, std::move(session), options);
   }
 
   ~MpiCommunicator() override {
     stop_comm_thread();
     if (!failure_.empty()) return;  // broken: see the top of this file
+    MpiLock lock;
     MPI_Comm_free(&comm_);
     MPI_Comm_free(&roll_call_);
-    if (owns_init_) MPI_Finalize();
   }
 
   std::string backend() const override { return "mpi"; }
@@ -100,7 +187,7 @@ class MpiCommunicator final : public Communicator {
     MPI_Request req;
     const int count = checked_count(k, what);
     try {
-      check(MPI_Ialltoall(send, count, MPI_FLOAT, pieces, count, MPI_FLOAT, comm_, &req), what);
+      check(locked([&] { return MPI_Ialltoall(send, count, MPI_FLOAT, pieces, count, MPI_FLOAT, comm_, &req); }), what);
       wait(req, what);
     } catch (const CommError&) {
       orphans_.push_back(std::move(scratch));  // MPI may still write into it
@@ -117,8 +204,9 @@ class MpiCommunicator final : public Communicator {
     const void* src = send;
     if (send == static_cast<const char*>(recv) + static_cast<std::size_t>(rank()) * bytes) src = MPI_IN_PLACE;
     MPI_Request req;
-    const int count = checked_count(bytes, what);
-    check(MPI_Iallgather(src, count, MPI_BYTE, recv, count, MPI_BYTE, comm_, &req), what);
+    const Units u = units_of(bytes);
+    const int count = checked_count(u.count, what);
+    check(locked([&] { return MPI_Iallgather(src, count, u.type, recv, count, u.type, comm_, &req); }), what);
     wait(req, what);
   }
 
@@ -126,7 +214,9 @@ class MpiCommunicator final : public Communicator {
     const std::string what = op_label("broadcast", bytes);
     refuse_if_broken(what);
     MPI_Request req;
-    check(MPI_Ibcast(data, checked_count(bytes, what), MPI_BYTE, root, comm_, &req), what);
+    const Units u = units_of(bytes);
+    const int count = checked_count(u.count, what);
+    check(locked([&] { return MPI_Ibcast(data, count, u.type, root, comm_, &req); }), what);
     wait(req, what);
   }
 
@@ -134,13 +224,62 @@ class MpiCommunicator final : public Communicator {
     const std::string what = op_label("barrier", 0);
     refuse_if_broken(what);
     MPI_Request req;
-    check(MPI_Ibarrier(comm_, &req), what);
+    check(locked([&] { return MPI_Ibarrier(comm_, &req); }), what);
     wait(req, what);
   }
 
+  std::size_t max_transport_elements(std::size_t element_bytes) const override {
+    return max_segment_elements(element_bytes, INT_MAX);
+  }
+
+  // The all-to-all of reduce_scatter receives every rank's piece for this rank.
+  std::uint64_t transport_scratch_bytes(Collective kind, std::size_t k) const override {
+    return kind == Collective::kReduceScatter ? static_cast<std::uint64_t>(size()) * k * sizeof(float) : 0;
+  }
+
+  // Every rank shows up first, in a timed all-gather of (color, key): a missing rank is a
+  // CommError here, and the blocking MPI_Comm_split after it cannot hang on one.
+  std::unique_ptr<Communicator> do_split(int color, int key) override {
+    const std::string what = op_label("split", 0);
+    refuse_if_broken(what);
+    const int mine[2] = {color, key};
+    std::vector<int> all(2 * static_cast<std::size_t>(size()));
+    MPI_Request req;
+    check(locked([&] { return MPI_Iallgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, comm_, &req); }), what);
+    wait(req, what);
+    MPI_Comm child;
+    check(locked([&] { return MPI_Comm_split(comm_, color, key, &child); }), what);
+    return adopt(child, session_, options());
+  }
+
  private:
-  MpiCommunicator(MPI_Comm comm, MPI_Comm roll_call, int rank, int size, bool owns_init, CommOptions options)
-      : Communicator(rank, size, options), comm_(comm), roll_call_(roll_call), owns_init_(owns_init) {}
+  MpiCommunicator(MPI_Comm comm, MPI_Comm roll_call, int rank, int size, std::shared_ptr<MpiSession> session,
+                  CommOptions options)
+      : Communicator(rank, size, options), comm_(comm), roll_call_(roll_call), session_(std::move(session)) {}
+
+  // A communicator over `comm` (which it then owns), with its roll-call twin and its topology.
+  static std::unique_ptr<Communicator> adopt(MPI_Comm comm, std::shared_ptr<MpiSession> session, CommOptions options) {
+    MPI_Comm roll_call;
+    int rank = 0, size = 1;
+    {
+      MpiLock lock;
+      MPI_Comm_dup(comm, &roll_call);  // only for naming missing ranks after a timeout
+      MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+      MPI_Comm_set_errhandler(roll_call, MPI_ERRORS_RETURN);
+      MPI_Comm_rank(comm, &rank);
+      MPI_Comm_size(comm, &size);
+    }
+    const NodeTopology topology = topology_of(comm, rank, size);
+    std::unique_ptr<MpiCommunicator> c(new MpiCommunicator(comm, roll_call, rank, size, std::move(session), options));
+    c->set_topology(topology);
+    return c;
+  }
+
+  // Runs one MPI call, under the process's MPI mutex if the library is only SERIALIZED.
+  static int locked(const std::function<int()>& call) {
+    MpiLock lock;
+    return call();
+  }
 
   // Scratch of one collective; moved to orphans_ if the collective fails.
   struct Scratch {
@@ -154,6 +293,7 @@ class MpiCommunicator final : public Communicator {
 
   [[noreturn]] void fail(std::string message) {
     failure_ = message;
+    g_mpi_broken = true;
     throw CommError(std::move(message));
   }
 
@@ -170,10 +310,10 @@ class MpiCommunicator final : public Communicator {
     const auto start = std::chrono::steady_clock::now();
     for (int polls = 0;; ++polls) {
       int done = 0;
-      check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what);
+      check(locked([&] { return MPI_Test(&req, &done, MPI_STATUS_IGNORE); }), what);
       if (done) return;
-      if (std::chrono::steady_clock::now() - start > options().timeout) {
-        fail(cat("[comm] ", what, " on rank ", rank(), " did not complete within ", options().timeout.count(), " ms; ",
+      if (std::chrono::steady_clock::now() - start > timeout()) {
+        fail(cat("[comm] ", what, " on rank ", rank(), " did not complete within ", timeout().count(), " ms; ",
                  missing_ranks(), ": they died, are stuck, or issued a different sequence of collectives"));
       }
       if (polls > 100) std::this_thread::sleep_for(std::chrono::microseconds(polls > 10000 ? 500 : 20));
@@ -191,20 +331,21 @@ class MpiCommunicator final : public Communicator {
     for (int r = 0; r < n; ++r) {
       if (r == rank()) continue;
       MPI_Request req;
+      MpiLock lock;
       if (MPI_Isend(&roll_call_token_, 1, MPI_INT, r, kRollCallTag, roll_call_, &req) == MPI_SUCCESS) MPI_Request_free(&req);
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::min<std::chrono::milliseconds>(options().timeout, std::chrono::seconds(10));
+    const auto deadline = std::chrono::steady_clock::now() + std::min<std::chrono::milliseconds>(timeout(), std::chrono::seconds(10));
     int answered = 1;
     while (answered < n && std::chrono::steady_clock::now() < deadline) {
       int flag = 0;
       MPI_Status status;
-      if (MPI_Iprobe(MPI_ANY_SOURCE, kRollCallTag, roll_call_, &flag, &status) != MPI_SUCCESS) break;
+      if (locked([&] { return MPI_Iprobe(MPI_ANY_SOURCE, kRollCallTag, roll_call_, &flag, &status); }) != MPI_SUCCESS) break;
       if (!flag) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
         continue;
       }
       int token = 0;
-      MPI_Recv(&token, 1, MPI_INT, status.MPI_SOURCE, kRollCallTag, roll_call_, MPI_STATUS_IGNORE);
+      locked([&] { return MPI_Recv(&token, 1, MPI_INT, status.MPI_SOURCE, kRollCallTag, roll_call_, MPI_STATUS_IGNORE); });
       if (!heard[status.MPI_SOURCE]) heard[status.MPI_SOURCE] = true, ++answered;
     }
     std::string missing;
@@ -218,7 +359,7 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm comm_;
   MPI_Comm roll_call_;
   int roll_call_token_ = 1;  // the payload of a roll-call message (stays valid until MPI sends it)
-  bool owns_init_;
+  std::shared_ptr<MpiSession> session_;  // MPI_Finalize waits for the last communicator
   std::string failure_;          // why the communicator broke; empty while healthy (comm thread)
   std::vector<Scratch> orphans_;  // scratch of failed collectives, which MPI may still write
 };

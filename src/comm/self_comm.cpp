@@ -21,6 +21,7 @@ class SelfCommunicator final : public Communicator {
   }
   void do_broadcast(void*, std::size_t, int) override {}
   void do_barrier() override {}
+  std::unique_ptr<Communicator> do_split(int, int) override { return std::make_unique<SelfCommunicator>(options()); }
 };
 
 }  // namespace

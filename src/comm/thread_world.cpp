@@ -1,5 +1,6 @@
 #include "comm/thread_world.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
@@ -39,6 +40,7 @@ struct ThreadWorld::State {
 
   std::mutex mu;
   std::condition_variable cv;
+  std::vector<std::weak_ptr<State>> children;  // worlds split from this one: aborted with it
   std::uint64_t generation = 0;
   std::vector<bool> arrived;  // (size) who has reached the current rendezvous
   int count = 0;
@@ -48,9 +50,10 @@ struct ThreadWorld::State {
   State(int n, CommOptions o)
       : size(n), options(o), posted(n, nullptr), signatures(n), labels(n), arrived(n, false) {}
 
-  // Waits until every rank has arrived. With a signature (the first rendezvous of a collective),
-  // the last rank to arrive checks that all ranks issued the same collective.
-  void rendezvous(int rank, const std::string& what, const Signature* sig = nullptr) {
+  // Waits until every rank has arrived, for at most the caller's timeout. With a signature (the
+  // first rendezvous of a collective), the last rank to arrive checks that all ranks issued the
+  // same collective.
+  void rendezvous(int rank, const std::string& what, std::chrono::milliseconds timeout, const Signature* sig = nullptr) {
     std::unique_lock lock(mu);
     if (aborted) throw CommError(abort_reason);
     const std::uint64_t gen = generation;
@@ -70,7 +73,7 @@ struct ThreadWorld::State {
       cv.notify_all();
       return;
     }
-    const bool done = cv.wait_for(lock, options.timeout, [&] { return generation != gen || aborted; });
+    const bool done = cv.wait_for(lock, timeout, [&] { return generation != gen || aborted; });
     if (generation != gen) return;
     if (!done) {
       std::string missing;
@@ -78,7 +81,7 @@ struct ThreadWorld::State {
         if (!arrived[r]) missing += cat(missing.empty() ? "" : ", ", r);
       aborted = true;
       abort_reason = cat("[comm] ", what, " on rank ", rank, " timed out after ",
-                         options.timeout.count(), " ms waiting for ranks ", missing,
+                         timeout.count(), " ms waiting for ranks ", missing,
                          ": they are stuck or issued a different sequence of collectives");
       cv.notify_all();
     }
@@ -98,12 +101,18 @@ struct ThreadWorld::State {
   }
 
   void abort(const std::string& reason) {
-    std::lock_guard lock(mu);
-    if (!aborted) {
-      aborted = true;
-      abort_reason = reason;
+    std::vector<std::weak_ptr<State>> split_from_here;
+    {
+      std::lock_guard lock(mu);
+      if (!aborted) {
+        aborted = true;
+        abort_reason = reason;
+      }
+      cv.notify_all();
+      split_from_here = children;
     }
-    cv.notify_all();
+    for (auto& w : split_from_here)  // outside mu: a child never locks its parent
+      if (auto child = w.lock()) child->abort(reason);
   }
 };
 
@@ -129,7 +138,7 @@ class ThreadCommunicator final : public Communicator {
     for (int j = 0; j < size(); ++j)
       in[j] = static_cast<const float*>(world_->posted[j]) + static_cast<std::size_t>(rank()) * k;
     detail::sum_in_rank_order(in.data(), size(), recv, k);
-    world_->rendezvous(rank(), what);
+    world_->rendezvous(rank(), what, timeout());
   }
 
   void do_all_gather(const void* send, void* recv, std::size_t bytes) override {
@@ -141,24 +150,54 @@ class ThreadCommunicator final : public Communicator {
       char* dst = out + static_cast<std::size_t>(j) * bytes;
       if (src != dst) std::memcpy(dst, src, bytes);
     }
-    world_->rendezvous(rank(), what);
+    world_->rendezvous(rank(), what, timeout());
   }
 
   void do_broadcast(void* data, std::size_t bytes, int root) override {
     const std::string what = op_label("broadcast", bytes);
     post_and_meet(data, what, {"broadcast", bytes, root});
     if (rank() != root) std::memcpy(data, world_->posted[root], bytes);
-    world_->rendezvous(rank(), what);
+    world_->rendezvous(rank(), what, timeout());
   }
 
   void do_barrier() override {
     post_and_meet(nullptr, op_label("barrier", 0), {"barrier", 0, -1});
   }
 
+  // A sub-world of the ranks with this color, in three rendezvous: every rank posts its request
+  // (color, key); the lowest rank of each color makes the sub-world's state and stores it in its
+  // own request; the others of its color copy it; the last rendezvous keeps the leader's request
+  // alive until all have copied it.
+  std::unique_ptr<Communicator> do_split(int color, int key) override {
+    struct Request {
+      int color, key;
+      std::shared_ptr<ThreadWorld::State> child;
+    };
+    const std::string what = op_label("split", 0);
+    Request mine{color, key, nullptr};
+    post_and_meet(&mine, what, {"split", 0, -1});
+    const auto request = [&](int r) { return static_cast<const Request*>(world_->posted[r]); };
+    std::vector<int> members;  // world ranks of this color, in (key, rank) order
+    for (int r = 0; r < size(); ++r)
+      if (request(r)->color == color) members.push_back(r);
+    std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return request(a)->key < request(b)->key; });
+    const int leader = *std::min_element(members.begin(), members.end());
+    if (rank() == leader) {
+      mine.child = std::make_shared<ThreadWorld::State>(static_cast<int>(members.size()), world_->options);
+      std::lock_guard lock(world_->mu);
+      world_->children.push_back(mine.child);
+    }
+    world_->rendezvous(rank(), what, timeout());
+    std::shared_ptr<ThreadWorld::State> child = request(leader)->child;
+    world_->rendezvous(rank(), what, timeout());
+    const int new_rank = static_cast<int>(std::find(members.begin(), members.end(), rank()) - members.begin());
+    return std::make_unique<ThreadCommunicator>(std::move(child), new_rank, options());
+  }
+
  private:
   void post_and_meet(const void* send, const std::string& what, const Signature& sig) {
     world_->posted[rank()] = send;  // safe: every rank finished reading the previous collective
-    world_->rendezvous(rank(), what, &sig);
+    world_->rendezvous(rank(), what, timeout(), &sig);
   }
 
   std::shared_ptr<ThreadWorld::State> world_;

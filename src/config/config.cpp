@@ -4,6 +4,7 @@
 #include "config/config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -48,6 +49,7 @@ std::vector<KeyRule> top_rules() {
       {"seed", R, kInt, ""},         // ours
       {"device_memory", R, kStr, ""},  // ours: the device tier's capacity, "80GiB"
       {"host_memory", R, kStr, ""},    // ours: the host tier's capacity per rank
+      {"comm_timeout_seconds", R, kNum, ""},  // ours: a collective waiting longer fails
       {"model", R, kObj, ""},        // ours
       {"data", R, kObj, ""},         // ours
       // Disabled only (read_disabled_only below).
@@ -362,6 +364,12 @@ TrainConfig parse_config(const nlohmann::json& j, int world_size) {
   c.seed = static_cast<std::uint64_t>(top.get_int("seed", static_cast<std::int64_t>(c.seed), 0, kMaxInt64));
   c.device_memory = top.get_string("device_memory", "");
   c.host_memory = top.get_string("host_memory", "");
+  c.comm_timeout_seconds = top.get_number("comm_timeout_seconds", c.comm_timeout_seconds);
+  // At least a millisecond (the communicator's unit), at most ~30 years (no overflow in ms).
+  if (!std::isfinite(c.comm_timeout_seconds) || c.comm_timeout_seconds < 0.001 || c.comm_timeout_seconds > 1e9) {
+    top.fail("comm_timeout_seconds", cat("is ", c.comm_timeout_seconds,
+                                         "; it must be a positive, finite number of seconds (0.001 to 1e9), e.g. 300"));
+  }
   c.model = read_model(top);
   c.data = read_data(top, c.seed);
   std::sort(c.ignored_keys.begin(), c.ignored_keys.end());

@@ -15,7 +15,8 @@
 // the nearest known key at that level. Nothing with a numerical effect is ever silently dropped.
 //
 // Besides DeepSpeed's keys the file may hold sections of our own: "model", "data",
-// "train_steps" and "seed" (DeepSpeed has none of these: its model and data come from Python).
+// "train_steps", "seed", "device_memory", "host_memory" and "comm_timeout_seconds" (DeepSpeed
+// has none of these: its model and data come from Python).
 #pragma once
 
 #include <cstdint>
@@ -121,6 +122,7 @@ struct TrainConfig {
   std::uint64_t seed = 1234;            // ours: initialisation seed (DeepSpeed has no such key)
   std::string device_memory;            // ours: device tier capacity ("80GiB"); empty: unlimited
   std::string host_memory;              // ours: host tier capacity per rank; empty: what the machine has
+  double comm_timeout_seconds = 300;    // ours: a collective not done after this long fails (CommOptions::timeout)
   bool bf16 = false;                    // always false for now: enabled=true is rejected
   bool fp16 = false;                    // always false for now: enabled=true is rejected
 

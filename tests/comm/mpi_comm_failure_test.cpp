@@ -35,9 +35,9 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 }  // namespace
 
 int main() {
-  zero::CommOptions options;
-  options.timeout = 300ms;
-  auto comm = zero::make_communicator("mpi", options);
+  // The timeout is set after construction, as zero train does from --comm-timeout.
+  auto comm = zero::make_communicator("mpi");
+  comm->set_timeout(300ms);
   const int rank = comm->rank();
   const std::size_t n = static_cast<std::size_t>(comm->size()), k = 4096;
   std::vector<float> send(n * k, 1.0f), recv(k, 0.0f);

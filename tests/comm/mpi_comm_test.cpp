@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <iostream>
 #include <limits>
@@ -16,11 +17,15 @@
 #include <thread>
 #include <vector>
 
+#include <mpi.h>
+
 #include "comm_test_util.h"
 #include "comm/communicator.h"
+#include "comm/segmented.h"
 #include "comm/thread_world.h"
 #include "common/error.h"
 #include "memory/ledger.h"
+#include "segmented_check.h"
 
 namespace zero {
 namespace {
@@ -220,6 +225,99 @@ TEST(MpiComm, TrafficCountersShowPayloadBytes) {
   EXPECT_EQ(t.received[idx(Collective::kBroadcast)], rank() == 0 ? 0u : k * 4);
   EXPECT_EQ(t.calls[idx(Collective::kBarrier)], 2u);
   EXPECT_EQ(t.sent[idx(Collective::kBarrier)], 0u);
+}
+
+// Segments: the same sweep as on thread ranks (segmented_check.h), with segments far below the
+// backend's limit, so small slices reach the multi-piece paths a slice above INT_MAX would take.
+TEST(MpiComm, SegmentedCollectivesMatchUnsegmentedBits) {
+  for (std::size_t s : {1, 2, 3, 7, 0}) {
+    for (std::size_t k : testing::kSegmentSweepSizes) {
+      SCOPED_TRACE(::testing::Message() << "k " << k << " segment " << s);
+      testing::check_every_collective(comm(), g_ledger, k, s);
+    }
+  }
+}
+
+// The stand-in for a slice above INT_MAX: 5000 elements per rank against a limit of 1024, so
+// reduce_scatter and all_gather run in five pieces, and MPI's all-to-all scratch is one piece's.
+TEST(MpiComm, ASliceLargerThanTheSegmentLimitReducesAndGathers) {
+  const std::size_t n = world(), k = 5000, s = 1024;
+  const auto send = rank_input(rank(), n * k, 50);
+  std::vector<float> recv(k, kNaN);
+  g_ledger.reset_peaks();
+  const Traffic before = comm().traffic();
+  comm().reduce_scatter(send, recv, s);
+  EXPECT_TRUE(bits_equal(recv, slot(sum_in_rank_order(n, n * k, 50), rank(), k)));
+  std::vector<float> all(n * k, kNaN);
+  comm().all_gather(recv, all, s);
+  EXPECT_TRUE(bits_equal(all, sum_in_rank_order(n, n * k, 50)));
+  const Traffic t = comm().traffic() - before;
+  EXPECT_EQ(t.pieces[idx(Collective::kReduceScatter)], 5u);
+  EXPECT_EQ(t.pieces[idx(Collective::kAllGather)], 5u);
+  // Packing (N, s) plus the all-to-all's (N, s): bounded by the segment, not the slice.
+  EXPECT_EQ(comm().scratch_bytes(Collective::kReduceScatter, k, s), 2 * n * s * sizeof(float));
+  EXPECT_EQ(g_ledger.peak(Tier::kDevice, Category::kCommBuffers) - g_ledger.current(Tier::kDevice, Category::kCommBuffers),
+            2 * n * s * sizeof(float));
+  EXPECT_EQ(comm().scratch_bytes(Collective::kReduceScatter, k), n * k * sizeof(float)) << "unsegmented: today's path";
+  EXPECT_EQ(comm().segment_elements(), static_cast<std::size_t>(INT_MAX)) << "MPI's own limit: an int count of floats";
+}
+
+// One machine: every rank on node 0, local ranks as Open MPI numbers them.
+TEST(MpiComm, TopologyIsOneNodeAsTheLauncherSays) {
+  EXPECT_EQ(comm().num_nodes(), 1);
+  EXPECT_EQ(comm().node(), 0);
+  EXPECT_EQ(comm().local_size(), comm().size());
+  EXPECT_EQ(comm().local_rank(), rank());
+  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) EXPECT_EQ(comm().local_rank(), std::atoi(v));
+  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) EXPECT_EQ(comm().local_size(), std::atoi(v));
+}
+
+// Several communicators, each with a comm thread calling MPI: MULTIPLE, or SERIALIZED with the
+// process-wide mutex when asked for (ZERO_MPI_THREAD_LEVEL=serialized; see tests/CMakeLists.txt).
+TEST(MpiComm, ThreadLevelIsWhatWasAskedFor) {
+  int provided = -1;
+  MPI_Query_thread(&provided);
+  const char* level = std::getenv("ZERO_MPI_THREAD_LEVEL");
+  const bool serialized = level && std::string(level) == "serialized";
+  EXPECT_EQ(provided, serialized ? MPI_THREAD_SERIALIZED : MPI_THREAD_MULTIPLE);
+}
+
+// Even and odd ranks, each half in reverse rank order, collectives on both halves and on the
+// parent at once: three comm threads per process calling MPI together.
+TEST(MpiComm, SplitEvenOddRunsConcurrentlyWithTheParent) {
+  const int n = comm().size(), r = rank();
+  auto half = comm().split(r % 2, -r);
+  ASSERT_NE(half, nullptr);
+  const int m = (n + 1 - r % 2) / 2;
+  EXPECT_EQ(half->backend(), "mpi");
+  EXPECT_EQ(half->size(), m);
+  EXPECT_EQ(half->rank(), (n - 1 - r) / 2);
+  EXPECT_EQ(half->local_size(), m);
+  std::vector<int> world_ranks(m, -1);
+  half->all_gather_bytes(&r, sizeof r, world_ranks.data());
+  EXPECT_EQ(world_ranks[half->rank()], r);
+  for (int j = 0; j + 1 < m; ++j) EXPECT_EQ(world_ranks[j], world_ranks[j + 1] + 2) << "ordered by key";
+
+  const std::size_t k = 300;
+  for (int round = 0; round < 3; ++round) {
+    auto whole = rank_input(r, n * k, 60 + round);
+    auto part = rank_input(half->rank(), m * k, 70 + round + 10 * (r % 2));
+    std::vector<float> scattered(k);
+    const auto rs_send = rank_input(half->rank(), m * k, 90 + round);
+    Handle a = comm().all_reduce_async(whole, 64);
+    Handle b = half->all_reduce_async(part, 32);
+    Handle c = half->reduce_scatter_async(rs_send, scattered);
+    Handle d = comm().barrier_async();
+    c.wait(), d.wait(), b.wait(), a.wait();
+    EXPECT_TRUE(bits_equal(whole, sum_in_rank_order(n, n * k, 60 + round))) << "parent, round " << round;
+    EXPECT_TRUE(bits_equal(part, sum_in_rank_order(m, m * k, 70 + round + 10 * (r % 2)))) << "half, round " << round;
+    EXPECT_TRUE(bits_equal(scattered, slot(sum_in_rank_order(m, m * k, 90 + round), half->rank(), k)));
+  }
+  auto quarter = half->split(half->rank() % 2, 0);  // a split of a split
+  EXPECT_EQ(quarter->size(), (m - half->rank() % 2 + 1) / 2);
+  quarter->barrier();
+  half.reset();
+  comm().barrier();
 }
 
 // Under mpirun with several processes, a one-process backend would train N separate models.
