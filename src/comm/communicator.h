@@ -150,8 +150,8 @@ class Communicator {
   // start-up agreement checks, counted as all_gather.
   void all_gather_bytes(const void* send, std::size_t bytes, void* recv);
 
-  // The elements per rank of each transport call for a collective of k per rank under `segment`
-  // (0 = the options' default): min(k, s), at least 1 piece.
+  // The s (elements per rank per piece) a float collective issued with `segment` runs with:
+  // `segment`, else CommOptions::segment_elements, else the backend's limit; never above the limit.
   std::size_t segment_elements(std::size_t segment = 0) const;
   // The comm_buffers bytes (device tier) a collective of k elements per rank (all_reduce: of
   // N*k elements; broadcast: of k) will hold at its peak under `segment`: the packing scratch of

@@ -78,7 +78,9 @@ struct MpiSession {
 };
 
 std::shared_ptr<MpiSession> mpi_session() {
-  static std::weak_ptr<MpiSession> current;  // the factory runs on one thread at a time
+  static std::mutex mu;  // two threads making communicators at once must not both initialise MPI
+  static std::weak_ptr<MpiSession> current;
+  std::lock_guard guard(mu);
   if (auto s = current.lock()) return s;
   auto session = std::make_shared<MpiSession>();
   int initialized = 0, finalized = 0, provided = 0;

@@ -1,6 +1,8 @@
 // The "threads" backend: N ranks as threads of one process, for fast tests and for trying
 // ZeRO on one machine without MPI. Collectives rendezvous through shared memory with the same
-// summation order as every other backend, so results match MPI bit for bit.
+// summation order as every other backend, so results match MPI bit for bit. Every rank is on
+// one node; split() makes a sub-world (aborted with the world it was split from). A rank's
+// rendezvous waits for its own communicator's timeout (set_timeout may change it).
 #pragma once
 
 #include <functional>

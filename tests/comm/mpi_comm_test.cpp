@@ -262,14 +262,31 @@ TEST(MpiComm, ASliceLargerThanTheSegmentLimitReducesAndGathers) {
   EXPECT_EQ(comm().segment_elements(), static_cast<std::size_t>(INT_MAX)) << "MPI's own limit: an int count of floats";
 }
 
+// Records of any size: MPI counts them in the widest unit dividing their size (8, 4, 2 or 1 bytes).
+TEST(MpiComm, AllGatherBytesOfOddSizes) {
+  for (std::size_t bytes : {1, 2, 6, 7, 10, 24}) {
+    SCOPED_TRACE(::testing::Message() << bytes << "-byte records");
+    std::vector<unsigned char> mine(bytes), all(world() * bytes + 1, 0xee);
+    for (std::size_t i = 0; i < bytes; ++i) mine[i] = static_cast<unsigned char>(rank() * 31 + i);
+    comm().all_gather_bytes(mine.data(), bytes, all.data());
+    for (std::size_t j = 0; j < world(); ++j)
+      for (std::size_t i = 0; i < bytes; ++i) EXPECT_EQ(all[j * bytes + i], static_cast<unsigned char>(j * 31 + i));
+    EXPECT_EQ(all.back(), 0xee) << "nothing written past the end";
+  }
+}
+
 // One machine: every rank on node 0, local ranks as Open MPI numbers them.
 TEST(MpiComm, TopologyIsOneNodeAsTheLauncherSays) {
   EXPECT_EQ(comm().num_nodes(), 1);
   EXPECT_EQ(comm().node(), 0);
   EXPECT_EQ(comm().local_size(), comm().size());
   EXPECT_EQ(comm().local_rank(), rank());
-  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) EXPECT_EQ(comm().local_rank(), std::atoi(v));
-  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) EXPECT_EQ(comm().local_size(), std::atoi(v));
+  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) {
+    EXPECT_EQ(comm().local_rank(), std::atoi(v));
+  }
+  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) {
+    EXPECT_EQ(comm().local_size(), std::atoi(v));
+  }
 }
 
 // Several communicators, each with a comm thread calling MPI: MULTIPLE, or SERIALIZED with the

@@ -23,7 +23,7 @@ inline constexpr std::size_t kSegmentSweepSizes[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 
 
 // (kGuard + n + kGuard) f32: a buffer whose outside is guards.
 struct Guarded {
-  explicit Guarded(std::size_t n) : all(n + 2 * kGuard, std::bit_cast<float>(kGuardBits)), n(n) {}
+  explicit Guarded(std::size_t size) : all(size + 2 * kGuard, std::bit_cast<float>(kGuardBits)), n(size) {}
   std::span<float> inner() { return std::span<float>(all).subspan(kGuard, n); }
   std::vector<float> copy() const { return {all.begin() + kGuard, all.begin() + kGuard + n}; }
   bool guards_intact() const {

@@ -37,7 +37,9 @@ TEST(SegmentPieces, CoverEveryElementOnceInOrder) {
       for (std::size_t j = 0; j < p.count; ++j) {
         EXPECT_EQ(p.offset(j), next);
         EXPECT_LE(p.length(j), s);
-        if (k > 0) EXPECT_GE(p.length(j), 1u);
+        if (k > 0) {
+          EXPECT_GE(p.length(j), 1u);
+        }
         next += p.length(j);
       }
       EXPECT_EQ(next, k) << "k " << k << " s " << s;
