@@ -2,19 +2,19 @@
 
 #include <cblas.h>
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
+#include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "cli/flags.h"
 #include "cli/launch.h"
 #include "common/error.h"
+#include "common/sha256.h"
+#include "data/file_io.h"
 #include "engine/engine.h"
 #include "model/gpt.h"
 #include "partition/init.h"
@@ -38,25 +38,84 @@ std::vector<FlagSpec> bench_flags() {
   return {{"model", "which shape: 10m, 50m or all", true, "all"},
           {"micro-batch", "sequences per rank per step", true, "4"},
           {"seq-len", "tokens per sequence (also the context length T)", true, "256"},
-          {"warmup", "steps run before timing", true, "2"},
-          {"steps", "timed steps", true, "6"},
+          {"warmup", "steps run before timing (per stage)", true, "2"},
+          {"steps", "timed steps (per stage)", true, "6"},
           {"ranks", "data-parallel ranks: launches `mpirun -np N` itself (or N thread ranks with --comm threads)", true, "2"},
           {"comm", "backend: auto (mpi under mpirun, else launch mpirun), mpi, threads", true, "auto"},
-          {"stage", "ZeRO stage 0-3", true, "0"},
+          {"stage", "ZeRO stage 0-3, or a list such as 0,1,2,3: those stages run in turn, one step each, and are "
+                    "compared with the first listed",
+           true, "0"},
           {"json", "also write the results as JSON to this file", true, ""}};
 }
 
-struct BenchResult {
+// --stage: "2" or "0,1,2,3". Each stage 0-3, at most once, in the order given (the first is the
+// one the others are compared with).
+std::vector<int> parse_stages(const std::string& value) {
+  const auto refuse = [&](const std::string& why) {
+    return ConfigError(cat("[cli] --stage '", value, "': ", why,
+                           "; give a ZeRO stage 0-3, or distinct stages separated by commas, such as 0,1,2,3"));
+  };
+  std::vector<int> stages;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = std::min(value.find(',', start), value.size());
+    const std::string word = value.substr(start, comma - start);
+    if (word.size() != 1 || word[0] < '0' || word[0] > '3') {
+      throw refuse(word.empty() ? "an empty entry" : cat("'", word, "' is not a stage 0-3"));
+    }
+    const int stage = word[0] - '0';
+    if (std::find(stages.begin(), stages.end(), stage) != stages.end()) throw refuse(cat("stage ", stage, " is listed twice"));
+    stages.push_back(stage);
+    if (comma == value.size()) return stages;
+    start = comma + 1;
+  }
+}
+
+std::string join(const std::vector<int>& stages) {
+  std::string s;
+  for (int k : stages) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(k);
+  }
+  return s;
+}
+
+// One stage's engine on the shared model, and what its steps measured on this rank.
+struct StageRun {
+  int stage = 0;
+  std::unique_ptr<Engine> engine;
+  std::vector<float> losses;       // (warmup + steps) this rank's loss at every step
+  std::vector<double> local_ms;    // (steps) this rank's forward + backward + optimizer step
+  std::vector<double> window_ms;   // (steps) barrier to barrier around the step (rank 0's is reported)
+  double compute_ms = 0;           // mean over timed steps of forward + backward
+  double optimizer_ms = 0;         // mean over timed steps of Engine::step(): the rest of the
+                                   // reduction, averaging, Adam, zeroing the gradients
+};
+
+// A stage's figures for one model, as printed and written to JSON (rank 0's view).
+struct StageResult {
+  int stage = 0;
+  double seconds = 0;              // sum over timed steps of the barrier-to-barrier windows
+  std::vector<double> step_ms;     // per timed step, max over ranks of StageRun::local_ms
+  double compute_ms = 0, optimizer_ms = 0;  // rank 0's, as in StageRun
+  double tokens_per_second = 0;    // global tokens in the timed steps / seconds
+  float first_loss = 0, last_loss = 0;  // rank 0's, first warm-up step and last timed step
+  // Against the first listed stage (1 for that stage itself); above 1 means faster.
+  double tokens_ratio = 1;         // tokens/s ratio
+  std::vector<double> step_ratios; // per timed step, first stage's step_ms / this stage's: the two
+                                   // ran back to back, so each ratio saw nearly the same machine
+  double median_step_ratio = 1, best_step_ratio = 1;  // median of step_ratios; fastest step vs fastest
+  bool losses_match = true;        // every step's loss, on every rank, the same bits as the first stage's
+  std::string weights_sha256;      // of the final full parameters
+};
+
+struct ModelResult {
   std::string model;
   GptShape shape;
   std::int64_t parameters = 0;
-  double seconds = 0;              // the timed steps, barrier to barrier
-  std::vector<double> step_ms;     // per timed step, max over ranks
-  double compute_ms = 0;           // mean over timed steps of forward + backward (rank 0)
-  double optimizer_ms = 0;         // mean over timed steps of Engine::step(): the rest of the
-                                   // reduction, averaging, Adam, zeroing the gradients (rank 0)
-  double tokens_per_second = 0;    // global tokens in the timed steps / seconds
-  float first_loss = 0, last_loss = 0;  // rank 0's, first warm-up step and last timed step
+  std::uint64_t engine_bytes = 0;  // rank 0's ledger, device tier, after building the model and engines
+  std::vector<StageResult> stages;
+  bool identical = true;           // every stage's losses and final weights match the first stage's
 };
 
 // This rank's synthetic micro-batch for `step`: uniform byte tokens, counter-based (the values do
@@ -69,60 +128,171 @@ void fill_tokens(std::uint64_t step, int rank, int V, std::vector<std::int32_t>&
   }
 }
 
-BenchResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps, int stage, Communicator& comm,
-                      Ledger& ledger) {
-  BenchResult r;
-  r.model = bm.name;
-  r.shape = GptShape{256, T, bm.channels, bm.layers, bm.heads};
-  r.parameters = r.shape.num_parameters();
-  EngineConfig config;
-  config.stage = stage;
-  config.adam = AdamConfig{3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, true};  // AdamW, as the PyTorch script
-  Gpt gpt(r.shape, B, ledger);
-  Engine engine(config, gpt, comm, ledger);
-  std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
-  std::vector<double> local_ms;
-  Clock::time_point start;
-  for (int s = 0; s < warmup + steps; ++s) {
-    if (s == warmup) {
-      comm.barrier();
-      start = Clock::now();
-    }
-    const auto t0 = Clock::now();
-    fill_tokens(static_cast<std::uint64_t>(s), comm.rank(), 256, in, tgt);
-    gpt.set_batch(in.data(), tgt.data());
-    const float loss = engine.forward_backward(true);
-    const auto t1 = Clock::now();
-    engine.step();
-    if (s == 0) r.first_loss = loss;
-    r.last_loss = loss;
-    if (s >= warmup) {
-      const auto t2 = Clock::now();
-      local_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t0).count());
-      r.compute_ms += std::chrono::duration<double, std::milli>(t1 - t0).count() / steps;
-      r.optimizer_ms += std::chrono::duration<double, std::milli>(t2 - t1).count() / steps;
-    }
-  }
+// One training step of one stage on the batch in `in`/`tgt`, ending in a barrier so that the next
+// stage's step starts with every rank free. `timed`: record its times.
+void run_step(StageRun& run, Gpt& gpt, const std::vector<std::int32_t>& in, const std::vector<std::int32_t>& tgt,
+              bool timed, int steps, Communicator& comm) {
+  const auto t0 = Clock::now();
+  gpt.set_batch(in.data(), tgt.data());
+  run.losses.push_back(run.engine->forward_backward(true));
+  const auto t1 = Clock::now();
+  run.engine->step();
+  const auto t2 = Clock::now();
   comm.barrier();
-  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::vector<double> all(local_ms.size() * comm.size());
-  comm.all_gather_bytes(local_ms.data(), local_ms.size() * sizeof(double), all.data());
-  for (std::size_t i = 0; i < local_ms.size(); ++i) {
-    double m = 0;
-    for (int k = 0; k < comm.size(); ++k) m = std::max(m, all[k * local_ms.size() + i]);
-    r.step_ms.push_back(m);
-  }
-  r.tokens_per_second = static_cast<double>(steps) * B * T * comm.size() / r.seconds;
-  return r;
+  const auto t3 = Clock::now();
+  if (!timed) return;
+  const auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  run.local_ms.push_back(ms(t2 - t0));
+  run.window_ms.push_back(ms(t3 - t0));
+  run.compute_ms += ms(t1 - t0) / steps;
+  run.optimizer_ms += ms(t2 - t1) / steps;
 }
 
-nlohmann::json to_json(const BenchResult& r) {
-  const GptShape& s = r.shape;
-  return {{"model", r.model}, {"parameters", r.parameters},
-          {"shape", {{"vocab_size", s.vocab_size}, {"n_ctx", s.seq_len}, {"n_embd", s.channels}, {"n_layer", s.layers}, {"n_head", s.heads}}},
-          {"seconds", r.seconds}, {"step_ms", r.step_ms}, {"tokens_per_second", r.tokens_per_second},
-          {"compute_ms", r.compute_ms}, {"optimizer_ms", r.optimizer_ms}, {"first_loss", r.first_loss},
-          {"last_loss", r.last_loss}};
+// Every step: each stage in turn, in the listed order, on the same batch. Alternating step by step
+// spreads the machine's noise (this VM shares its cores) evenly over the stages, which separate
+// runs one after the other would not.
+void run_rounds(std::vector<StageRun>& runs, Gpt& gpt, int B, int T, int warmup, int steps, Communicator& comm) {
+  std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
+  comm.barrier();
+  for (int s = 0; s < warmup + steps; ++s) {
+    fill_tokens(static_cast<std::uint64_t>(s), comm.rank(), 256, in, tgt);
+    for (StageRun& run : runs) run_step(run, gpt, in, tgt, s >= warmup, steps, comm);
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Gathers the ranks' step times and loss checks into rank 0's figures, and checks the final
+// weights. Collective: every rank calls it with its runs in the same order.
+std::vector<StageResult> collect(std::vector<StageRun>& runs, int B, int T, int steps, Communicator& comm) {
+  const int n = comm.size();
+  std::vector<StageResult> results;
+  for (StageRun& run : runs) {
+    StageResult r;
+    r.stage = run.stage;
+    std::vector<double> all(run.local_ms.size() * n);
+    comm.all_gather_bytes(run.local_ms.data(), run.local_ms.size() * sizeof(double), all.data());
+    for (std::size_t i = 0; i < run.local_ms.size(); ++i) {
+      double m = 0;
+      for (int k = 0; k < n; ++k) m = std::max(m, all[k * run.local_ms.size() + i]);
+      r.step_ms.push_back(m);
+    }
+    for (double w : run.window_ms) r.seconds += w / 1e3;
+    r.tokens_per_second = static_cast<double>(steps) * B * T * n / r.seconds;
+    r.compute_ms = run.compute_ms;
+    r.optimizer_ms = run.optimizer_ms;
+    r.first_loss = run.losses.front();
+    r.last_loss = run.losses.back();
+    const char same = std::memcmp(run.losses.data(), runs[0].losses.data(), run.losses.size() * sizeof(float)) == 0;
+    std::vector<char> every(n);
+    comm.all_gather_bytes(&same, 1, every.data());
+    r.losses_match = std::all_of(every.begin(), every.end(), [](char c) { return c != 0; });
+    const std::vector<float> weights = run.engine->full_parameters();  // a collective in stage 3
+    r.weights_sha256 = sha256_hex(weights.data(), weights.size() * sizeof(float));
+    results.push_back(std::move(r));
+  }
+  const StageResult& first = results[0];
+  for (StageResult& r : results) {
+    r.tokens_ratio = r.tokens_per_second / first.tokens_per_second;
+    for (std::size_t i = 0; i < r.step_ms.size(); ++i) r.step_ratios.push_back(first.step_ms[i] / r.step_ms[i]);
+    r.median_step_ratio = median(r.step_ratios);
+    r.best_step_ratio = *std::min_element(first.step_ms.begin(), first.step_ms.end()) /
+                        *std::min_element(r.step_ms.begin(), r.step_ms.end());
+  }
+  return results;
+}
+
+// All of the listed stages' engines are built at once, on one shared model (its activations
+// serve every engine in turn: an engine touches the module only inside forward_backward). That
+// costs the sum of the stages' model state: for 50m on 2 ranks with stages 0-3, 16 + 12 + 10 + 8
+// bytes per parameter = about 2.2 GiB per rank (the header line prints the ledger's figure), well
+// within this machine's 23 GiB. Building one engine at a time per round instead would
+// re-initialise (and re-fault) the state each round and restart training from step 0, so the
+// stages could not train on through the same steps for the bit-identity check.
+ModelResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps, const std::vector<int>& stages,
+                      Communicator& comm, Ledger& ledger) {
+  ModelResult m;
+  m.model = bm.name;
+  m.shape = GptShape{256, T, bm.channels, bm.layers, bm.heads};
+  m.parameters = m.shape.num_parameters();
+  EngineConfig config;
+  config.adam = AdamConfig{3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, true};  // AdamW, as the PyTorch script
+  Gpt gpt(m.shape, B, ledger);
+  std::vector<StageRun> runs;
+  for (int stage : stages) {
+    config.stage = stage;
+    StageRun& run = runs.emplace_back();
+    run.stage = stage;
+    run.engine = std::make_unique<Engine>(config, gpt, comm, ledger);
+  }
+  m.engine_bytes = ledger.usage(Tier::kDevice).total_current;
+  run_rounds(runs, gpt, B, T, warmup, steps, comm);
+  m.stages = collect(runs, B, T, steps, comm);
+  for (const StageResult& r : m.stages) {
+    m.identical = m.identical && r.losses_match && r.weights_sha256 == m.stages[0].weights_sha256;
+  }
+  return m;
+}
+
+// "2949 tokens/s | 694 ms/step (best 647; forward+backward 600, optimizer step 40)"
+std::string figures(const StageResult& r, int steps) {
+  const double best = *std::min_element(r.step_ms.begin(), r.step_ms.end());
+  char line[160];
+  std::snprintf(line, sizeof line, "%9.0f tokens/s | %.0f ms/step (best %.0f; forward+backward %.0f, optimizer step %.0f)",
+                r.tokens_per_second, r.seconds * 1e3 / steps, best, r.compute_ms, r.optimizer_ms);
+  return line;
+}
+
+// One stage: the line as it always was. Several: a line per stage with its ratios to the first,
+// then the bit-identity verdict.
+void print_model(const ModelResult& m, int steps) {
+  const StageResult& first = m.stages[0];
+  std::printf("%-4s %s (%.1fM parameters)", m.model.c_str(), m.shape.describe().c_str(), m.parameters / 1e6);
+  if (m.stages.size() == 1) {
+    std::printf(": %s | loss %.3f -> %.3f\n", figures(first, steps).c_str(), first.first_loss, first.last_loss);
+    std::fflush(stdout);
+    return;
+  }
+  std::printf(", all engines built: %.0f MiB per rank in the ledger:\n", m.engine_bytes / 1048576.0);
+  for (const StageResult& r : m.stages) {
+    std::printf("  stage %d: %s | %.2fx stage %d (step ratios: median %.2fx, best %.2fx)\n", r.stage,
+                figures(r, steps).c_str(), r.tokens_ratio, first.stage, r.median_step_ratio, r.best_step_ratio);
+  }
+  std::vector<int> listed;
+  for (const StageResult& r : m.stages) listed.push_back(r.stage);
+  if (m.identical) {
+    std::printf("  loss %.3f -> %.3f: every step's loss on every rank and the final weights (sha256 %.16s...) are "
+                "bit-identical across stages %s\n",
+                first.first_loss, first.last_loss, first.weights_sha256.c_str(), join(listed).c_str());
+  }
+  for (const StageResult& r : m.stages) {
+    if (!r.losses_match) std::printf("  ERROR: stage %d's losses differ from stage %d's; the stages must be bit-identical\n", r.stage, first.stage);
+    if (r.weights_sha256 != first.weights_sha256) {
+      std::printf("  ERROR: stage %d's final weights differ from stage %d's; the stages must be bit-identical\n", r.stage, first.stage);
+    }
+  }
+  std::fflush(stdout);
+}
+
+// A flat list, one entry per (model, stage), so that a single-stage run's results[0] reads as before.
+void append_json(const ModelResult& m, nlohmann::json& results) {
+  const GptShape& s = m.shape;
+  for (const StageResult& r : m.stages) {
+    results.push_back({{"model", m.model}, {"stage", r.stage}, {"parameters", m.parameters},
+                       {"shape", {{"vocab_size", s.vocab_size}, {"n_ctx", s.seq_len}, {"n_embd", s.channels}, {"n_layer", s.layers}, {"n_head", s.heads}}},
+                       {"seconds", r.seconds}, {"step_ms", r.step_ms}, {"tokens_per_second", r.tokens_per_second},
+                       {"compute_ms", r.compute_ms}, {"optimizer_ms", r.optimizer_ms}, {"first_loss", r.first_loss},
+                       {"last_loss", r.last_loss}, {"engine_bytes_per_rank", m.engine_bytes},
+                       {"vs_first_stage", {{"stage", m.stages[0].stage}, {"tokens_per_second_ratio", r.tokens_ratio},
+                                           {"step_ratios", r.step_ratios}, {"median_step_ratio", r.median_step_ratio},
+                                           {"best_step_ratio", r.best_step_ratio}, {"losses_bit_identical", r.losses_match},
+                                           {"weights_bit_identical", r.weights_sha256 == m.stages[0].weights_sha256}}},
+                       {"weights_sha256", r.weights_sha256}});
+  }
 }
 
 }  // namespace
@@ -131,52 +301,50 @@ int bench_train_main(const std::vector<std::string>& args) {
   Flags flags("zero bench train", bench_flags(), args);
   if (flags.help()) {
     std::printf("Training speed (tokens/s) of a ~10M- and a ~50M-parameter GPT on synthetic tokens, ZeRO stage 0 on 2\n"
-                "ranks by default; compare with PyTorch DDP: bench/compare_train.sh.\n\n%s", flags.usage().c_str());
+                "ranks by default; --stage 0,1,2,3 runs the stages in turn, one step each, and prints each one's ratio to\n"
+                "the first; compare with PyTorch DDP: bench/compare_train.sh.\n\n%s",
+                flags.usage().c_str());
     return 0;
   }
   const std::string which = flags.get("model");
   if (which != "all" && which != "10m" && which != "50m") {
     throw ConfigError(cat("[bench] --model must be 10m, 50m or all, not '", which, "'"));
   }
+  const std::vector<int> stages = parse_stages(flags.get("stage"));  // before mpirun: one message, not one per rank
   if (wants_mpi_job(flags)) relaunch_under_mpirun(flags, {"bench", "train"}, args);
   const int B = static_cast<int>(flags.get_int("micro-batch", 1, 4096));
   const int T = static_cast<int>(flags.get_int("seq-len", 1, 65536));
   const int warmup = static_cast<int>(flags.get_int("warmup", 0, 1000));
   const int steps = static_cast<int>(flags.get_int("steps", 1, 100000));
-  const int stage = static_cast<int>(flags.get_int("stage", 0, 3));
   const std::string json_path = flags.get("json");
   return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
     nlohmann::json results = nlohmann::json::array();
     if (comm.rank() == 0) {
-      std::printf("zero bench train: ZeRO stage %d, %d ranks (%s), %d OpenMP / %d OpenBLAS (%s) threads per rank, micro-batch %d x "
+      const std::string what = stages.size() == 1 ? cat("ZeRO stage ", stages[0])
+                                                  : cat("ZeRO stages ", join(stages), " in turn, one step each");
+      std::printf("zero bench train: %s, %d ranks (%s), %d OpenMP / %d OpenBLAS (%s) threads per rank, micro-batch %d x "
                   "T=%d per rank, AdamW fp32, synthetic tokens; %d warm-up + %d timed steps\n",
-                  stage, comm.size(), comm.backend().c_str(), omp_get_max_threads(), openblas_get_num_threads(),
+                  what.c_str(), comm.size(), comm.backend().c_str(), omp_get_max_threads(), openblas_get_num_threads(),
                   openblas_get_corename(), B, T, warmup, steps);
-    }
-    for (const BenchModel& m : kModels) {
-      if (which != "all" && which != m.name) continue;
-      const BenchResult r = run_model(m, B, T, warmup, steps, stage, comm, ledger);
-      if (comm.rank() != 0) continue;
-      const double best = *std::min_element(r.step_ms.begin(), r.step_ms.end());
-      std::printf("%-4s %s (%.1fM parameters): %9.0f tokens/s | %.0f ms/step (best %.0f; forward+backward %.0f, optimizer step "
-                  "%.0f) | loss %.3f -> %.3f\n",
-                  r.model.c_str(), r.shape.describe().c_str(), r.parameters / 1e6, r.tokens_per_second, r.seconds * 1e3 / steps,
-                  best, r.compute_ms, r.optimizer_ms, r.first_loss, r.last_loss);
       std::fflush(stdout);
-      results.push_back(to_json(r));
+    }
+    bool identical = true;
+    for (const BenchModel& bm : kModels) {
+      if (which != "all" && which != bm.name) continue;
+      const ModelResult m = run_model(bm, B, T, warmup, steps, stages, comm, ledger);
+      identical = identical && m.identical;
+      if (comm.rank() != 0) continue;
+      print_model(m, steps);
+      append_json(m, results);
     }
     if (comm.rank() == 0 && !json_path.empty()) {
-      const nlohmann::json j = {{"tool", "zero bench train"}, {"stage", stage}, {"ranks", comm.size()}, {"backend", comm.backend()},
+      const nlohmann::json j = {{"tool", "zero bench train"}, {"stages", stages}, {"ranks", comm.size()}, {"backend", comm.backend()},
                                 {"omp_threads_per_rank", omp_get_max_threads()}, {"openblas_threads_per_rank", openblas_get_num_threads()},
-                                {"openblas_core", openblas_get_corename()},
-                                {"micro_batch", B}, {"seq_len", T}, {"warmup", warmup}, {"steps", steps}, {"results", results}};
-      std::ofstream out(json_path + ".partial");
-      out << j.dump(2) << "\n";
-      if (!out) throw Error(cat("[bench] cannot write ", json_path, ": check the directory exists and is writable"));
-      out.close();
-      std::filesystem::rename(json_path + ".partial", json_path);
+                                {"openblas_core", openblas_get_corename()}, {"micro_batch", B}, {"seq_len", T},
+                                {"warmup", warmup}, {"steps", steps}, {"bit_identical", identical}, {"results", results}};
+      data::write_file_atomically(json_path, j.dump(2) + "\n");
     }
-    return 0;
+    return identical ? 0 : 1;
   });
 }
 
