@@ -10,7 +10,8 @@ namespace zero {
 
 class Collectives {
  public:
-  Collectives(Communicator& comm, Device& device) : comm_(comm), device_(device) {}
+  // Buckets in elements of all ranks together (DeepSpeed's meaning); 0: unbounded.
+  Collectives(Communicator& comm, Device& device, std::size_t reduce_bucket, std::size_t gather_bucket);
 
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
@@ -25,6 +26,8 @@ class Collectives {
  private:
   Communicator& comm_;
   Device& device_;
+  std::size_t reduce_segment_;  // elements per rank per piece of a reduction (0: the transport's limit)
+  std::size_t gather_segment_;  // of a gather
 };
 
 }  // namespace zero

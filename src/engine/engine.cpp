@@ -98,11 +98,8 @@ std::unique_ptr<Stage> make_stage(int stage, const StageContext& ctx) {
 
 namespace {
 
-int ranks_on_this_node(const Communicator& comm) {
-  if (comm.backend() == "threads") return comm.size();
-  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) return std::max(1, std::atoi(v));
-  return 1;
-}
+// Ranks sharing this node's host memory (thread ranks: one node).
+int ranks_on_this_node(const Communicator& comm) { return comm.local_size(); }
 
 }  // namespace
 
@@ -112,7 +109,7 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   check_ranks_agree(layout_, comm_);
   device_ = make_device(config_.device, ledger);
   device_->set_tracer(config_.tracer);
-  collectives_ = std::make_unique<Collectives>(comm_, *device_);
+  collectives_ = std::make_unique<Collectives>(comm_, *device_, config_.reduce_bucket_elements, config_.allgather_bucket_elements);
   // The placement: where the stage-3 parameter shard and the optimizer live.
   if (config_.offload.optimizer) check_host_room(*device_, layout_.shard_numel(), config_.offload, ranks_on_this_node(comm_));
   const Tier shard_tier = config_.offload.params ? Tier::kHost : Tier::kDevice;

@@ -49,6 +49,12 @@ struct EngineConfig {
   float gradient_clipping = 0.0f;  // max global gradient norm; 0: no clipping
   bool report_grad_norm = false;   // compute the global norm every step even without clipping
   OffloadOptions offload;
+  // DeepSpeed's reduce_bucket_size and allgather_bucket_size: at most this many elements (all
+  // ranks' together) in one piece of a gradient reduction or a parameter gather. A unit larger
+  // than a bucket moves in bucket-sized pieces, which bounds the communication scratch by the
+  // bucket, not the unit; the bits do not change. 0: no bound but the transport's own.
+  std::size_t reduce_bucket_elements = 0;
+  std::size_t allgather_bucket_elements = 0;
   Tracer* tracer = nullptr;  // records compute, communication, copies and the CPU optimizer, if set
   // The device backend holding engine memory (device/device.h): "cpu"; "strict" (tests: device
   // memory the host cannot dereference); "counting" (the planner's dry run: nothing computed).

@@ -158,6 +158,9 @@ Plan plan(const PlanInput& in) {
   w.grad_bytes = b.grad;
   w.comm_scratch = in.comm_scratch && in.ranks > 1;  // one rank runs the self backend: no scratch
   w.micro_batches = in.gradient_accumulation_steps;
+  const auto per_rank = [&](std::int64_t bucket) { return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(bucket) / in.ranks); };
+  w.reduce_segment = per_rank(z.reduce_bucket_size);
+  w.gather_segment = per_rank(z.allgather_bucket_size);
   const planner_detail::WalkResult walk = planner_detail::walk_step(layout, w, device);
   p.device = walk.peak;
   p.traffic = walk.traffic;

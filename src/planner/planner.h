@@ -72,9 +72,9 @@ struct ZeroSettings {
   // ZeRO-Offload's delayed parameter update (OffloadOptions::delayed_update): a second host
   // gradient shard. Labelled "+dpu".
   bool delayed_update = false;
-  // DeepSpeed's bucket and stage-3 knobs, with its defaults. The engine reduces and gathers whole
-  // units and has no buckets yet, so they do not change a prediction today; they are carried so
-  // that the output can say so, and for when the engine has buckets.
+  // DeepSpeed's bucket and stage-3 knobs, with its defaults. The buckets bound each collective's
+  // pieces (and so the communication scratch) as the engine's do; the stage-3 knobs are carried
+  // for the output and change nothing yet.
   std::int64_t reduce_bucket_size = 500'000'000;
   std::int64_t allgather_bucket_size = 500'000'000;
   std::int64_t stage3_prefetch_bucket_size = 50'000'000;

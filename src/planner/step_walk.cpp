@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "comm/segmented.h"
+
 namespace zero::planner_detail {
 namespace {
 
@@ -22,7 +24,10 @@ class StepWalk {
     }
     if (transient_grads_) wait_pending();  // Engine::step: finish_reduction
     if (o_.stage == 1 || o_.stage == 2) {  // gather_parameters after the optimizer
-      for (int u = 0; u < layout_.num_units(); ++u) count(Collective::kAllGather, layout_.unit(u).slice, o_.param_bytes);
+      for (int u = 0; u < layout_.num_units(); ++u) {
+        count(Collective::kAllGather, layout_.unit(u).slice, o_.param_bytes);
+        transient(scratch(Collective::kAllGather, layout_.unit(u).slice));
+      }
     }
     return {peak_, traffic_, gathered_slices_, reduced_slices_};
   }
@@ -66,6 +71,7 @@ class StepWalk {
       alloc(Category::kCommBuffers, unit.slice * o_.param_bytes);
     }
     count(Collective::kAllGather, unit.slice, o_.param_bytes);
+    transient(scratch(Collective::kAllGather, unit.slice));
     gathered_slices_ += unit.slice;
   }
   void fetch(int u) {
@@ -99,7 +105,7 @@ class StepWalk {
 
   void reduce(int u) {
     const UnitPlace& unit = layout_.unit(u);
-    const std::uint64_t scratch = o_.comm_scratch ? unit.padded * o_.grad_bytes : 0;
+    const std::uint64_t scratch = this->scratch(o_.stage == 0 ? Collective::kAllReduce : Collective::kReduceScatter, unit.slice);
     if (!transient_grads_) {
       // Stages 0 and 1 without offload accumulate locally and reduce at the last micro-batch
       // only. The comm thread runs one reduction at a time and the compute thread allocates
@@ -131,6 +137,23 @@ class StepWalk {
     free(Category::kGradients, layout_.unit(pending_).padded * o_.grad_bytes);
     grad_alive_[pending_] = false;
     pending_ = -1;
+  }
+
+  // The communication scratch of one collective of k elements per rank, as Communicator::
+  // scratch_bytes computes it (comm/segmented.cpp): the packing of pieces when there is more than
+  // one, plus, for reductions on the MPI backend, its all-to-all of one piece. Gathers' scratch
+  // lives while the comm thread runs them: counted as a moment at their issue.
+  std::uint64_t scratch(Collective kind, std::uint64_t k) const {
+    const bool gather = kind == Collective::kAllGather;
+    const std::uint64_t seg = gather ? o_.gather_segment : o_.reduce_segment;
+    const Pieces p = split_into_pieces(k, seg == 0 ? std::max<std::uint64_t>(k, 1) : seg);
+    const std::uint64_t bytes = gather ? o_.param_bytes : o_.grad_bytes, n = layout_.world_size();
+    const std::uint64_t packing = p.count > 1 ? n * p.s * bytes : 0;
+    return packing + (!gather && o_.comm_scratch ? n * p.largest() * bytes : 0);
+  }
+  void transient(std::uint64_t bytes) {
+    alloc(Category::kCommBuffers, bytes);
+    free(Category::kCommBuffers, bytes);
   }
 
   // ---- accounting ----

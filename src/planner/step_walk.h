@@ -21,7 +21,9 @@ struct WalkOptions {
   bool offload_param = false;
   std::uint64_t param_bytes = 4;  // per element of the parameters the device computes with
   std::uint64_t grad_bytes = 4;   // per element of device gradients and of their reductions
-  bool comm_scratch = true;       // reduce_scatter allocates a whole-unit scratch (MPI backend)
+  bool comm_scratch = true;       // reduce_scatter allocates an all-to-all scratch (MPI backend)
+  // Elements per rank of one piece of a reduction / a gather (the bucket sizes over N); 0: one piece.
+  std::uint64_t reduce_segment = 0, gather_segment = 0;
   int micro_batches = 1;          // gradient accumulation steps per optimizer step
 };
 

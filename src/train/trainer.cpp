@@ -114,6 +114,8 @@ EngineConfig engine_config(const TrainConfig& c, Tracer* tracer) {
   e.adam = c.adam;
   e.seed = c.seed;
   e.gradient_clipping = c.gradient_clipping;
+  e.reduce_bucket_elements = static_cast<std::size_t>(c.zero.reduce_bucket_size);
+  e.allgather_bucket_elements = static_cast<std::size_t>(c.zero.allgather_bucket_size);
   e.report_grad_norm = true;
   return e;
 }

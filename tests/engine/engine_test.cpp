@@ -143,6 +143,46 @@ INSTANTIATE_TEST_SUITE_P(Worlds, StageEquivalence,
                                   std::get<2>(p.param);
                          });
 
+// Buckets of a few elements (gloo's setMaxSegmentSize trick) make the test MLP's units reduce and
+// gather in many pieces: every stage, with and without offload, still gives the bits of the
+// unbucketed run; the collectives issued are the same, only their pieces multiply; and the
+// communication scratch is bounded by the bucket, not the unit.
+TEST(Buckets, AFewElementsChangeNoBitsAndBoundTheScratch) {
+  for (int n : {2, 3})
+    for (int stage = 0; stage <= 3; ++stage)
+      for (int offload = 0; offload <= (stage == 0 ? 0 : stage == 3 ? 2 : 1); ++offload) {
+        MlpRun run;
+        run.steps = 3;
+        run.micro_batches = 2;
+        run.global_batch = 24;
+        run.shape = tied_shape();
+        run.stage = stage;
+        run.offload.optimizer = offload >= 1;
+        run.offload.params = offload == 2;
+        const RankResult whole = run_threads(run, n)[0];
+        for (std::size_t bucket : {1, 3, 13, 64}) {
+          run.reduce_bucket = bucket;
+          run.gather_bucket = bucket + 1;
+          const RankResult pieces = run_threads(run, n)[0];
+          const std::string what = "N=" + std::to_string(n) + " stage " + std::to_string(stage) + " offload " +
+                                   std::to_string(offload) + " bucket " + std::to_string(bucket);
+          EXPECT_TRUE(same_bits(pieces.params, whole.params)) << what;
+          EXPECT_EQ(pieces.step_traffic.calls, whole.step_traffic.calls) << what;
+          EXPECT_EQ(pieces.step_traffic.sent, whole.step_traffic.sent) << what;
+          std::uint64_t whole_pieces = 0, bucket_pieces = 0;
+          for (int c = 0; c < kNumCollectives; ++c) {
+            whole_pieces += whole.step_traffic.pieces[c];
+            bucket_pieces += pieces.step_traffic.pieces[c];
+          }
+          if (bucket < 16) EXPECT_GT(bucket_pieces, whole_pieces) << what;
+          // threads backend: packing scratch of one piece, N * (bucket / N) elements at most
+          const std::uint64_t bound = 4 * std::max<std::size_t>(bucket + 1, static_cast<std::size_t>(n));
+          EXPECT_LE(pieces.device.peak[static_cast<int>(Category::kCommBuffers)],
+                    whole.device.peak[static_cast<int>(Category::kCommBuffers)] + bound) << what;
+        }
+      }
+}
+
 // The GPT, with its tied embedding (the head borrows unit 0): stages 0-3 bit-identical at a
 // fixed world size, with gradient clipping on.
 TEST(GptStages, BitIdenticalAcrossStages) {

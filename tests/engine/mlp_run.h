@@ -26,6 +26,7 @@ struct MlpRun {
   OffloadOptions offload;
   MlpShape shape;
   std::string device = "cpu";  // "strict": engine memory the host cannot dereference
+  std::size_t reduce_bucket = 0, gather_bucket = 0;  // elements, all ranks together; 0: unbounded
 };
 
 struct RankResult {
@@ -48,6 +49,8 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.gradient_clipping = run.clipping;
   c.offload = run.offload;
   c.device = run.device;
+  c.reduce_bucket_elements = run.reduce_bucket;
+  c.allgather_bucket_elements = run.gather_bucket;
   return c;
 }
 
