@@ -87,10 +87,11 @@ class HostMemoryDevice : public Device, private KernelMemory {
   }
   void init(Stream& s, const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed,
             DeviceSpan out) override {
-    s.run([this, &unit, segments, seed, out] { init_segments(unit, segments, seed, at(out)); });
+    s.run([this, unit, segments, seed, out] { init_segments(unit, segments, seed, at(out)); });
   }
   void launch(Stream& s, const std::function<void(const KernelMemory&)>& kernel) override {
     s.run([this, &kernel] { kernel(*this); });
+    s.synchronize();  // the kernel is the caller's: it must have run before launch returns
   }
   std::span<float> transport(const DeviceSpan& x) override { return {at(x), x.size()}; }
 

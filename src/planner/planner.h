@@ -26,19 +26,19 @@
 // and gradients, fp32 master parameters and Adam's m and v: the ZeRO paper's K = 12): parameters
 // 2, gradients 2 (and the collectives on them), optimizer state 12 per shard element.
 //
-// Offload (ZeRO-Offload, src/engine/stage_offload.cpp):
+// Offload (ZeRO-Offload, src/engine/optimizer_host.cpp):
 //   offload_optimizer (stages 1-3)  host, per rank: the fp32 parameters CPU Adam updates, Adam's
 //     m and v, and the fp32 gradient shard reduced slices land in: 16 bytes per shard element in
 //     both modes (fp32 mode: parameters 4, optimizer state 8, gradients 4; mixed precision counts
 //     the fp32 master in the optimizer state, K = 12). With the delayed update a second gradient
 //     shard (20 bytes): the CPU reads step t's while step t+1's land in the other.
-//     Device: the parameters stay (stages 1-2 whole, stage 3 the shard); no gradient buffer
-//     persists in any stage: stage 1 sheds its whole gradients like stage 2 (DeepSpeed does the
-//     same), so stages 1-3 reduce-scatter every unit in every micro-batch, with the transient
-//     unit gradients of stage 2 and each reduced slice in a device buffer (comm) until the copy
-//     thread has landed it on the host. Link per step: every reduced slice device->host
-//     (gradient dtype; once per micro-batch) and the updated parameter shard host->device
-//     (parameter dtype).
+//     Device: the parameters stay (stages 1-2 whole, stage 3 the shard). Each stage keeps its own
+//     gradient policy: stage 1 keeps its whole gradients and reduces them in place once per step;
+//     stages 2-3 reduce-scatter every unit in every micro-batch, with the transient unit
+//     gradients and each reduced slice in a device buffer (comm) until the copy stream has
+//     landed it on the host (later micro-batches through one host staging slice). Link per step:
+//     every reduced slice device->host (gradient dtype) and the updated parameter shard
+//     host->device (parameter dtype).
 //   offload_param (stage 3, with offload_optimizer)  no parameters on the device between uses: the
 //     fp32 shard on the host is the only copy (mixed precision adds the bf16 shard DeepSpeed keeps
 //     there); each gather first copies the rank's slice host->device into a staging buffer (comm),

@@ -103,8 +103,9 @@ std::string notes(const EstimateReport& r) {
   s += "  host: offloaded state per rank and per node (rank x ranks per node); network: bytes a rank sends per step\n";
   s += "    by all-reduce, reduce-scatter and all-gather; host link: host<->device copies per step with offload and\n"
        "    their time, both directions one after the other\n";
-  s += cat("  buckets: the engine reduces and gathers whole units (no buckets yet), so reduce_bucket_size (",
-           in.zero.reduce_bucket_size, "), allgather_bucket_size and the stage3_* settings do not change these figures\n");
+  s += cat("  buckets: a unit larger than reduce_bucket_size (", in.zero.reduce_bucket_size, ") or allgather_bucket_size (",
+           in.zero.allgather_bucket_size, ") elements moves in bucket-sized pieces, bounding comm scratch; the stage3_*\n"
+           "    settings do not change these figures yet\n");
   s += "  fits: yes / NO / ? (capacity not given); 1 GiB = 2^30 bytes\n";
   return s;
 }

@@ -60,7 +60,7 @@ class StepWalk {
   // ---- stage 3's gathered units (other stages keep parameters whole: nothing to do) ----
   // A gather allocates the whole unit and, with offload_param, a staging buffer for the rank's
   // slice copied in from the host to send, freed once the gather has completed: at the fetch,
-  // which waits for it (OffloadStage::fetch).
+  // which waits for it (Stage3::fetch).
   void start_gather(int u) {
     if (o_.stage != 3 || users_[u] >= 0) return;  // whole already, or on its way
     const UnitPlace& unit = layout_.unit(u);
@@ -92,9 +92,8 @@ class StepWalk {
   }
 
   // ---- gradients ----
-  // Stages 0 and 1 keep whole gradients for the run; stages 2 and 3, and every stage with
-  // optimizer offload, allocate a unit's whole gradient at its first view in a micro-batch
-  // (TransientGradients::get, OffloadStage::grads).
+  // Stages 0 and 1 keep whole gradients for the run; stages 2 and 3 allocate a unit's whole
+  // gradient at its first view in a micro-batch (TransientGradients::get).
   void gradient_view(int u) {
     if (!transient_grads_) return;
     if (u == pending_) wait_pending();  // never add into a buffer that is being reduced
@@ -117,10 +116,10 @@ class StepWalk {
       free(Category::kCommBuffers, scratch);
       return;
     }
-    // TransientGradients::reduce (OffloadStage::reduce_gradients): wait for the previous
-    // reduction (freeing its unit gradient and buffers), then start this one. After the first
-    // micro-batch (with optimizer offload: always) the reduced slice lands in its own buffer
-    // before it is added to the shard (copied to the host).
+    // TransientGradients::reduce: wait for the previous reduction (freeing its unit gradient and
+    // buffers), then start this one. After the first micro-batch (with optimizer offload:
+    // always) the reduced slice lands in its own buffer (ShardOptimizer::reduce_target) before it
+    // is added to the shard (copied to the host).
     wait_pending();
     gradient_view(u);  // a unit whose parameters got no gradient still reduces zeros
     const bool landing = !first_ || o_.offload_optimizer;  // a transient slice: added later, or to the host
