@@ -158,7 +158,7 @@ struct Measured {
 // of the second step.
 template <typename MakeModel, typename SetBatch>
 Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetBatch set_batch,
-                 const OffloadOptions& offload = {}) {
+                 const OffloadOptions& offload = {}, std::size_t bucket = 0) {
   ThreadWorld world(n, {std::chrono::seconds(60), nullptr});
   std::vector<Measured> out(n);
   world.run([&](int r) {
@@ -168,6 +168,7 @@ Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetB
     EngineConfig c;
     c.stage = stage;
     c.offload = offload;
+    c.reduce_bucket_elements = c.allgather_bucket_elements = bucket;
     Engine engine(c, *model, *comm, ledger);
     for (int s = 0; s < 2; ++s) {
       // Every copy of step 1 has completed when step() returns (the delayed update's Adam may
@@ -189,9 +190,17 @@ Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetB
   return out[0];
 }
 
-void expect_prediction(const PlanInput& in, const Measured& m, const std::string& what) {
+// `slack`: how far the prediction may exceed the ledger's peak (0: equal). The dry run reserves
+// communication scratch from a collective's issue to its first wait, where a running comm thread
+// holds it only while the collective runs (planner.h): with scratch, the prediction is the bound.
+void expect_prediction(const PlanInput& in, const Measured& m, const std::string& what, std::uint64_t slack = 0) {
   const Plan p = plan(in);
-  EXPECT_EQ(p.device.total(), m.peak) << what << ": predicted " << p.device.total() << ", ledger " << m.peak;
+  if (slack == 0) {
+    EXPECT_EQ(p.device.total(), m.peak) << what << ": predicted " << p.device.total() << ", ledger " << m.peak;
+  } else {
+    EXPECT_GE(p.device.total(), m.peak) << what << ": predicted " << p.device.total() << ", ledger " << m.peak;
+    EXPECT_LE(p.device.total(), m.peak + slack) << what << ": predicted " << p.device.total() << ", ledger " << m.peak;
+  }
   for (int c = 0; c < kNumCollectives; ++c) {
     EXPECT_EQ(p.traffic.sent[c], m.traffic.sent[c]) << what << " " << collective_name(static_cast<Collective>(c));
     EXPECT_EQ(p.traffic.calls[c], m.traffic.calls[c]) << what << " " << collective_name(static_cast<Collective>(c));
@@ -327,6 +336,39 @@ TEST(AgainstEngine, GptEveryOffloadConfigurationActivationsIncluded) {
       }
     }
   }
+}
+
+// Buckets of a few elements: every collective runs as many pieces with packing scratch. Traffic,
+// host bytes and link bytes are still exact; the device peak is bounded by the prediction, and
+// exceeds the ledger's by at most one collective's packing scratch.
+TEST(AgainstEngine, SmallBucketsEveryStageAndOffloadConfiguration) {
+  const MlpShape shape{{9, 21, 17, 21, 9}, true};
+  ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt};
+  std::vector<OffloadCase> cases;
+  for (int stage = 0; stage <= 3; ++stage) cases.push_back({ZeroSettings{stage}, OffloadOptions{}});
+  for (const OffloadCase& oc : offload_cases()) cases.push_back(oc);
+  int exact = 0, total = 0;
+  for (int n : {2, 3}) {
+    for (std::size_t bucket : {std::size_t{5}, std::size_t{64}}) {
+      for (const OffloadCase& oc : cases) {
+        for (int micro : {1, 2}) {
+          const Measured m = measure(
+              n, oc.zero.stage, micro, [&](Ledger&) { return std::make_unique<Mlp>(shape); },
+              [&](Mlp& mlp, int seed) { mlp.set_batch(mlp_synthetic_batch(shape, 7, seed, 0, 2)); }, oc.engine, bucket);
+          PlanInput in = threads_input(model, n, oc.zero.stage, micro);
+          in.zero = oc.zero;
+          in.zero.reduce_bucket_size = in.zero.allgather_bucket_size = static_cast<std::int64_t>(bucket);
+          const std::uint64_t segment = std::max<std::uint64_t>(1, bucket / n), packing = n * segment * sizeof(float);
+          const std::string what = cat("tied MLP N=", n, " bucket ", bucket, " ", plan_label(oc.zero), " micro-batches ", micro);
+          expect_prediction(in, m, what, packing);
+          exact += plan(in).device.total() == m.peak;
+          ++total;
+        }
+      }
+    }
+  }
+  std::printf("[ measured ] small buckets: prediction equal to the ledger's peak in %d of %d runs, above it by at most one "
+              "collective's packing scratch in the rest\n", exact, total);
 }
 
 // ---- offload: what moves to the host, and what crosses the link ----
