@@ -40,6 +40,8 @@ EngineConfig engine_config(const ZeroSettings& z) {
   const auto elements = [](std::int64_t bucket) { return static_cast<std::size_t>(std::max<std::int64_t>(0, bucket)); };
   c.reduce_bucket_elements = elements(z.reduce_bucket_size);
   c.allgather_bucket_elements = elements(z.allgather_bucket_size);
+  c.stage3 = {z.stage3_prefetch_bucket_size, z.stage3_max_live_parameters, z.stage3_param_persistence_threshold,
+              z.stage3_max_reuse_distance};
   c.device = "counting";
   return c;
 }

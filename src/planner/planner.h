@@ -71,14 +71,15 @@ struct ZeroSettings {
   // ZeRO-Offload's delayed parameter update (OffloadOptions::delayed_update): a second host
   // gradient shard. Labelled "+dpu".
   bool delayed_update = false;
-  // DeepSpeed's bucket and stage-3 knobs, with its defaults. The buckets bound each collective's
-  // pieces (and so the communication scratch) as the engine's do; the stage-3 knobs are carried
-  // for the output and change nothing yet.
+  // DeepSpeed's bucket sizes, with its defaults: they bound each collective's pieces (and so the
+  // communication scratch) as the engine's do. Stage 3's schedule, with zero's defaults
+  // (engine.h: Stage3Options; -1: the next unit only).
   std::int64_t reduce_bucket_size = 500'000'000;
   std::int64_t allgather_bucket_size = 500'000'000;
-  std::int64_t stage3_prefetch_bucket_size = 50'000'000;
+  std::int64_t stage3_prefetch_bucket_size = -1;
   std::int64_t stage3_max_live_parameters = 1'000'000'000;
-  std::int64_t stage3_param_persistence_threshold = 100'000;
+  std::int64_t stage3_param_persistence_threshold = 0;
+  std::int64_t stage3_max_reuse_distance = 0;
 };
 
 // Host<->device link bandwidth assumed by default, bytes per second: a PCIe 4.0 x16 link carries

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "comm/thread_world.h"
@@ -158,7 +159,7 @@ struct Measured {
 // of the second step.
 template <typename MakeModel, typename SetBatch>
 Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetBatch set_batch,
-                 const OffloadOptions& offload = {}, std::size_t bucket = 0) {
+                 const OffloadOptions& offload = {}, std::size_t bucket = 0, const Stage3Options& stage3 = {}) {
   ThreadWorld world(n, {std::chrono::seconds(60), nullptr});
   std::vector<Measured> out(n);
   world.run([&](int r) {
@@ -169,6 +170,7 @@ Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetB
     c.stage = stage;
     c.offload = offload;
     c.reduce_bucket_elements = c.allgather_bucket_elements = bucket;
+    c.stage3 = stage3;
     Engine engine(c, *model, *comm, ledger);
     for (int s = 0; s < 2; ++s) {
       // Every copy of step 1 has completed when step() returns (the delayed update's Adam may
@@ -193,6 +195,17 @@ Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetB
 // `slack`: how far the prediction may exceed the ledger's peak (0: equal). The dry run reserves
 // communication scratch from a collective's issue to its first wait, where a running comm thread
 // holds it only while the collective runs (planner.h): with scratch, the prediction is the bound.
+// Random tokens for a GPT's micro-batch, from a seed.
+std::function<void(Gpt&, int)> gpt_random_batches(const GptShape& shape, int batch) {
+  return [shape, batch](Gpt& gpt, int seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::int32_t> in(batch * shape.seq_len), tgt(in.size());
+    for (auto& t : in) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
+    for (auto& t : tgt) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
+    gpt.set_batch(in.data(), tgt.data());
+  };
+}
+
 void expect_prediction(const PlanInput& in, const Measured& m, const std::string& what, std::uint64_t slack = 0) {
   const Plan p = plan(in);
   if (slack == 0) {
@@ -265,13 +278,7 @@ TEST(AgainstEngine, GptEveryStageActivationsIncluded) {
   const GptShape shape{64, 16, 32, 2, 2};
   const int batch = 2;
   auto make = [&](Ledger& ledger) { return std::make_unique<Gpt>(shape, batch, ledger); };
-  auto set_batch = [&](Gpt& gpt, int seed) {
-    std::mt19937 rng(seed);
-    std::vector<std::int32_t> in(batch * shape.seq_len), tgt(in.size());
-    for (auto& t : in) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
-    for (auto& t : tgt) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
-    gpt.set_batch(in.data(), tgt.data());
-  };
+  const auto set_batch = gpt_random_batches(shape, batch);
   for (int n : {2, 4}) {
     for (int stage = 0; stage <= 3; ++stage) {
       for (int micro : {1, 2}) {
@@ -310,13 +317,7 @@ TEST(AgainstEngine, GptEveryOffloadConfigurationActivationsIncluded) {
   const GptShape shape{64, 16, 32, 2, 2};
   const int batch = 2;
   auto make = [&](Ledger& ledger) { return std::make_unique<Gpt>(shape, batch, ledger); };
-  auto set_batch = [&](Gpt& gpt, int seed) {
-    std::mt19937 rng(seed);
-    std::vector<std::int32_t> in(batch * shape.seq_len), tgt(in.size());
-    for (auto& t : in) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
-    for (auto& t : tgt) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
-    gpt.set_batch(in.data(), tgt.data());
-  };
+  const auto set_batch = gpt_random_batches(shape, batch);
   for (int n : {1, 2, 4}) {
     for (const OffloadCase& oc : offload_cases()) {
       for (int micro : {1, 2}) {
@@ -369,6 +370,51 @@ TEST(AgainstEngine, SmallBucketsEveryStageAndOffloadConfiguration) {
   }
   std::printf("[ measured ] small buckets: prediction equal to the ledger's peak in %d of %d runs, above it by at most one "
               "collective's packing scratch in the rest\n", exact, total);
+}
+
+// Stage 3's schedule settings (prefetch bucket, live cap, persistence, reuse distance), with and
+// without offload and with accumulation: the dry run predicts the ledger's peak, the traffic,
+// the host bytes and the link bytes exactly, for the tied MLP and the GPT with its activations.
+TEST(AgainstEngine, Stage3ScheduleSettingsEveryPlacement) {
+  const MlpShape mlp{{9, 21, 17, 21, 9}, true};
+  const GptShape gpt{64, 16, 32, 2, 2};
+  const int batch = 2;
+  const std::vector<Stage3Options> settings = {
+      {0, 1'000'000'000, 0, 0}, {1'000'000'000, 1'000'000'000, 0, 0}, {1'000, 700, 0, 0}, {-1, 1'000'000'000, 250, 0},
+      {-1, 1'000'000'000, 0, 1'000'000'000}, {600, 1'500, 250, 2'000}};
+  for (int model = 0; model < 2; ++model) {
+    for (int n : {2, 3}) {
+      for (int offload = 0; offload <= 2; ++offload) {
+        for (const Stage3Options& o : settings) {
+          OffloadOptions engine_offload;
+          engine_offload.optimizer = offload >= 1;
+          engine_offload.params = offload == 2;
+          const int micro = 2;
+          Measured m;
+          PlanInput in;
+          if (model == 0) {
+            m = measure(
+                n, 3, micro, [&](Ledger&) { return std::make_unique<Mlp>(mlp); },
+                [&](Mlp& x, int seed) { x.set_batch(mlp_synthetic_batch(mlp, 7, seed, 0, 2)); }, engine_offload, 0, o);
+            in = threads_input(ModelDescription{"mlp", "mlp", "", "", Mlp(mlp).units(), std::nullopt}, n, 3, micro);
+          } else {
+            m = measure(n, 3, micro, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, batch, l); }, gpt_random_batches(gpt, batch),
+                        engine_offload, 0, o);
+            in = threads_input(describe_gpt(gpt), n, 3, micro);
+            in.micro_batch = batch;
+          }
+          in.zero.offload_optimizer = engine_offload.optimizer;
+          in.zero.offload_param = engine_offload.params;
+          in.zero.stage3_prefetch_bucket_size = o.prefetch_bucket;
+          in.zero.stage3_max_live_parameters = o.max_live;
+          in.zero.stage3_param_persistence_threshold = o.persistence_threshold;
+          in.zero.stage3_max_reuse_distance = o.max_reuse_distance;
+          expect_prediction(in, m, cat(model == 0 ? "tied MLP" : "GPT", " N=", n, " ", plan_label(in.zero), " prefetch ", o.prefetch_bucket,
+                                       " live ", o.max_live, " persist ", o.persistence_threshold, " reuse ", o.max_reuse_distance));
+        }
+      }
+    }
+  }
 }
 
 // ---- offload: what moves to the host, and what crosses the link ----
