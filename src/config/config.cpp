@@ -205,8 +205,9 @@ void read_batch(const Section& top, int world, TrainConfig& c) {
   } else if (mb) {
     micro = *mb, train = micro * w;
   } else if (top.is_auto("train_micro_batch_size_per_gpu") || top.is_auto("train_batch_size")) {
-    throw ConfigError("[config] train_micro_batch_size_per_gpu is \"auto\" and no other batch key gives it: give --micro-batch N "
-                      "(what the Hugging Face Trainer fills in from --per_device_train_batch_size) or write a number");
+    throw ConfigError(cat("[config] ", top.is_auto("train_micro_batch_size_per_gpu") ? "train_micro_batch_size_per_gpu" : "train_batch_size",
+                          " is \"auto\" and no other batch key gives the micro-batch: give --micro-batch N (what the Hugging Face "
+                          "Trainer fills in from --per_device_train_batch_size) or write a number"));
   } else {
     throw ConfigError("[config] set train_batch_size or train_micro_batch_size_per_gpu (or both), or give --micro-batch N; as in "
                       "DeepSpeed, gradient_accumulation_steps alone cannot give the batch size");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -62,7 +63,25 @@ std::string describe_type(JsonType type) {
   return "?";
 }
 
+// A number as written: a double that came from a float (zero's defaults are floats) in the
+// float's shortest form, 0.001 rather than 0.0010000000474974513.
+std::string number_text(double d) {
+  const float f = static_cast<float>(d);
+  if (std::isfinite(d) && static_cast<double>(f) == d && d != std::floor(d)) {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, f);
+    return std::string(buf, r.ptr);
+  }
+  return nlohmann::json(d).dump();
+}
+
 std::string describe_value(const nlohmann::json& value) {
+  if (value.is_number_float()) return number_text(value.get<double>());
+  if (value.is_array() && !value.empty() && std::all_of(value.begin(), value.end(), [](const auto& v) { return v.is_number_float(); })) {
+    std::string s = "[";
+    for (const nlohmann::json& v : value) s += (s.size() > 1 ? ", " : "") + number_text(v.get<double>());
+    return s.size() > 60 ? s.substr(0, 57) + "..." : s + "]";
+  }
   if (value.is_structured() && nesting_depth(value) > kMaxConfigDepth) return value.is_object() ? "{...}" : "[...]";  // dump() recurses
   // replace: a string from the command line may hold bytes that are not UTF-8.
   std::string s = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

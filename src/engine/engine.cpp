@@ -31,7 +31,9 @@ void check_offload(const EngineConfig& config) {
                       "set zero_optimization.stage to 1 or more, or turn offload off");
   }
   if (o.params && (config.stage != 3 || !o.optimizer)) {
-    throw ConfigError("[engine] offload_param needs stage 3 with offload_optimizer too, as in DeepSpeed");
+    throw ConfigError("[engine] offload_param needs stage 3 and, here (DeepSpeed allows it alone), offload_optimizer too: in fp32 "
+                      "training the parameter shard is the master copy Adam updates, and Adam on the device updating a host-tier "
+                      "shard is not built yet");
   }
   if (!o.optimizer && (o.delayed_update || o.pin_memory)) {
     throw ConfigError("[engine] delayed_update and pin_memory are settings of offload_optimizer: turn offload_optimizer on");

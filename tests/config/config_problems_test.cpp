@@ -118,9 +118,9 @@ TEST(ConfigAuto, TrainerFileResolvesFromZerosSettings) {
   EXPECT_DOUBLE_EQ(*c.scheduler.warmup_max_lr, static_cast<double>(1e-3f));
   EXPECT_EQ(c.scheduler.warmup_num_steps, 1000);
   EXPECT_FLOAT_EQ(c.gradient_clipping, 0.0f);
-  for (const char* line : {"optimizer.params.lr = \"auto\" -> 0.0010000000474974513 (zero's default",
-                           "optimizer.params.betas = \"auto\" -> [0.8999999761581421,0.9990000128746033]",
-                           "scheduler.params.warmup_max_lr = \"auto\" -> 0.0010000000474974513 (the optimizer's lr",
+  for (const char* line : {"optimizer.params.lr = \"auto\" -> 0.001 (zero's default",
+                           "optimizer.params.betas = \"auto\" -> [0.9, 0.999]",
+                           "scheduler.params.warmup_max_lr = \"auto\" -> 0.001 (the optimizer's lr",
                            "train_batch_size = \"auto\" -> 8 (train_micro_batch_size_per_gpu * gradient_accumulation_steps * world size = 4 * 1 * 2)",
                            "gradient_accumulation_steps = \"auto\" -> 1", "gradient_clipping = \"auto\" -> 0.0 (zero's default: off"}) {
     EXPECT_TRUE(has_line(c.auto_values, line)) << line;
@@ -153,7 +153,8 @@ TEST(ConfigAuto, SchedulerAndBatchFromTheRun) {
 
 TEST(ConfigAuto, WhereTheTrainerWouldNotFillItEither) {
   EXPECT_CONTAINS(error_of({{"train_micro_batch_size_per_gpu", "auto"}, {"gradient_accumulation_steps", "auto"}}),
-                  "train_micro_batch_size_per_gpu is \"auto\" and no other batch key gives it: give --micro-batch N");
+                  "train_micro_batch_size_per_gpu is \"auto\" and no other batch key gives the micro-batch: give --micro-batch N");
+  EXPECT_CONTAINS(error_of({{"train_batch_size", "auto"}}), "train_batch_size is \"auto\" and no other batch key gives the micro-batch");
   EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"zero_optimization", {{"allgather_bucket_size", "auto"}}}}),
                   "zero_optimization.allgather_bucket_size is \"auto\", a Hugging Face Trainer placeholder, but the Trainer does not fill in this key either");
   EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"scheduler", {{"type", "WarmupCosineLR"}, {"params", {{"cos_min_ratio", "auto"}}}}}}),
