@@ -1,17 +1,14 @@
-// The top level of the config, the batch, the optimizer, precision, and our own sections; the file
-// and the command-line overrides. zero_optimization is in zero_section.cpp, the scheduler in
-// schedule.cpp, the key-table machinery in reader.cpp.
+// The top level of the config, the batch, the optimizer, precision, and our own sections, and
+// parse_config, which runs every reader and reports all their problems at once. zero_optimization
+// is in zero_section.cpp, the scheduler in schedule.cpp, the key-table machinery in reader.cpp, the
+// file and the command-line overrides in file.cpp.
 #include "config/config.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cctype>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <memory>
 #include <set>
-#include <sstream>
 
 #include "common/error.h"
 #include "config/reader.h"

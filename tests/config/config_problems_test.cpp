@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <functional>
+#include <typeinfo>
 #include <set>
 #include <string>
 
@@ -241,6 +244,47 @@ TEST(ConfigBounds, ByteSizesWithTensOfThousandsOfDigits) {
   EXPECT_THROW(parse_byte_size("1e-99999", "--device-memory"), ConfigError);
   EXPECT_THROW(parse_bandwidth("1e4000", "--link"), ConfigError);
   EXPECT_EQ(parse_byte_size("2GiB", "x"), 2ull << 30);
+}
+
+// Every value of every corpus file replaced, one at a time, by each odd value: the reader either
+// accepts the result or refuses it with a ConfigError, never another exception (nlohmann's
+// type_error, std::out_of_range, a check failure).
+void replace_each(const json& doc, json& node, const std::function<void()>& check, int depth) {
+  if (!node.is_object() || depth > 3) return;
+  static const json kOdd[] = {nullptr, "auto", -1, 0, 1e300, -1e300, 18446744073709551615ull, json::array(), json::object(),
+                              "x", true, json::array({1, "a", nullptr}), 0.5};
+  for (auto& [key, value] : node.items()) {
+    const json saved = value;
+    for (const json& odd : kOdd) {
+      value = odd;
+      check();
+    }
+    value = saved;
+    replace_each(doc, value, check, depth + 1);
+  }
+}
+
+TEST(ConfigBounds, OddValuesAnywhereGiveConfigErrorsOnly) {
+  int parsed = 0, refused = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(fixture("corpus"))) {
+    if (entry.path().extension() != ".json") continue;
+    json doc = read_config_file(entry.path().string());
+    auto check = [&] {
+      try {
+        parse_config(doc, 2);
+        ++parsed;
+      } catch (const ConfigError& e) {
+        ++refused;
+        EXPECT_EQ(std::string(e.what()).rfind("[config] ", 0), 0u) << e.what();
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << entry.path().filename() << ": " << typeid(e).name() << ": " << e.what() << "\n" << doc.dump();
+      }
+    };
+    replace_each(doc, doc, check, 0);
+  }
+  EXPECT_GT(refused, 1000);
+  std::printf("[ measured ] %d mutated corpus configs: %d accepted, %d refused with a [config] error, none with another\n",
+              parsed + refused, parsed, refused);
 }
 
 }  // namespace
