@@ -47,6 +47,8 @@ std::vector<KeyRule> top_rules_table() {
       {"device_memory", R, kStr, ""},  // ours: the device tier's capacity, "80GiB"
       {"host_memory", R, kStr, ""},    // ours: the host tier's capacity per rank
       {"comm_timeout_seconds", R, kNum, ""},  // ours: a collective waiting longer fails
+      {"prescale_gradients", R, kBool, ""},
+      {"gradient_predivide_factor", R, kNum, ""},
       {"model", R, kObj, ""},        // ours
       {"data", R, kObj, ""},         // ours
       // Disabled only (read_disabled_only below).
@@ -86,12 +88,6 @@ std::vector<KeyRule> top_rules_table() {
       {"activation_checkpointing", I, kObj, "configures deepspeed.checkpointing for models that call it; recomputation gives the same "
                                             "numbers, but zero's GPT keeps its activations, so memory use is not reduced"},
       // Known but not supported yet, accepted at their no-op value.
-      {"gradient_predivide_factor", U, kNum, "DeepSpeed divides each rank's gradient by it before the sum and multiplies by it / world "
-                                             "size after, and asserts it away under ZeRO's reduce-scatter (its default); zero averages "
-                                             "once, after a rank-order sum, the same way in every stage", 1.0},
-      {"prescale_gradients", U, kBool, "DeepSpeed divides each rank's gradient by the world size before the sum, and asserts it away under "
-                                       "ZeRO's reduce-scatter (its default); zero averages once, after a rank-order sum, the same way in "
-                                       "every stage", false},
       {"sparse_gradients", U, kBool, "sparse embedding gradients; zero reduces dense gradients", false},
       {"gradient_allreduce_op", U, kStr, "\"sum\" leaves the reduced gradients summed over the ranks instead of averaged", "mean"},
       {"managed_gradient_accumulation", U, kBool, "false hands the accumulation boundary to the client's loop; zero's loop owns it", true},
@@ -462,6 +458,17 @@ void read_top_scalars(const Section& top, TrainConfig& c) {
   }
 }
 
+// DeepSpeed's engine (allreduce_bucket): with prescale_gradients each rank's gradient is divided
+// by the world size before the sum; otherwise by gradient_predivide_factor before and by
+// world size / factor after. Both are one predivide here (EngineConfig::gradient_predivide_factor).
+void read_predivide(const Section& top, int world, TrainConfig& c) {
+  const double f = top.get_number("gradient_predivide_factor", 1.0);
+  if (!(f > 0.0) || f > 3.4e38) {
+    top.fail("gradient_predivide_factor", cat("is ", f, "; it must be a positive number (1 divides only once, after the sum)"));
+  }
+  c.gradient_predivide_factor = top.get_bool("prescale_gradients", false) ? world : f;
+}
+
 void read_disabled_sections(const Section& top) {
   const std::vector<std::pair<const char*, const char*>> disabled_only = {
       {"amp", "NVIDIA Apex mixed precision"},          {"autotuning", "DeepSpeed's autotuner"},
@@ -496,6 +503,7 @@ TrainConfig parse_config(const nlohmann::json& j, int world_size, const ConfigOp
   attempt(log, [&] { read_precision(top, c); });
   attempt(log, [&] { read_communication(top); });
   attempt(log, [&] { read_disabled_sections(top); });
+  attempt(log, [&] { read_predivide(top, world_size, c); });
   attempt(log, [&] { c.data = read_data(top, c.seed); });
   if (!log.problems.empty()) throw_problems(log.problems, options.source);
   c.ignored_keys = log.ignored;

@@ -121,6 +121,9 @@ struct TrainConfig {
   std::string optimizer_type = "AdamW"; // "Adam" or "AdamW" (as written in DeepSpeed's spelling)
   Schedule scheduler;
   float gradient_clipping = 0.0f;       // global-norm clip; 0 = off (DeepSpeed's code default)
+  // Each rank's gradient is divided by this before the sum (prescale_gradients: the world size;
+  // else gradient_predivide_factor, 1 by default) and the sum by N * micro-batches / it after.
+  double gradient_predivide_factor = 1.0;
   int steps_per_print = 10;
   ZeroConfig zero;
   ModelSection model;

@@ -202,6 +202,15 @@ TEST(ConfigAdam, BiasCorrectionAndTorchAdam) {
                   "optimizer.params.lr is 1e+39, beyond the range of a 32-bit float");
 }
 
+TEST(ConfigAdam, PrescaleAndPredivideAsDeepSpeedsEngine) {
+  auto predivide = [](const json& j, int world) { return parse_config(j, world).gradient_predivide_factor; };
+  EXPECT_EQ(predivide({{"train_batch_size", 12}}, 3), 1.0);
+  EXPECT_EQ(predivide({{"train_batch_size", 12}, {"prescale_gradients", true}}, 3), 3.0);  // divided by the world size first
+  EXPECT_EQ(predivide({{"train_batch_size", 12}, {"prescale_gradients", true}, {"gradient_predivide_factor", 8}}, 3), 3.0);
+  EXPECT_EQ(predivide({{"train_batch_size", 12}, {"gradient_predivide_factor", 8}}, 3), 8.0);
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"gradient_predivide_factor", 0}}), "gradient_predivide_factor is 0; it must be a positive number");
+}
+
 TEST(ConfigAdam, ParameterOffloadAloneIsRefusedWithTheReason) {
   const json z = {{"stage", 3}, {"offload_param", {{"device", "cpu"}}}};
   EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"zero_optimization", z}}),

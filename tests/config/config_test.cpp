@@ -160,7 +160,7 @@ TEST(ConfigKeys, KnownButUnsupported) {
                   "zero_optimization.offload_optimizer.device = \"nvme\" is known but not supported yet");
   EXPECT_CONTAINS(error_of(with(base(), "sparse_attention.mode", "fixed")),
                   "sparse_attention = {\"mode\":\"fixed\"} is known but not supported yet");
-  EXPECT_CONTAINS(error_of(with(base(), "prescale_gradients", true)), "set it to false or remove it");
+  EXPECT_CONTAINS(error_of(with(base(), "sparse_gradients", true)), "set it to false or remove it");
   EXPECT_CONTAINS(error_of(with(base(), "optimizer", {{"type", "Adam"}, {"params", {{"amsgrad", true}}}})),
                   "optimizer.params.amsgrad = true is known but not supported yet");
   EXPECT_CONTAINS(error_of(with(base(), "optimizer.type", "Lamb")), "optimizer.type \"Lamb\" is known but not supported yet");

@@ -27,6 +27,7 @@ struct MlpRun {
   MlpShape shape;
   std::string device = "cpu";  // "strict": engine memory the host cannot dereference
   std::size_t reduce_bucket = 0, gather_bucket = 0;  // elements, all ranks together; 0: unbounded
+  double predivide = 1.0;  // EngineConfig::gradient_predivide_factor
 };
 
 struct RankResult {
@@ -51,6 +52,7 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.device = run.device;
   c.reduce_bucket_elements = run.reduce_bucket;
   c.allgather_bucket_elements = run.gather_bucket;
+  c.gradient_predivide_factor = run.predivide;
   return c;
 }
 
