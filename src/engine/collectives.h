@@ -19,8 +19,10 @@ namespace zero {
 
 class Collectives {
  public:
-  // Buckets in elements of all ranks together (DeepSpeed's meaning); 0: unbounded.
-  Collectives(Communicator& comm, Device& device, std::size_t reduce_bucket, std::size_t gather_bucket);
+  // Buckets in elements of all ranks together (DeepSpeed's meaning); 0: unbounded. Every
+  // reduction here is of gradients: each send is divided by predivide first (when not 1), on the
+  // compute stream, so every stage divides the same numbers before the same rank-order sum.
+  Collectives(Communicator& comm, Device& device, std::size_t reduce_bucket, std::size_t gather_bucket, double predivide = 1.0);
 
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
@@ -43,6 +45,7 @@ class Collectives {
   std::shared_ptr<DryScratch> dry_;  // shared with the handles it gives out, which may outlive this
   std::size_t reduce_segment_;  // elements per rank per piece of a reduction (0: the transport's limit)
   std::size_t gather_segment_;  // of a gather
+  float predivide_;             // gradients are divided by this before they are summed
 };
 
 }  // namespace zero

@@ -67,6 +67,10 @@ struct EngineConfig {
   AdamConfig adam;
   std::uint64_t seed = 1234;  // initialisation (counter-based: the same whatever the world size)
   float gradient_clipping = 0.0f;  // max global gradient norm; 0: no clipping
+  // DeepSpeed's gradient_predivide_factor f (prescale_gradients: f = world size): each rank's
+  // gradient is divided by f before the sum, and the sum by N * micro-batches / f after it, in
+  // place of the one division by N * micro-batches. 1: that one division, as without it.
+  double gradient_predivide_factor = 1.0;
   bool report_grad_norm = false;   // compute the global norm every step even without clipping
   OffloadOptions offload;
   // DeepSpeed's reduce_bucket_size and allgather_bucket_size: at most this many elements (all
