@@ -72,6 +72,10 @@ ZeroSettings read_zero(const json& z) {
   if (auto v = integer(z, "stage3_max_live_parameters", at)) s.stage3_max_live_parameters = *v;
   if (auto v = integer(z, "stage3_param_persistence_threshold", at)) s.stage3_param_persistence_threshold = *v;
   if (auto v = integer(z, "stage3_max_reuse_distance", at)) s.stage3_max_reuse_distance = *v;
+  if (z.contains("overlap_comm")) {
+    if (!z["overlap_comm"].is_boolean()) throw ConfigError(cat("[estimate] zero_optimization.overlap_comm must be true or false, not ", z["overlap_comm"].dump()));
+    s.overlap_comm = z["overlap_comm"].get<bool>();
+  }
   return s;
 }
 

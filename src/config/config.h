@@ -56,7 +56,9 @@ struct ZeroConfig {
   int stage = 0;                                           // 0 (DDP), 1, 2 or 3
   std::int64_t reduce_bucket_size = 500'000'000;           // elements reduced at a time
   std::int64_t allgather_bucket_size = 500'000'000;        // elements all-gathered at a time
-  bool overlap_comm = false;                               // DeepSpeed: default true for stage 3 only
+  // Gradient reductions overlap backward. zero's default is true in every stage (DeepSpeed's is
+  // true for stage 3 only); false waits for each reduction where it is issued.
+  bool overlap_comm = true;
   bool contiguous_gradients = true;
   // Stage 3's schedule (engine.h: Stage3Options). zero's defaults, not DeepSpeed's (prefetch 5e7,
   // persistence 1e5 and reuse 1e9 elements, which keep a small model whole between uses): the

@@ -234,7 +234,7 @@ ZeroConfig read_zero(const Section& top, const AutoContext& ctx) {
   }
   z.reduce_bucket_size = s.get_int("reduce_bucket_size", z.reduce_bucket_size, 1, kMax);
   z.allgather_bucket_size = s.get_int("allgather_bucket_size", z.allgather_bucket_size, 1, kMax);
-  z.overlap_comm = s.get_bool("overlap_comm", z.stage == 3);  // DeepSpeed's overlap_comm_valid
+  z.overlap_comm = s.get_bool("overlap_comm", z.overlap_comm);  // zero: true in every stage (DeepSpeed: stage 3 only)
   z.contiguous_gradients = s.get_bool("contiguous_gradients", z.contiguous_gradients);
   z.stage3_prefetch_bucket_size = read_aliased(s, "prefetch_bucket_size", "stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size);
   z.stage3_param_persistence_threshold =

@@ -18,14 +18,15 @@ std::size_t per_rank(std::size_t bucket, int ranks) {
 
 }  // namespace
 
-Collectives::Collectives(Communicator& comm, Device& device, std::size_t reduce_bucket, std::size_t gather_bucket, double predivide)
+Collectives::Collectives(Communicator& comm, Device& device, std::size_t reduce_bucket, std::size_t gather_bucket, double predivide,
+                         bool overlap)
     : comm_(comm), device_(device), reduce_segment_(per_rank(reduce_bucket, comm.size())),
-      gather_segment_(per_rank(gather_bucket, comm.size())), predivide_(static_cast<float>(predivide)) {}
+      gather_segment_(per_rank(gather_bucket, comm.size())), predivide_(static_cast<float>(predivide)), overlap_(overlap) {}
 
 Handle Collectives::reduce_scatter(const DeviceSpan& send, const DeviceSpan& recv) {
   if (predivide_ != 1.0f) device_.divide(device_.compute(), send, predivide_);
   Handle h = comm_.reduce_scatter_async(device_.transport(send), device_.transport(recv), reduce_segment_);
-  return reserve_scratch(Collective::kReduceScatter, recv.size(), reduce_segment_, std::move(h));
+  return settle(reserve_scratch(Collective::kReduceScatter, recv.size(), reduce_segment_, std::move(h)));
 }
 
 Handle Collectives::all_gather(const DeviceSpan& send, const DeviceSpan& recv) {
@@ -36,7 +37,7 @@ Handle Collectives::all_gather(const DeviceSpan& send, const DeviceSpan& recv) {
 Handle Collectives::all_reduce(const DeviceSpan& data) {
   if (predivide_ != 1.0f) device_.divide(device_.compute(), data, predivide_);
   Handle h = comm_.all_reduce_async(device_.transport(data), reduce_segment_);
-  return reserve_scratch(Collective::kAllReduce, data.size() / static_cast<std::size_t>(comm_.size()), reduce_segment_, std::move(h));
+  return settle(reserve_scratch(Collective::kAllReduce, data.size() / static_cast<std::size_t>(comm_.size()), reduce_segment_, std::move(h)));
 }
 
 // The scratch of the outstanding collectives, held in the ledger as the largest of them.
@@ -64,6 +65,11 @@ class Collectives::DryScratch {
   std::multiset<std::uint64_t> outstanding_;
   std::uint64_t held_ = 0;
 };
+
+Handle Collectives::settle(Handle reduction) const {
+  if (!overlap_) reduction.wait();
+  return reduction;
+}
 
 Handle Collectives::reserve_scratch(Collective kind, std::size_t k, std::size_t segment, Handle issued) {
   if (device_.computes()) return issued;  // a running backend accounts its own scratch

@@ -22,7 +22,10 @@ class Collectives {
   // Buckets in elements of all ranks together (DeepSpeed's meaning); 0: unbounded. Every
   // reduction here is of gradients: each send is divided by predivide first (when not 1), on the
   // compute stream, so every stage divides the same numbers before the same rank-order sum.
-  Collectives(Communicator& comm, Device& device, std::size_t reduce_bucket, std::size_t gather_bucket, double predivide = 1.0);
+  // `overlap` (DeepSpeed's overlap_comm): a reduction runs while backward goes on; false: it is
+  // waited for where it is issued, so backward does not go on meanwhile.
+  Collectives(Communicator& comm, Device& device, std::size_t reduce_bucket, std::size_t gather_bucket, double predivide = 1.0,
+              bool overlap = true);
 
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
@@ -35,6 +38,8 @@ class Collectives {
   Handle all_reduce(const DeviceSpan& data);
 
  private:
+  // A reduction as issued, waited for at once without overlap.
+  Handle settle(Handle reduction) const;
   // The dry run's reservation around `issued`: a collective of k elements per rank.
   Handle reserve_scratch(Collective kind, std::size_t k, std::size_t segment, Handle issued);
 
@@ -42,7 +47,8 @@ class Collectives {
 
   Communicator& comm_;
   Device& device_;
-  std::shared_ptr<DryScratch> dry_;  // shared with the handles it gives out, which may outlive this
+  std::shared_ptr<DryScratch> dry_;
+  bool overlap_;  // shared with the handles it gives out, which may outlive this
   std::size_t reduce_segment_;  // elements per rank per piece of a reduction (0: the transport's limit)
   std::size_t gather_segment_;  // of a gather
   float predivide_;             // gradients are divided by this before they are summed

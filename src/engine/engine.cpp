@@ -125,7 +125,7 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   device_ = make_device(config_.device, ledger);
   device_->set_tracer(config_.tracer);
   collectives_ = std::make_unique<Collectives>(comm_, *device_, config_.reduce_bucket_elements, config_.allgather_bucket_elements,
-                                               config_.gradient_predivide_factor);
+                                               config_.gradient_predivide_factor, config_.overlap_comm);
   // The placement: where the stage-3 parameter shard and the optimizer live.
   if (config_.offload.optimizer) check_host_room(*device_, layout_.shard_numel(), config_.offload, ranks_on_this_node(comm_));
   const Tier shard_tier = config_.offload.params ? Tier::kHost : Tier::kDevice;

@@ -80,6 +80,10 @@ struct EngineConfig {
   std::size_t reduce_bucket_elements = 0;
   std::size_t allgather_bucket_elements = 0;
   Stage3Options stage3;
+  // DeepSpeed's overlap_comm: gradient reductions run while backward goes on; false: each is
+  // waited for where it is issued (the same bits, no overlap). zero's default is true in every
+  // stage (DeepSpeed's: stage 3 only).
+  bool overlap_comm = true;
   Tracer* tracer = nullptr;  // records compute, communication, copies and the CPU optimizer, if set
   // The device backend holding engine memory (device/device.h): "cpu"; "strict" (tests: device
   // memory the host cannot dereference); "counting" (the planner's dry run: nothing computed).

@@ -42,6 +42,7 @@ EngineConfig engine_config(const ZeroSettings& z) {
   c.allgather_bucket_elements = elements(z.allgather_bucket_size);
   c.stage3 = {z.stage3_prefetch_bucket_size, z.stage3_max_live_parameters, z.stage3_param_persistence_threshold,
               z.stage3_max_reuse_distance};
+  c.overlap_comm = z.overlap_comm;
   c.device = "counting";
   return c;
 }

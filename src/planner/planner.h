@@ -80,6 +80,7 @@ struct ZeroSettings {
   std::int64_t stage3_max_live_parameters = 1'000'000'000;
   std::int64_t stage3_param_persistence_threshold = 0;
   std::int64_t stage3_max_reuse_distance = 0;
+  bool overlap_comm = true;  // false: each gradient reduction waited for where it is issued
 };
 
 // Host<->device link bandwidth assumed by default, bytes per second: a PCIe 4.0 x16 link carries

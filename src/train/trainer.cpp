@@ -119,6 +119,7 @@ EngineConfig engine_config(const TrainConfig& c, Tracer* tracer) {
   e.allgather_bucket_elements = static_cast<std::size_t>(c.zero.allgather_bucket_size);
   e.stage3 = {c.zero.stage3_prefetch_bucket_size, c.zero.stage3_max_live_parameters, c.zero.stage3_param_persistence_threshold,
                c.zero.stage3_max_reuse_distance};
+  e.overlap_comm = c.zero.overlap_comm;
   e.report_grad_norm = true;
   return e;
 }

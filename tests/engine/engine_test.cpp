@@ -183,6 +183,27 @@ TEST(Buckets, AFewElementsChangeNoBitsAndBoundTheScratch) {
       }
 }
 
+// overlap_comm off: every reduction waited for where it is issued; the same bits and traffic.
+TEST(OverlapComm, OffChangesNoBits) {
+  for (int n : {2, 3})
+    for (int stage = 0; stage <= 3; ++stage)
+      for (int offload = 0; offload <= (stage == 0 ? 0 : 1); ++offload) {
+        MlpRun run;
+        run.steps = 3;
+        run.micro_batches = 2;
+        run.global_batch = 24;
+        run.shape = tied_shape();
+        run.stage = stage;
+        run.offload.optimizer = offload == 1;
+        const RankResult on = run_threads(run, n)[0];
+        run.overlap_comm = false;
+        const RankResult off = run_threads(run, n)[0];
+        const std::string what = "N=" + std::to_string(n) + " stage " + std::to_string(stage) + " offload " + std::to_string(offload);
+        EXPECT_TRUE(same_bits(on.params, off.params)) << what;
+        EXPECT_EQ(on.step_traffic.sent, off.step_traffic.sent) << what;
+      }
+}
+
 // Stage 3's schedule settings move memory and traffic, never bits: every setting, with and
 // without offload and with gradient accumulation, gives the default schedule's weights, and each
 // has the effect it exists for, in the ledger and the counters.

@@ -28,6 +28,7 @@ struct MlpRun {
   std::string device = "cpu";  // "strict": engine memory the host cannot dereference
   std::size_t reduce_bucket = 0, gather_bucket = 0;  // elements, all ranks together; 0: unbounded
   Stage3Options stage3;  // stage 3's prefetch, live cap, persistence, reuse
+  bool overlap_comm = true;
   double predivide = 1.0;  // EngineConfig::gradient_predivide_factor
 };
 
@@ -54,6 +55,7 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.reduce_bucket_elements = run.reduce_bucket;
   c.allgather_bucket_elements = run.gather_bucket;
   c.stage3 = run.stage3;
+  c.overlap_comm = run.overlap_comm;
   c.gradient_predivide_factor = run.predivide;
   return c;
 }

@@ -159,7 +159,8 @@ struct Measured {
 // of the second step.
 template <typename MakeModel, typename SetBatch>
 Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetBatch set_batch,
-                 const OffloadOptions& offload = {}, std::size_t bucket = 0, const Stage3Options& stage3 = {}) {
+                 const OffloadOptions& offload = {}, std::size_t bucket = 0, const Stage3Options& stage3 = {},
+                 bool overlap_comm = true) {
   ThreadWorld world(n, {std::chrono::seconds(60), nullptr});
   std::vector<Measured> out(n);
   world.run([&](int r) {
@@ -171,6 +172,7 @@ Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetB
     c.offload = offload;
     c.reduce_bucket_elements = c.allgather_bucket_elements = bucket;
     c.stage3 = stage3;
+    c.overlap_comm = overlap_comm;
     Engine engine(c, *model, *comm, ledger);
     for (int s = 0; s < 2; ++s) {
       // Every copy of step 1 has completed when step() returns (the delayed update's Adam may
@@ -414,6 +416,24 @@ TEST(AgainstEngine, Stage3ScheduleSettingsEveryPlacement) {
         }
       }
     }
+  }
+}
+
+// overlap_comm off, every stage and offload configuration: predicted exactly.
+TEST(AgainstEngine, OverlapCommOffEveryConfiguration) {
+  const GptShape gpt{64, 16, 32, 2, 2};
+  const int batch = 2;
+  std::vector<OffloadCase> cases;
+  for (int stage = 0; stage <= 3; ++stage) cases.push_back({ZeroSettings{stage}, OffloadOptions{}});
+  for (const OffloadCase& oc : offload_cases()) cases.push_back(oc);
+  for (const OffloadCase& oc : cases) {
+    const Measured m = measure(3, oc.zero.stage, 2, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, batch, l); },
+                               gpt_random_batches(gpt, batch), oc.engine, 0, {}, false);
+    PlanInput in = threads_input(describe_gpt(gpt), 3, oc.zero.stage, 2);
+    in.zero = oc.zero;
+    in.zero.overlap_comm = false;
+    in.micro_batch = batch;
+    expect_prediction(in, m, cat("GPT N=3 ", plan_label(oc.zero), " without overlap"));
   }
 }
 
