@@ -317,7 +317,7 @@ int bench_train_main(const std::vector<std::string>& args) {
   const int warmup = static_cast<int>(flags.get_int("warmup", 0, 1000));
   const int steps = static_cast<int>(flags.get_int("steps", 1, 100000));
   const std::string json_path = flags.get("json");
-  planned_world(flags);
+  planned_world(flags, true);
   check_output_paths({{"--json", json_path}});
   if (wants_mpi_job(flags)) relaunch_under_mpirun(flags, {"bench", "train"}, args);
   return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {

@@ -215,7 +215,7 @@ int demo_main(const std::vector<std::string>& args) {
     return o;
   };
   // The flags, the data and the output paths, checked once before any rank starts.
-  const PlannedWorld world = planned_world(flags);
+  const PlannedWorld world = planned_world(flags, false);
   const TrainOptions checked = options(world.size);
   check_train_options(checked, world.size, world.backend);
   const std::vector<NamedPath> inputs = {{"the data file", checked.data_path}};

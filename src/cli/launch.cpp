@@ -57,7 +57,7 @@ int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&
   return 1;  // not reached: abort does not return
 }
 
-PlannedWorld planned_world(const Flags& flags) {
+PlannedWorld planned_world(const Flags& flags, bool relaunches) {
   int launched = 1;
   const bool under_mpi = launched_by_mpi(&launched) && launched > 1;
   const std::string comm = flags.get("comm");
@@ -70,10 +70,11 @@ PlannedWorld planned_world(const Flags& flags) {
     }
     return {size, "mpi"};
   }
-  if (comm == "auto") {
+  if (comm == "auto" && relaunches) {
     const int n = static_cast<int>(flags.get_int("ranks", 1, 4096));
     return {n, n > 1 ? "mpi" : "threads"};  // more than one: relaunched under mpirun
   }
+  if (comm == "auto") return {static_cast<int>(flags.get_int("ranks", 1, 1024)), "threads"};
   throw ConfigError(cat("[comm] unknown backend '", comm, "' for --comm: use auto, threads or mpi"));
 }
 

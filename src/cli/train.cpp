@@ -215,7 +215,7 @@ int train_main(const std::vector<std::string>& args) {
   // Everything the user typed is checked here, once, before mpirun or the thread ranks start: the
   // flags, the config, the data, the memory sizes and the output paths. The ranks re-check as they
   // build the run.
-  const PlannedWorld world = planned_world(flags);
+  const PlannedWorld world = planned_world(flags, true);
   const TrainOptions checked = train_options(flags, world.size);
   check_train_options(checked, world.size, world.backend);
   check_output_paths(run_outputs(flags), run_inputs(flags, checked));
