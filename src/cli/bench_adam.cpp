@@ -16,13 +16,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
+#include "common/output_file.h"
 #include "optim/cpu_adam.h"
 
 namespace zero {
@@ -227,6 +227,7 @@ int run(const Flags& f) {
   const CpuIsa isa = f.isa == CpuIsa::kAuto ? adam_isa_active() : f.isa;
   if (!cpu_isa_supported(isa)) throw ConfigError(cat("[cli] this CPU cannot run the ", cpu_isa_name(isa), " kernel; try --isa auto"));
   const std::size_t max_n = *std::max_element(f.sizes.begin(), f.sizes.end());
+  if (!f.json.empty()) check_output_path({"--json", f.json});  // before the measurements, not after
   std::printf("zero bench adam: %s kernel, %d threads for 'all'\n", cpu_isa_name(isa), all);
   std::printf("GB/s and Gparam/s: from the median time of the repetitions; GB/s counts 28 bytes/param (30 with the\n"
               "bf16 copy). ratio: ceiling time / kernel time, the median over repetitions of pairs run side by side.\n"
@@ -265,11 +266,9 @@ int run(const Flags& f) {
   }
   warn_if_busy();
   if (!f.json.empty()) {
-    std::ofstream out(f.json);
-    out << nlohmann::json{{"benchmark", "adam"}, {"isa", cpu_isa_name(isa)}, {"all_threads", all}, {"statistic", "median"},
-                          {"results", results}}.dump(2)
-        << "\n";
-    if (!out) throw Error(cat("[cli] could not write ", f.json, "; check the path"));
+    const nlohmann::json j = {{"benchmark", "adam"}, {"isa", cpu_isa_name(isa)}, {"all_threads", all}, {"statistic", "median"},
+                              {"results", results}};
+    write_output_file({"--json", f.json}, j.dump(2) + "\n");
   }
   return 0;
 }
@@ -281,7 +280,7 @@ int bench_adam_main(int argc, char** argv) {
   try {
     f = parse_flags(argc, argv);
   } catch (const Error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "zero: %s\n", e.what());
     return 2;
   }
   if (f.help) {
@@ -291,7 +290,7 @@ int bench_adam_main(int argc, char** argv) {
   try {
     return run(f);
   } catch (const Error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "zero: %s\n", e.what());
     return 1;
   }
 }

@@ -2,12 +2,12 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/flags.h"
 #include "cli/launch.h"
 #include "common/error.h"
+#include "common/output_file.h"
 #include "common/trace.h"
 #include "data/load.h"
 #include "train/trainer.h"
@@ -50,6 +50,7 @@ int bench_offload_main(const std::vector<std::string>& args) {
     return 0;
   }
   const Variant variants[] = {{"no offload", false, false}, {"offload", true, false}, {"offload + delayed update", true, true}};
+  check_output_paths({{"--json", flags.get("json")}}, {{"the data file", data::default_text_path()}});
   return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
     nlohmann::json base = {
         {"train_micro_batch_size_per_gpu", flags.get_int("micro-batch", 1, 4096)},
@@ -91,7 +92,7 @@ int bench_offload_main(const std::vector<std::string>& args) {
                 results[0].weights_sha256 == results[1].weights_sha256 ? "yes (same weights sha256)" : "NO");
     std::printf("On a CPU-only build the 'device' is this CPU too: compute, copies and the CPU optimizer share its cores,\n"
                 "so offload can only cost time here; on a GPU build the same run overlaps the CPU step with GPU compute.\n");
-    if (!flags.get("json").empty()) std::ofstream(flags.get("json")) << out.dump(2) << "\n";
+    if (!flags.get("json").empty()) write_output_file({"--json", flags.get("json")}, out.dump(2) + "\n");
     return 0;
   });
 }

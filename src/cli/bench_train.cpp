@@ -13,8 +13,8 @@
 #include "cli/flags.h"
 #include "cli/launch.h"
 #include "common/error.h"
+#include "common/output_file.h"
 #include "common/sha256.h"
-#include "data/file_io.h"
 #include "engine/engine.h"
 #include "model/gpt.h"
 #include "partition/init.h"
@@ -310,13 +310,16 @@ int bench_train_main(const std::vector<std::string>& args) {
   if (which != "all" && which != "10m" && which != "50m") {
     throw ConfigError(cat("[bench] --model must be 10m, 50m or all, not '", which, "'"));
   }
-  const std::vector<int> stages = parse_stages(flags.get("stage"));  // before mpirun: one message, not one per rank
-  if (wants_mpi_job(flags)) relaunch_under_mpirun(flags, {"bench", "train"}, args);
+  // Every flag and the output path are checked before mpirun: one message, not one per rank.
+  const std::vector<int> stages = parse_stages(flags.get("stage"));
   const int B = static_cast<int>(flags.get_int("micro-batch", 1, 4096));
   const int T = static_cast<int>(flags.get_int("seq-len", 1, 65536));
   const int warmup = static_cast<int>(flags.get_int("warmup", 0, 1000));
   const int steps = static_cast<int>(flags.get_int("steps", 1, 100000));
   const std::string json_path = flags.get("json");
+  planned_world(flags, true);
+  check_output_paths({{"--json", json_path}});
+  if (wants_mpi_job(flags)) relaunch_under_mpirun(flags, {"bench", "train"}, args);
   return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
     nlohmann::json results = nlohmann::json::array();
     if (comm.rank() == 0) {
@@ -342,7 +345,7 @@ int bench_train_main(const std::vector<std::string>& args) {
                                 {"omp_threads_per_rank", omp_get_max_threads()}, {"openblas_threads_per_rank", openblas_get_num_threads()},
                                 {"openblas_core", openblas_get_corename()}, {"micro_batch", B}, {"seq_len", T},
                                 {"warmup", warmup}, {"steps", steps}, {"bit_identical", identical}, {"results", results}};
-      data::write_file_atomically(json_path, j.dump(2) + "\n");
+      write_output_file({"--json", json_path}, j.dump(2) + "\n");
     }
     return identical ? 0 : 1;
   });

@@ -1,14 +1,13 @@
 #include "cli/demo.h"
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/flags.h"
 #include "cli/launch.h"
 #include "cli/svg.h"
 #include "common/error.h"
+#include "common/output_file.h"
 #include "data/load.h"
 #include "train/trainer.h"
 
@@ -173,18 +172,6 @@ nlohmann::json run_json(const StageRun& run, int n, double tied) {
           {"weights_sha256", r.weights_sha256}};
 }
 
-// Writes next to the target and renames, so a reader never sees half a file.
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw Error(cat("[demo] cannot write ", path, ": check the directory exists and is writable"));
-    out << text;
-    if (!out.flush()) throw Error(cat("[demo] writing ", path, " failed (disk full?)"));
-  }
-  std::filesystem::rename(tmp, path);
-}
-
 TrainConfig demo_config(const Flags& flags, int world_size) {
   const int micro = static_cast<int>(flags.get_int("micro-batch", 1, 4096));
   nlohmann::json j = {
@@ -221,11 +208,21 @@ int demo_main(const std::vector<std::string>& args) {
     return 0;
   }
   const std::string json_path = flags.get("json"), svg_path = flags.get("svg");
-  return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
+  const auto options = [&](int world_size) {
     TrainOptions o;
-    o.ledger = &ledger;
-    o.config = demo_config(flags, comm.size());
+    o.config = demo_config(flags, world_size);
     o.data_path = flags.has("data") ? flags.get("data") : data::default_text_path();
+    return o;
+  };
+  // The flags, the data and the output paths, checked once before any rank starts.
+  const PlannedWorld world = planned_world(flags, false);
+  const TrainOptions checked = options(world.size);
+  check_train_options(checked, world.size, world.backend);
+  const std::vector<NamedPath> inputs = {{"the data file", checked.data_path}};
+  check_output_paths({{"--svg", svg_path}, {"--json", json_path}}, inputs);
+  return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
+    TrainOptions o = options(comm.size());
+    o.ledger = &ledger;
     std::vector<StageRun> runs = {{0}, {1}, {2}, {3}, {2, true, false}, {3, true, true}};
     for (StageRun& run : runs) {
       o.config.zero.stage = run.stage;
@@ -243,14 +240,14 @@ int demo_main(const std::vector<std::string>& args) {
     for (const StageRun& r : runs) identical = identical && r.result.weights_sha256 == runs[0].result.weights_sha256;
     const std::string title = cat("zero demo: per-rank memory by category and training loss, GPT ", s.describe(), ", ",
                                   comm.size(), " ranks");
-    write_file_atomically(svg_path, svg_for(runs, title));
+    write_output_file({"--svg", svg_path}, svg_for(runs, title), inputs);
     std::printf("wrote %s\n", svg_path.c_str());
     if (!json_path.empty()) {
       nlohmann::json j = {{"model", {{"type", "gpt"}, {"shape", s.describe()}}}, {"steps", o.config.train_steps},
                           {"global_batch", o.config.train_batch_size}, {"backend", comm.backend()},
                           {"weights_identical_across_stages", identical}, {"runs", nlohmann::json::array()}};
       for (const StageRun& r : runs) j["runs"].push_back(run_json(r, comm.size(), tied));
-      write_file_atomically(json_path, j.dump(2) + "\n");
+      write_output_file({"--json", json_path}, j.dump(2) + "\n", inputs);
       std::printf("wrote %s\n", json_path.c_str());
     }
     if (!runs.back().result.sample.empty()) std::printf("\nsample (stage 3+opt+param):\n%s\n\n", runs.back().result.sample.c_str());

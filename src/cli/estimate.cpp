@@ -2,11 +2,12 @@
 
 #include <cmath>
 #include <cstdio>
-#include <regex>
 
 #include "cli/estimate_config.h"
+#include "cli/estimate_limits.h"
 #include "cli/flags.h"
 #include "common/error.h"
+#include "common/number_text.h"
 #include "planner/byte_size.h"
 #include "planner/report.h"
 
@@ -60,18 +61,17 @@ std::vector<FlagSpec> flag_specs() {
 // A positive whole count; exponents allowed (7e9), since parameter counts are written that way.
 std::int64_t count_flag(const Flags& flags, const std::string& name) {
   const std::string text = flags.get(name);
-  static const std::regex kNumber(R"(^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$)");
-  if (!std::regex_match(text, kNumber)) throw ConfigError(cat("[estimate] --", name, " must be a number, not '", text, "'"));
-  const long double v = std::stold(text);
-  if (v != std::floor(v) || v < 1 || v > 9.2e18L) {
-    throw ConfigError(cat("[estimate] --", name, " must be a positive whole number, not '", text, "'"));
+  const std::optional<long double> v = parse_decimal(text);
+  if (!v) throw ConfigError(cat("[estimate] --", name, " must be a number, not ", quote_input(text)));
+  if (*v != std::floor(*v) || *v < 1 || *v > 9.2e18L) {
+    throw ConfigError(cat("[estimate] --", name, " must be a positive whole number up to 9.2e18, not ", quote_input(text)));
   }
-  return static_cast<std::int64_t>(v);
+  return static_cast<std::int64_t>(*v);
 }
 
 int int_flag(const Flags& flags, const std::string& name) {
   const std::int64_t v = count_flag(flags, name);
-  if (v > (1 << 30)) throw ConfigError(cat("[estimate] --", name, " is too large: ", v));
+  if (v > (1 << 30)) throw ConfigError(cat("[estimate] --", name, " is too large: ", v, " (at most 2^30)"));
   return static_cast<int>(v);
 }
 
@@ -89,16 +89,22 @@ ModelDescription model_from(const Flags& flags, const EstimateConfig& config) {
       throw ConfigError("[estimate] --params and --largest-unit go together: the largest unit sets the stage-3 "
                         "window and the comm scratch (a transformer block's parameters, or the embedding's)");
     }
-    return describe_counts(count_flag(flags, "params"), count_flag(flags, "largest-unit"));
+    const std::int64_t params = count_flag(flags, "params"), largest = count_flag(flags, "largest-unit");
+    check_count_limits(params, largest);
+    return describe_counts(params, largest);
   }
   if (shape) {
     for (const char* f : {"n-embd", "n-layer", "n-head"})
       if (!flags.has(f)) throw ConfigError(cat("[estimate] a GPT shape needs --n-embd, --n-layer and --n-head; --", f, " is missing"));
     GptShape g{int_flag(flags, "vocab"), int_flag(flags, "seq-len"), int_flag(flags, "n-embd"),
                int_flag(flags, "n-layer"), int_flag(flags, "n-head")};
+    check_gpt_limits(g, "the shape flags");
     return describe_gpt(g);
   }
-  if (config.gpt) return describe_gpt(*config.gpt, "config");
+  if (config.gpt) {
+    check_gpt_limits(*config.gpt, cat(flags.get("config"), " (its model section)"));
+    return describe_gpt(*config.gpt, "config");
+  }
   std::string known;
   for (const auto& n : named_model_names()) known += (known.empty() ? "" : ", ") + n;
   throw ConfigError(cat("[estimate] no model given: use --model NAME (", known,
@@ -144,6 +150,7 @@ Setup setup_from(const Flags& flags) {
     if (st != "0" && st != "1" && st != "2" && st != "3") throw ConfigError(cat("[estimate] --stage must be 0, 1, 2 or 3, not '", st, "'"));
     s.only_stage = std::stoi(st);
   }
+  check_run_limits(in);
   return s;
 }
 

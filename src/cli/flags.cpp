@@ -1,8 +1,10 @@
 #include "cli/flags.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "common/error.h"
+#include "common/number_text.h"
 
 namespace zero::cli {
 
@@ -59,15 +61,16 @@ std::vector<std::string> Flags::get_all(const std::string& name) const {
 
 long long Flags::get_int(const std::string& name, long long min, long long max) const {
   const std::string v = get(name);
-  std::size_t used = 0;
   long long x = 0;
-  try {
-    x = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
+  const char* end = v.data() + v.size();
+  const char* first = !v.empty() && v[0] == '+' ? v.data() + 1 : v.data();  // from_chars takes no '+'
+  const auto [stop, ec] = std::from_chars(first, end, x);
+  if (first == end || stop != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+    throw ConfigError(cat("[cli] --", name, " must be an integer, not ", quote_input(v)));
   }
-  if (used == 0 || used != v.size()) throw ConfigError(cat("[cli] --", name, " must be an integer, not '", v, "'"));
-  if (x < min || x > max) throw ConfigError(cat("[cli] --", name, " must be between ", min, " and ", max, ", not ", x));
+  if (ec == std::errc::result_out_of_range || x < min || x > max) {
+    throw ConfigError(cat("[cli] --", name, " must be between ", min, " and ", max, ", not ", quote_input(v)));
+  }
   return x;
 }
 

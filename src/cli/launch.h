@@ -23,6 +23,18 @@ int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&
 [[noreturn]] void relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& command,
                                         const std::vector<std::string>& args);
 
+// The world the flags ask for, as the launching process sees it before any rank starts: its size
+// (--ranks, or the size of the mpirun job this process is part of) and its backend. Commands use
+// it to check their whole input once, before relaunch_under_mpirun or run_ranks. `relaunches`:
+// the command starts mpirun itself for --ranks > 1 with --comm auto (train, bench train); the
+// others run such ranks as threads. ConfigError for an unknown --comm or a --ranks that
+// disagrees with the mpirun job.
+struct PlannedWorld {
+  int size = 1;
+  std::string backend = "threads";  // threads or mpi
+};
+PlannedWorld planned_world(const Flags& flags, bool relaunches);
+
 // True when --comm is auto, this process was not started by mpirun, and --ranks asks for more
 // than one rank: the case for relaunch_under_mpirun.
 bool wants_mpi_job(const Flags& flags);

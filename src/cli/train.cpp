@@ -6,13 +6,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/flags.h"
 #include "cli/launch.h"
 #include "common/error.h"
+#include "common/output_file.h"
 #include "common/trace.h"
 #include "config/config.h"
 #include "data/load.h"
@@ -166,6 +166,67 @@ void print_summary(const TrainConfig& c, const TrainResult& r, const std::string
   if (!r.sample.empty()) std::printf("\nsample:\n%s\n", r.sample.c_str());
 }
 
+// The run's options for a world of `world_size` ranks, from the flags (and the config they name).
+TrainOptions train_options(const Flags& flags, int world_size) {
+  TrainOptions o;
+  o.config = build_config(flags, world_size);
+  o.data_path = o.config.data.path.empty() ? data::default_text_path() : o.config.data.path;
+  o.sample_chars = static_cast<int>(flags.get_int("sample", 0, 100000));
+  o.trace = !flags.get("trace").empty() || o.config.zero.offload_optimizer.device == OffloadDevice::cpu;
+  return o;
+}
+
+// The files a run reads, which no output may be.
+std::vector<NamedPath> run_inputs(const Flags& flags, const TrainOptions& o) {
+  return {{"the data file", o.data_path}, {"the config file", flags.get("config")}};
+}
+
+std::vector<NamedPath> run_outputs(const Flags& flags) {
+  return {{"--metrics", flags.get("metrics")}, {"--trace", flags.get("trace")}};
+}
+
+void print_header(const TrainConfig& c, const Communicator& comm) {
+  std::printf("zero train: GPT %s (%lld parameters), ZeRO stage %d, %d ranks (%s), batch %d = %d x %d x %d ranks, %lld steps\n",
+              c.model.shape.describe().c_str(), static_cast<long long>(c.model.shape.num_parameters()), c.zero.stage,
+              comm.size(), comm.backend().c_str(), c.train_batch_size, c.micro_batch_size, c.gradient_accumulation_steps,
+              comm.size(), static_cast<long long>(c.train_steps));
+  for (const std::string& k : c.ignored_keys) std::printf("config: %s has no effect here and is ignored\n", k.c_str());
+  for (const std::string& k : c.unknown_keys) {
+    std::printf("config: warning: '%s' is not a DeepSpeed key; ignored, as DeepSpeed ignores it (--strict-config refuses it)\n", k.c_str());
+  }
+  for (const std::string& a : c.auto_values) std::printf("config: %s\n", a.c_str());
+}
+
+// One rank's run. Rank 0 opens the output files before training (a bad path fails now) and
+// publishes them complete at the end; a failed run leaves any earlier file of that name as it was.
+int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
+  TrainOptions o = train_options(flags, comm.size());
+  o.ledger = &ledger;
+  const TrainConfig& c = o.config;
+  comm.set_timeout(std::chrono::milliseconds(std::llround(c.comm_timeout_seconds * 1000)));
+  std::optional<OutputFile> metrics, trace;
+  if (comm.rank() == 0) {
+    print_header(c, comm);
+    if (!flags.get("metrics").empty()) metrics.emplace(NamedPath{"--metrics", flags.get("metrics")}, run_inputs(flags, o));
+    if (!flags.get("trace").empty()) trace.emplace(NamedPath{"--trace", flags.get("trace")}, run_inputs(flags, o));
+    o.on_step = [&](const StepMetrics& m) {
+      print_step(m, c.train_steps, c.steps_per_print);
+      if (metrics) metrics->write(metrics_json(m).dump() + "\n");
+    };
+  }
+  const TrainResult r = train(o, comm);
+  if (comm.rank() != 0) return 0;
+  print_summary(c, r, o.data_path);
+  print_overlap(r, comm.size(), c.gradient_clipping > 0.0f);
+  if (trace) {
+    trace->write(chrome_trace_json(r.trace));
+    trace->commit();
+    std::printf("wrote %s (open in Perfetto or chrome://tracing)\n", trace->path().c_str());
+  }
+  if (metrics) metrics->commit();
+  return 0;
+}
+
 }  // namespace
 
 int train_main(const std::vector<std::string>& args) {
@@ -174,61 +235,15 @@ int train_main(const std::vector<std::string>& args) {
     std::printf("Trains a GPT with ZeRO on text (see README: zero train).\n\n%s", flags.usage().c_str());
     return 0;
   }
+  // Everything the user typed is checked here, once, before mpirun or the thread ranks start: the
+  // flags, the config, the data, the memory sizes and the output paths. The ranks re-check as they
+  // build the run.
+  const PlannedWorld world = planned_world(flags, true);
+  const TrainOptions checked = train_options(flags, world.size);
+  check_train_options(checked, world.size, world.backend);
+  check_output_paths(run_outputs(flags), run_inputs(flags, checked));
   if (wants_mpi_job(flags)) relaunch_under_mpirun(flags, {"train"}, args);
-  const std::string metrics_path = flags.get("metrics"), trace_path = flags.get("trace");
-  const int sample = static_cast<int>(flags.get_int("sample", 0, 100000));
-  return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
-    TrainOptions o;
-    o.ledger = &ledger;
-    o.config = build_config(flags, comm.size());
-    comm.set_timeout(std::chrono::milliseconds(std::llround(o.config.comm_timeout_seconds * 1000)));
-    o.data_path = o.config.data.path.empty() ? data::default_text_path() : o.config.data.path;
-    o.sample_chars = sample;
-    const TrainConfig& c = o.config;
-    o.trace = !trace_path.empty() || c.zero.offload_optimizer.device == OffloadDevice::cpu;
-    std::ofstream metrics;
-    if (comm.rank() == 0) {
-      std::printf("zero train: GPT %s (%lld parameters), ZeRO stage %d, %d ranks (%s), batch %d = %d x %d x %d ranks, %lld steps\n",
-                  c.model.shape.describe().c_str(), static_cast<long long>(c.model.shape.num_parameters()), c.zero.stage,
-                  comm.size(), comm.backend().c_str(), c.train_batch_size, c.micro_batch_size, c.gradient_accumulation_steps,
-                  comm.size(), static_cast<long long>(c.train_steps));
-      for (const std::string& k : c.ignored_keys) std::printf("config: %s has no effect here and is ignored\n", k.c_str());
-      for (const std::string& k : c.unknown_keys) {
-        std::printf("config: warning: '%s' is not a DeepSpeed key; ignored, as DeepSpeed ignores it (--strict-config refuses it)\n", k.c_str());
-      }
-      for (const std::string& a : c.auto_values) std::printf("config: %s\n", a.c_str());
-      if (!metrics_path.empty()) {
-        std::filesystem::remove(metrics_path);  // an earlier run's file must not pass for this run's
-        metrics.open(metrics_path + ".partial");
-        if (!metrics) throw Error(cat("[train] cannot write ", metrics_path, ": check the directory exists and is writable"));
-      }
-      o.on_step = [&](const StepMetrics& m) {
-        print_step(m, c.train_steps, c.steps_per_print);
-        if (metrics.is_open() && !(metrics << metrics_json(m).dump() << "\n" << std::flush)) {
-          throw Error(cat("[train] writing ", metrics_path, ".partial failed (disk full?)"));
-        }
-      };
-    }
-    const TrainResult r = train(o, comm);
-    if (comm.rank() == 0) {
-      print_summary(c, r, o.data_path);
-      print_overlap(r, comm.size(), c.gradient_clipping > 0.0f);
-      if (!trace_path.empty()) {
-        std::ofstream out(trace_path + ".partial");
-        out << chrome_trace_json(r.trace);
-        if (!out.flush()) throw Error(cat("[train] cannot write ", trace_path));
-        out.close();
-        std::filesystem::rename(trace_path + ".partial", trace_path);
-        std::printf("wrote %s (open in Perfetto or chrome://tracing)\n", trace_path.c_str());
-      }
-      if (metrics.is_open()) {
-        metrics.close();
-        if (!metrics) throw Error(cat("[train] writing ", metrics_path, ".partial failed (disk full?)"));
-        std::filesystem::rename(metrics_path + ".partial", metrics_path);  // complete: publish it
-      }
-    }
-    return 0;
-  });
+  return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) { return train_rank(flags, comm, ledger); });
 }
 
 }  // namespace zero::cli

@@ -1,6 +1,7 @@
 #include "data/batches.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "common/error.h"
@@ -13,13 +14,18 @@ std::int64_t validation_size(std::int64_t n, double val_fraction) {
   return static_cast<std::int64_t>(std::floor(static_cast<double>(n) * val_fraction));
 }
 
-// The fewest tokens a file needs so that both splits hold one sequence of `need` tokens.
-std::int64_t tokens_needed(std::int64_t need, double val_fraction) {
-  if (val_fraction <= 0.0) return need;
-  auto n = static_cast<std::int64_t>(std::ceil(static_cast<double>(need) / val_fraction));
-  n = std::max(n, 2 * need);
-  while (validation_size(n, val_fraction) < need || n - validation_size(n, val_fraction) < need) ++n;
-  return n;
+// Whether n tokens split at val_fraction give each split (validation only when val_fraction > 0)
+// at least `need` tokens.
+bool splits_hold(std::int64_t n, double val_fraction, std::int64_t need) {
+  const std::int64_t n_val = validation_size(n, val_fraction);
+  return n - n_val >= need && (val_fraction <= 0.0 || n_val >= need);
+}
+
+// The shortest text that reads back as `x` (0.05, not 0.050000000000000003; 0.9999999999999999, not 1).
+std::string shortest(double x) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);
+  return ec == std::errc() ? std::string(buf, end) : cat(x);
 }
 
 // Copies the sequence at `offset` into one row of inputs and one row of targets.
@@ -45,13 +51,30 @@ TokenSplit split_tokens(const TokenData& data, double val_fraction, int seq_len)
   const bool train_short = n - n_val < need;
   const bool val_short = val_fraction > 0.0 && n_val < need;
   if (train_short || val_short) {
+    const std::int64_t needed = min_split_tokens(val_fraction, seq_len);
+    const std::string advice = needed > 0 ? cat("the file needs at least ", needed, " tokens: use a longer file or a smaller seq_len")
+                                          : std::string("no file is long enough: use a val_fraction further from 0 and 1");
     throw Error(cat("[data] ", data.source, " is shorter than one sequence: its ", train_short ? "training" : "validation",
                     " split has ", train_short ? n - n_val : n_val, " of its ", n, " tokens, but a sequence of seq_len ",
-                    seq_len, " needs ", need, "; with val_fraction ", val_fraction, " the file needs at least ",
-                    tokens_needed(need, val_fraction), " tokens: use a longer file or a smaller seq_len"));
+                    seq_len, " needs ", need, "; with val_fraction ", shortest(val_fraction), " ", advice));
   }
   const std::span<const std::uint16_t> all(data.tokens);
   return {all.first(static_cast<std::size_t>(n - n_val)), all.last(static_cast<std::size_t>(n_val))};
+}
+
+std::int64_t min_split_tokens(double val_fraction, int seq_len) {
+  const std::int64_t need = std::int64_t{seq_len} + 1;
+  std::int64_t lo = need, hi = std::int64_t{1} << 62;  // splits_hold(lo - 1) is false
+  if (!splits_hold(hi, val_fraction, need)) return -1;
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (splits_hold(mid, val_fraction, need)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
 }
 
 SequenceRange batch_slice(int global_batch, int world_size, int rank) {
@@ -67,6 +90,20 @@ SequenceRange micro_batch_slice(int global_batch, int world_size, int rank, int 
   const SequenceRange own = batch_slice(global_batch, world_size, rank);
   const SequenceRange part = batch_slice(own.count, accumulation_steps, micro_step);
   return {own.first + part.first, part.count};
+}
+
+int validation_passes(int windows, int world_size, int micro_batch) {
+  ZERO_CHECK(windows >= 0 && world_size > 0 && micro_batch > 0, windows, " windows, ", world_size, " ranks, B ", micro_batch);
+  const std::int64_t most = (std::int64_t{windows} + world_size - 1) / world_size;  // the largest rank's share
+  return static_cast<int>((most + micro_batch - 1) / micro_batch);
+}
+
+SequenceRange validation_pass(int windows, int world_size, int rank, int micro_batch, int pass) {
+  ZERO_CHECK(pass >= 0 && pass < validation_passes(windows, world_size, micro_batch), "pass ", pass);
+  const SequenceRange own = batch_slice(windows, world_size, rank);
+  const std::int64_t done = std::int64_t{pass} * micro_batch;  // this rank's windows in earlier passes
+  const auto count = static_cast<int>(std::clamp<std::int64_t>(own.count - done, 0, micro_batch));
+  return {count > 0 ? own.first + static_cast<int>(done) : 0, count};
 }
 
 TokenBatches::TokenBatches(std::span<const std::uint16_t> tokens, int seq_len, std::uint64_t seed)
@@ -121,6 +158,16 @@ void ValidationWindows::fill(int first_window, int count, std::int32_t* inputs, 
   for (int i = 0; i < count; ++i) {
     const std::size_t row = static_cast<std::size_t>(i) * seq_len_;
     copy_sequence(tokens_, offset(first_window + i), seq_len_, inputs + row, targets + row);
+  }
+}
+
+void ValidationWindows::fill_padded(int first_window, int count, int rows, std::int32_t* inputs,
+                                    std::int32_t* targets) const {
+  ZERO_CHECK(count <= rows, count, " windows in ", rows, " rows");
+  fill(first_window, count, inputs, targets);
+  for (int i = count; i < rows; ++i) {
+    const std::size_t row = static_cast<std::size_t>(i) * seq_len_;
+    copy_sequence(tokens_, offset(0), seq_len_, inputs + row, targets + row);
   }
 }
 

@@ -32,6 +32,12 @@ struct TokenSplit {
 // sequence and how many tokens it needs. The spans point into `data`.
 TokenSplit split_tokens(const TokenData& data, double val_fraction, int seq_len);
 
+// The fewest tokens split_tokens accepts for val_fraction and seq_len, or -1 when even 2^62 tokens
+// would leave a split shorter than one sequence (val_fraction within about 1e-18 of 0 or of 1).
+// Found by bisection: both splits grow with the token count, so the answer is the first count
+// at which both hold a sequence.
+std::int64_t min_split_tokens(double val_fraction, int seq_len);
+
 struct SequenceRange {
   int first = 0;  // index of the first sequence within the global batch
   int count = 0;
@@ -64,6 +70,15 @@ class TokenBatches {
   std::uint64_t key_;                       // the seed, mixed with the stream's name
 };
 
+// How `windows` validation windows are spread over `world_size` ranks that evaluate `micro_batch`
+// sequences per forward pass: rank r takes windows batch_slice(windows, N, r), B per pass. Every
+// rank runs the same number of passes (stage 3 gathers parameters in each), so a rank whose
+// share is smaller than the largest pads its last passes (and a rank with no window pads all).
+// validation_passes: the passes each rank runs, ceil(ceil(windows / N) / B).
+int validation_passes(int windows, int world_size, int micro_batch);
+// The windows of pass `pass` on rank `rank`: count <= B real windows (0 in a padded pass).
+SequenceRange validation_pass(int windows, int world_size, int rank, int micro_batch, int pass);
+
 class ValidationWindows {
  public:
   // Window w is the sequence at offset w*T: windows tile the split without overlapping inputs.
@@ -76,8 +91,11 @@ class ValidationWindows {
   std::int64_t offset(int window) const;
 
   // Windows [first_window, first_window + count) as (count, T) inputs and targets, as in
-  // TokenBatches::fill. Split them over ranks with batch_slice(count(), N, r).
+  // TokenBatches::fill. Split them over ranks with validation_pass().
   void fill(int first_window, int count, std::int32_t* inputs, std::int32_t* targets) const;
+  // The same into a (rows, T) micro-batch, rows >= count: the rows past `count` repeat window 0,
+  // padding whose loss the caller leaves out.
+  void fill_padded(int first_window, int count, int rows, std::int32_t* inputs, std::int32_t* targets) const;
 
  private:
   std::span<const std::uint16_t> tokens_;  // (n) not owned

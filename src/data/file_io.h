@@ -1,17 +1,19 @@
-// Whole-file reads and all-or-nothing writes for the data layer. Errors are zero::Error with a
-// "[data]" message that names the file and the reason (from the operating system).
+// Reading a data file: common/input_file.h's one way (regular files only, the name in every
+// error, no hang on a FIFO), with the data layer's size limit.
 #pragma once
 
+#include <cstdint>
 #include <string>
-#include <string_view>
 
 namespace zero::data {
 
-// The file's bytes. A missing file, a directory or an unreadable file throws.
-std::string read_file_bytes(const std::string& path);
+// The most bytes zero reads from one data file, and the most a gzip file may decompress to:
+// 4 GiB, as much as an llm.c token file can hold (2^31 - 1 uint16 tokens) with room to spare.
+inline constexpr std::uint64_t kMaxDataFileBytes = std::uint64_t{1} << 32;
 
-// Writes `bytes` to a temporary file beside `path`, then renames it over `path`, so a reader
-// (or a crash) never sees a half-written file under the final name.
-void write_file_atomically(const std::string& path, std::string_view bytes);
+// The file's bytes; zero::Error ("[data] data file <path> ...") for a missing file, one that is
+// not a regular file (a directory, FIFO or device), one that cannot be read, or one longer than
+// kMaxDataFileBytes.
+std::string read_data_file(const std::string& path);
 
 }  // namespace zero::data

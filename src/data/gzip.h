@@ -2,6 +2,7 @@
 // the default text, which Debian ships gzipped.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -12,7 +13,8 @@ namespace zero::data {
 bool is_gzip(std::string_view bytes);
 
 // The decompressed bytes of every gzip member in `bytes`, concatenated (as gunzip does).
-// Corrupt or truncated input throws zero::Error naming `name`.
-std::string gunzip(std::string_view bytes, const std::string& name);
+// Corrupt or truncated input, or more than `max_bytes` decompressed, throws zero::Error naming
+// `name`.
+std::string gunzip(std::string_view bytes, const std::string& name, std::uint64_t max_bytes = std::uint64_t{1} << 32);
 
 }  // namespace zero::data

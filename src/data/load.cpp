@@ -60,10 +60,10 @@ TokenData load_tokens(const std::string& path, const std::string& format) {
   std::string_view name = path;
   if (ends_with(name, ".gz")) name.remove_suffix(3);
   const std::string kind = resolve_format(name, format);  // before reading: a bad format fails fast
-  std::string bytes = read_file_bytes(path);
+  std::string bytes = read_data_file(path);
   if (bytes.empty()) throw_empty(path);
   if (is_gzip(bytes)) {
-    bytes = gunzip(bytes, path);
+    bytes = gunzip(bytes, path, kMaxDataFileBytes);
     if (bytes.empty()) throw Error(cat("[data] ", path, " is empty once decompressed: pass a file with text or tokens in it"));
   }
   if (kind == "bin") return parse_token_file(bytes, path);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/output_file.h"
 #include "data/file_io.h"
 #include "data/tokenizer.h"
 
@@ -103,7 +104,7 @@ TokenData parse_token_file(std::string_view bytes, const std::string& name) {
   return data;
 }
 
-TokenData read_token_file(const std::string& path) { return parse_token_file(read_file_bytes(path), path); }
+TokenData read_token_file(const std::string& path) { return parse_token_file(read_data_file(path), path); }
 
 void write_token_file(const std::string& path, std::span<const std::uint16_t> tokens, int vocab_size) {
   if (tokens.empty()) throw Error(cat("[data] refusing to write ", path, ": there are no tokens to write"));
@@ -128,7 +129,7 @@ void write_token_file(const std::string& path, std::span<const std::uint16_t> to
   std::string bytes(kHeaderBytes + tokens.size_bytes(), '\0');
   std::memcpy(bytes.data(), header.data(), kHeaderBytes);
   std::memcpy(bytes.data() + kHeaderBytes, tokens.data(), tokens.size_bytes());
-  write_file_atomically(path, bytes);
+  write_output_file({"the token file", path}, bytes);
 }
 
 }  // namespace zero::data

@@ -55,7 +55,7 @@ TokenData read_token_file(const std::string& path);
 
 // Writes `tokens` as a .bin that llm.c reads. `vocab_size` > 0 is recorded in header[3] (every
 // token must be below it); 0 leaves it unspecified, as llm.c does. The file appears complete or
-// not at all: it is written beside `path` and renamed into place.
+// not at all (common/output_file.h: written beside `path`, then renamed into place).
 void write_token_file(const std::string& path, std::span<const std::uint16_t> tokens, int vocab_size = 0);
 
 // True when `bytes` begin with the llm.c magic: used to name the mistake when a token file is

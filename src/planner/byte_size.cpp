@@ -1,12 +1,11 @@
 #include "planner/byte_size.h"
 
 #include <cctype>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
-#include <regex>
+#include <string_view>
 
 #include "common/error.h"
+#include "common/number_text.h"
 
 namespace zero {
 namespace {
@@ -34,36 +33,39 @@ std::string syntax_help(bool rate) {
              " (GiB = 2^30 bytes), or 8e10", rate ? " (bytes per second)" : " (bytes)");
 }
 
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+bool all_letters(std::string_view s) {
+  for (char c : s)
+    if (!std::isalpha(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+// A number, one optional space, an optional unit of letters, an optional "/s", with spaces
+// around: scanned by hand (a regex recursed once per digit and overflowed the stack on a long
+// number; std::stold threw std::out_of_range on 1e99999). The value may be +inf.
 long double parse_amount(const std::string& text, const std::string& what, bool rate) {
-  // std::regex matches recursively: a number tens of thousands of digits long would overflow the
-  // stack. No size needs more than a few dozen characters.
-  constexpr std::size_t kMaxLength = 64;
-  if (text.size() > kMaxLength) {
-    throw ConfigError(cat("[planner] ", what, " is ", text.size(), " characters long ('", text.substr(0, 20), "...'); ",
-                          syntax_help(rate)));
-  }
-  static const std::regex kSyntax(R"(^\s*([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?) ?([A-Za-z]*)(/s)?\s*$)");
-  std::smatch m;
-  const bool matched = std::regex_match(text, m, kSyntax);
-  const std::string unit = matched ? lower(m[2].str()) : "";
-  if (!matched || (m[3].matched && !rate) || unit_bytes(unit) == 0) {
+  std::string_view s = text;
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  const std::size_t length = decimal_length(s);
+  std::string_view rest = s.substr(length);
+  if (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  const bool per_second = rest.size() >= 2 && rest.substr(rest.size() - 2) == "/s";
+  if (per_second) rest.remove_suffix(2);
+  const std::string unit = lower(std::string(rest));
+  if (length == 0 || !all_letters(rest) || (per_second && !rate) || unit_bytes(unit) == 0) {
     std::string hint;
-    if (matched && (unit == "k" || unit == "m" || unit == "g" || unit == "t")) {
-      hint = cat(" ('", m[2].str(), "' alone is ambiguous: say ", m[2].str(), "B or ", m[2].str(), "iB)");
+    if (length > 0 && (unit == "k" || unit == "m" || unit == "g" || unit == "t")) {
+      hint = cat(" ('", rest, "' alone is ambiguous: say ", rest, "B or ", rest, "iB)");
     }
-    throw ConfigError(cat("[planner] cannot read '", text, "' as a ", rate ? "bandwidth" : "memory size", " for ", what,
-                          hint, ": ", syntax_help(rate)));
+    throw ConfigError(cat("[planner] cannot read ", quote_input(text), " as a ", rate ? "bandwidth" : "memory size", " for ",
+                          what, hint, ": ", syntax_help(rate)));
   }
-  errno = 0;
-  long double number = std::strtold(m[1].str().c_str(), nullptr);  // never throws, unlike std::stold
-  if (errno == ERANGE && std::isinf(number)) {
-    throw ConfigError(cat("[planner] ", what, " '", text, "' is beyond 2^64 bytes", rate ? " per second" : ""));
-  }
-  if (errno == ERANGE) number = 0;  // an underflow: less than a byte, refused below
-  const long double value = number * unit_bytes(unit);
+  const long double value = *parse_decimal(s.substr(0, length)) * unit_bytes(unit);
   if (!(value >= 1)) {
     throw ConfigError(cat("[planner] ", what, " must be positive (at least one byte", rate ? " per second" : "",
-                          "), not '", text, "'"));
+                          "), not ", quote_input(text)));
   }
   return value;
 }
@@ -72,13 +74,13 @@ long double parse_amount(const std::string& text, const std::string& what, bool 
 
 std::uint64_t parse_byte_size(const std::string& text, const std::string& what) {
   const long double v = parse_amount(text, what, false);
-  if (v >= 18446744073709551616.0L) throw ConfigError(cat("[planner] ", what, " '", text, "' is beyond 2^64 bytes"));
+  if (v >= 18446744073709551616.0L) throw ConfigError(cat("[planner] ", what, " ", quote_input(text), " is beyond 2^64 bytes"));
   return static_cast<std::uint64_t>(v);
 }
 
 double parse_bandwidth(const std::string& text, const std::string& what) {
   const long double v = parse_amount(text, what, true);
-  if (v >= 1e300L) throw ConfigError(cat("[planner] ", what, " '", text, "' is beyond any link (more than 1e300 bytes per second)"));
+  if (v > 1e30L) throw ConfigError(cat("[planner] ", what, " ", quote_input(text), " is beyond 10^30 bytes per second"));
   return static_cast<double>(v);
 }
 

@@ -47,30 +47,35 @@ RankFigures figures(const Ledger& ledger, const Traffic& traffic, float loss) {
   return f;
 }
 
-// Mean over ranks of one float per rank, summed in rank order (the same on every rank).
-float mean_over_ranks(Communicator& comm, float x, std::vector<float>* all = nullptr) {
-  std::vector<float> v(comm.size());
-  comm.all_gather_bytes(&x, sizeof x, v.data());
-  double s = 0;
-  for (float e : v) s += e;
-  if (all) *all = v;
-  return static_cast<float>(s / comm.size());
+// Summed next-token loss of the first `rows` sequences of the micro-batch just evaluated, each
+// position's -log p(target) computed as the model's loss computes it.
+double summed_loss(const Gpt& gpt, const std::vector<std::int32_t>& targets, int rows) {
+  const int T = gpt.shape().seq_len;
+  double sum = 0;
+  for (int b = 0; b < rows; ++b)
+    for (int t = 0; t < T; ++t) sum += -std::log(gpt.probs(b, t)[targets[static_cast<std::size_t>(b) * T + t]]);
+  return sum;
 }
 
-// Mean loss over the validation windows, spread over the ranks B at a time. Every rank runs the
-// same number of forward passes (stage 3 gathers in each).
+// Mean loss over every validation window, spread over the ranks B at a time (validation_pass:
+// every rank runs the same number of forward passes, padding where its share is short; stage 3
+// gathers in each). The sum over ranks is taken in rank order: the same on every rank.
 float validation_loss(const data::ValidationWindows& windows, Gpt& gpt, Engine& engine, Communicator& comm) {
-  const int B = gpt.micro_batch(), T = gpt.shape().seq_len;
-  const data::SequenceRange mine = data::batch_slice(windows.count(), comm.size(), comm.rank());
+  const int B = gpt.micro_batch(), T = gpt.shape().seq_len, n = windows.count();
   std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
   double sum = 0;
-  for (int w = 0; w < mine.count; w += B) {
-    windows.fill(mine.first + w, B, in.data(), tgt.data());
+  for (int p = 0; p < data::validation_passes(n, comm.size(), B); ++p) {
+    const data::SequenceRange r = data::validation_pass(n, comm.size(), comm.rank(), B, p);
+    windows.fill_padded(r.first, r.count, B, in.data(), tgt.data());
     gpt.set_batch(in.data(), tgt.data());
-    sum += engine.evaluate();
+    engine.evaluate();
+    sum += summed_loss(gpt, tgt, r.count);
   }
-  const int passes = mine.count / B;
-  return mean_over_ranks(comm, passes ? static_cast<float>(sum / passes) : 0.0f);
+  std::vector<double> sums(comm.size());
+  comm.all_gather_bytes(&sum, sizeof sum, sums.data());
+  double total = 0;
+  for (double x : sums) total += x;
+  return static_cast<float>(total / (static_cast<double>(n) * T));
 }
 
 // Generates text after a prompt, one byte at a time, sampling the model's distribution with a
@@ -139,33 +144,33 @@ void gather_trace(const Tracer& tracer, Communicator& comm, TrainResult& result)
 }
 
 // The planner's view of this run, for the start-up check.
-PlanInput plan_input(const TrainConfig& c, const Communicator& comm) {
+PlanInput plan_input(const TrainConfig& c, int world_size, const std::string& backend) {
   PlanInput in;
   in.model = describe_gpt(c.model.shape);
-  in.ranks = comm.size();
-  in.ranks_per_node = comm.backend() == "threads" ? comm.size() : 1;
+  in.ranks = world_size;
+  in.ranks_per_node = backend == "threads" ? world_size : 1;
   in.micro_batch = c.micro_batch_size;
   in.gradient_accumulation_steps = c.gradient_accumulation_steps;
   in.zero.stage = c.zero.stage;
   in.zero.offload_optimizer = c.zero.offload_optimizer.device == OffloadDevice::cpu;
   in.zero.offload_param = c.zero.offload_param.device == OffloadDevice::cpu;
   in.zero.delayed_update = in.zero.offload_optimizer && c.zero.offload_optimizer.delayed_update;
-  in.comm_scratch = comm.backend() == "mpi";
+  in.comm_scratch = backend == "mpi";
   return in;
 }
 
 // Sets the tiers' capacities and refuses, before anything is allocated, a run the planner says
 // will not fit the device: the error carries the planner's table and its recommendation.
-void check_plan_fits(const TrainConfig& c, const Communicator& comm, Ledger& ledger) {
+void check_plan_fits(const TrainConfig& c, int world_size, const std::string& backend, Ledger& ledger) {
   Capacity capacity;
   if (!c.device_memory.empty()) capacity.device = parse_byte_size(c.device_memory, "device_memory");
   if (!c.host_memory.empty()) capacity.host = parse_byte_size(c.host_memory, "host_memory");
   ledger.set_capacity(Tier::kDevice, capacity.device);
   ledger.set_capacity(Tier::kHost, capacity.host);
   if (!capacity.device) return;
-  const Plan p = plan(plan_input(c, comm));
+  const Plan p = plan(plan_input(c, world_size, backend));
   if (p.device.total() <= *capacity.device) return;
-  PlanInput in = plan_input(c, comm);
+  PlanInput in = plan_input(c, world_size, backend);
   Capacity per_node = capacity;
   if (capacity.host) per_node.host = *capacity.host * static_cast<std::uint64_t>(in.ranks_per_node);
   const EstimateReport report = make_report(in, per_node, std::nullopt);
@@ -175,6 +180,13 @@ void check_plan_fits(const TrainConfig& c, const Communicator& comm, Ledger& led
 }
 
 }  // namespace
+
+void check_train_options(const TrainOptions& o, int world_size, const std::string& backend) {
+  const data::TokenData tokens = load_data(o);
+  data::split_tokens(tokens, o.config.data.val_fraction, o.config.model.shape.seq_len);  // throws if too short
+  Ledger ledger;
+  check_plan_fits(o.config, world_size, backend, ledger);
+}
 
 TrainResult train(const TrainOptions& o, Communicator& comm) {
   const TrainConfig& c = o.config;
@@ -186,7 +198,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   Ledger own_ledger;
   Ledger& ledger = o.ledger ? *o.ledger : own_ledger;
   ledger.reset_peaks();
-  check_plan_fits(c, comm, ledger);
+  check_plan_fits(c, comm.size(), comm.backend(), ledger);
   std::unique_ptr<Tracer> tracer = o.trace ? std::make_unique<Tracer>(comm.rank()) : nullptr;
   comm.set_tracer(tracer.get());
   struct Untrace {  // the tracer dies with this run; the communicator lives on
@@ -197,12 +209,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   Engine engine(engine_config(c, tracer.get()), gpt, comm, ledger);
 
   std::unique_ptr<data::ValidationWindows> windows;
-  if (!split.validation.empty()) {
-    const int per_world = comm.size() * B;
-    const int n = std::max(per_world, o.val_windows / per_world * per_world);
-    windows = std::make_unique<data::ValidationWindows>(split.validation, T, n);
-    if (windows->count() < per_world) windows.reset();  // too short to give every rank a full micro-batch
-  }
+  if (!split.validation.empty()) windows = std::make_unique<data::ValidationWindows>(split.validation, T, o.val_windows);
 
   TrainResult result;
   result.num_parameters = engine.layout().numel();
@@ -239,6 +246,10 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     double loss = 0;
     for (const RankFigures& f : m.ranks) loss += f.loss;
     m.loss = static_cast<float>(loss / comm.size());
+    if (!std::isfinite(m.loss)) {  // the same on every rank: every rank stops here
+      throw Error(cat("[train] the loss is ", m.loss, " at step ", m.step, ": training diverged. Lower the learning ",
+                      "rate (optimizer.params.lr, --lr), keep gradient_clipping on, or warm the learning rate up longer"));
+    }
     m.tokens_per_second = tokens_per_step / m.step_seconds;
     if (step > 0 || c.train_steps == 1) timed += m.step_seconds;
     result.losses.push_back(m.loss);
@@ -252,7 +263,8 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   result.tokens_per_second = tokens_per_step / result.mean_step_seconds;
   if (windows) result.final_val_loss = validation_loss(*windows, gpt, engine, comm);
   if (o.sample_chars > 0 && tokens.format == "text") {  // byte-level text: the sample is readable
-    const auto prompt = split.validation.empty() ? split.train.first(T / 2) : split.validation.first(T / 2);
+    const std::size_t half = std::max(1, T / 2);  // generate() needs at least one token of context
+    const auto prompt = split.validation.empty() ? split.train.first(half) : split.validation.first(half);
     result.sample = data::printable_text(data::ByteTokenizer::decode(prompt)) + generate(gpt, engine, prompt, o.sample_chars, c.seed);
   }
   const std::vector<float> weights = engine.full_parameters();  // a collective in stage 3

@@ -42,7 +42,7 @@ struct TrainOptions {
   TrainConfig config;
   std::string data_path;       // resolved: the file to train on
   int sample_chars = 0;        // after training, generate this many bytes of text (0: none)
-  int val_windows = 64;        // validation sequences per evaluation (rounded to the world)
+  int val_windows = 64;        // validation sequences per evaluation, at most (<= 0: all the split holds)
   std::function<void(const StepMetrics&)> on_step;  // rank 0 only
   // This rank's ledger, which its communicator also accounts its scratch in (its peaks are reset
   // at the start). Null: a ledger of the run's own.
@@ -65,5 +65,11 @@ struct TrainResult {
 // Trains as the options say. Before allocating anything, a run the planner says will not fit
 // the configured device memory is refused with the planner's table (OutOfMemoryError).
 TrainResult train(const TrainOptions& options, Communicator& comm);
+
+// What train() refuses before its first step, checked without a communicator for a world of
+// `world_size` ranks on `backend` (threads or mpi): the data file (loaded, and split into
+// training and validation), the memory sizes, and whether the planner says the run fits. Throws
+// what train() would throw. The CLI calls it once, before it starts the ranks.
+void check_train_options(const TrainOptions& options, int world_size, const std::string& backend);
 
 }  // namespace zero

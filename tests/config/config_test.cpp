@@ -42,7 +42,7 @@ TEST(ConfigFiles, Stage1TutorialExample) {
   EXPECT_EQ(c.scheduler.type, ScheduleType::warmup);
   EXPECT_EQ(c.scheduler.warmup_num_steps, 1000);
   EXPECT_FALSE(c.fp16);
-  EXPECT_FALSE(c.zero.overlap_comm);  // DeepSpeed's default below stage 3
+  EXPECT_TRUE(c.zero.overlap_comm);  // zero overlaps in every stage by default (DeepSpeed: stage 3 only)
 }
 
 TEST(ConfigFiles, Stage2TutorialExample) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/error_of.h"
 #include "data/batches.h"
 #include "data/gzip.h"
 #include "data/load.h"
@@ -42,17 +43,7 @@ class DataTest : public ::testing::Test {
   fs::path dir_;
 };
 
-// Runs `body`, expects zero::Error, and returns its message.
-template <typename Body>
-std::string error_of(Body body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected zero::Error";
-  return "";
-}
+using testing::error_of;
 
 std::string gzip_bytes(std::string_view bytes) {
   z_stream z{};

@@ -1,0 +1,58 @@
+// The one way zero writes a file a user names (--metrics, --trace, --json, --svg, token files).
+//
+// A user's path is never damaged: it must be a regular file or not exist yet (a device, FIFO,
+// socket or directory, also behind a symlink, is refused; a symlink to a regular file is followed
+// and the file it names is replaced), it must not be one of the run's inputs (compared by device
+// and inode, so another name or a hard link is caught too), and it appears complete or not at
+// all: the bytes go to a temporary file with a unique name in the same directory, which is
+// fsynced and renamed over the path. Two runs writing the same path each publish their own
+// file; the last rename wins. The temporary file is created when the OutputFile is made, so an
+// unwritable or missing directory fails at start-up, before any work.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zero {
+
+struct NamedPath {
+  std::string what;  // for messages: "--metrics", "the data file"
+  std::string path;
+};
+
+// Checks `out` as an output without leaving anything behind: its type, that it is none of
+// `inputs`, and that its directory takes a new file (one is created and removed). zero::Error
+// ("[output] <what> <path> ...", saying what to do) otherwise. Returns the path the file will be
+// published at (a symlink resolved).
+std::string check_output_path(const NamedPath& out, const std::vector<NamedPath>& inputs = {});
+
+// Checks that no two of `outputs` would be the same file (after resolving symlinks), then each as
+// check_output_path does.
+void check_output_paths(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs = {});
+
+class OutputFile {
+ public:
+  // Checks the path as check_output_path does and creates the temporary file.
+  explicit OutputFile(const NamedPath& out, const std::vector<NamedPath>& inputs = {});
+  ~OutputFile();  // removes the temporary file unless commit() published it
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  void write(std::string_view bytes);  // appends; zero::Error naming the file on failure (disk full)
+  // Flushes to the disk, renames the temporary file over the path and syncs the directory.
+  void commit();
+  const std::string& path() const { return out_.path; }
+
+ private:
+  NamedPath out_;
+  std::string target_;  // the file replaced: out_.path with a symlink resolved
+  std::string temp_;    // the temporary file beside it
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+// An OutputFile written whole and committed.
+void write_output_file(const NamedPath& out, std::string_view bytes, const std::vector<NamedPath>& inputs = {});
+
+}  // namespace zero
