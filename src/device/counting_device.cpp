@@ -15,21 +15,24 @@ class CountingDevice final : public Device {
   bool computes() const override { return false; }
 
   void do_copy(Stream&, DeviceSpan, DeviceSpan) override {}
+  void convert(Stream&, DeviceSpan, DeviceSpan) override {}
   void fill(Stream&, DeviceSpan, float) override {}
   void add(Stream&, DeviceSpan, DeviceSpan) override {}
   void divide(Stream&, DeviceSpan, float) override {}
   void scale(Stream&, DeviceSpan, float) override {}
   double sum_squares(Stream&, DeviceSpan, double acc) override { return acc; }
-  void adam(Stream&, const AdamStep&, const std::vector<Segment>&, DeviceSpan, DeviceSpan, DeviceSpan, DeviceSpan) override {}
+  bool nonfinite(Stream&, DeviceSpan) override { return false; }
+  void adam(Stream&, const AdamStep&, const std::vector<Segment>&, DeviceSpan, DeviceSpan, DeviceSpan, DeviceSpan,
+            DeviceSpan) override {}
   void init(Stream&, const UnitPlace&, const std::vector<Segment>&, std::uint64_t, DeviceSpan) override {}
   void launch(Stream&, const std::function<void(const KernelMemory&)>&) override {}
-  std::span<float> transport(const DeviceSpan& x) override { return {static_cast<float*>(nullptr), x.size()}; }
+  void* transport(const DeviceSpan&) override { return nullptr; }
 
  protected:
-  float* allocate(Tier, std::size_t, bool) override { return nullptr; }
-  void deallocate(Tier, float*, std::size_t) override {}
-  bool lock(Tier, float*, std::size_t) override { return true; }
-  void unlock(Tier, float*, std::size_t) override {}
+  void* allocate(Tier, std::size_t, bool) override { return nullptr; }
+  void deallocate(Tier, void*, std::size_t) override {}
+  bool lock(Tier, void*, std::size_t) override { return true; }
+  void unlock(Tier, void*, std::size_t) override {}
 };
 
 }  // namespace

@@ -15,7 +15,7 @@ class Stage3 final : public Stage {
  public:
   explicit Stage3(const StageContext& ctx)
       : ctx_(ctx),
-        shard_(ctx.device.alloc(ctx.param_shard_tier, Category::kParameters, ctx.layout.shard_numel(), "parameter shard")),
+        shard_(ctx.device.alloc(ctx.param_shard_tier, Category::kParameters, ctx.layout.shard_numel(), "parameter shard", ctx.dtype)),
         grads_(ctx),
         gathered_(ctx.layout.num_units()) {
     for (int u = 0; u < ctx.layout.num_units(); ++u) {
@@ -56,8 +56,8 @@ class Stage3 final : public Stage {
 
  private:
   struct Gathered {
-    DeviceBuffer staging;  // (slice) f32, device tier, comm: this rank's slice from a host-tier shard
-    DeviceBuffer whole;    // (unit padded) f32, device tier, gathered parameters
+    DeviceBuffer staging;  // (slice) compute dtype, device tier, comm: this rank's slice from a host-tier shard
+    DeviceBuffer whole;    // (unit padded) compute dtype, device tier, gathered parameters
     Handle done;           // the all-gather filling it
     int users = 0;
     Gathered() = default;
@@ -79,11 +79,11 @@ class Stage3 final : public Stage {
     Device& dev = ctx_.device;
     // Allocate first: a refused allocation must not leave the unit marked as gathered.
     DeviceBuffer whole = dev.alloc(Tier::kDevice, Category::kGatheredParameters, unit.padded,
-                                   cat("gathered parameters of unit '", unit.name, "'"));
+                                   cat("gathered parameters of unit '", unit.name, "'"), ctx_.dtype);
     DeviceBuffer staging;
     DeviceSpan source = my_params(u);
     if (source.tier() != Tier::kDevice) {  // collectives read device memory: bring the slice over first
-      staging = dev.alloc(Tier::kDevice, Category::kCommBuffers, unit.slice, "parameter slice from the host");
+      staging = dev.alloc(Tier::kDevice, Category::kCommBuffers, unit.slice, "parameter slice from the host", ctx_.dtype);
       dev.copy(dev.copies(), staging.span(), source);
       dev.copies().synchronize();
       source = staging.span();
@@ -95,7 +95,7 @@ class Stage3 final : public Stage {
   }
 
   StageContext ctx_;
-  DeviceBuffer shard_;  // (shard_numel) f32, param_shard_tier: this rank's parameters
+  DeviceBuffer shard_;  // (shard_numel) compute dtype, param_shard_tier: this rank's parameters
   TransientGradients grads_;
   std::vector<std::optional<Gathered>> gathered_;  // (num_units) whole units now alive
 };

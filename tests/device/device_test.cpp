@@ -14,12 +14,12 @@ namespace {
 
 // Reads a span through the device's transport view (what a communicator reads).
 std::vector<float> read(Device& d, const DeviceSpan& s) {
-  const std::span<float> v = d.transport(s);
+  const std::span<float> v(static_cast<float*>(d.transport(s)), s.size());
   return {v.begin(), v.end()};
 }
 
 void write(Device& d, const DeviceSpan& s, const std::vector<float>& values) {
-  const std::span<float> v = d.transport(s);
+  const std::span<float> v(static_cast<float*>(d.transport(s)), s.size());
   std::copy(values.begin(), values.end(), v.begin());
 }
 
@@ -93,7 +93,7 @@ INSTANTIATE_TEST_SUITE_P(All, Devices, ::testing::Values("cpu", "strict"));
 // The seam's proof is only as good as the strict device: its device-tier addresses must fault
 // when the host dereferences them, where the CPU device's do not.
 struct Peek : Device {
-  static float* address(const DeviceSpan& s) { return raw(s); }
+  static float* address(const DeviceSpan& s) { return static_cast<float*>(raw(s)); }
 };
 
 TEST(StrictDevice, HostDereferenceOfDeviceMemoryFaults) {
