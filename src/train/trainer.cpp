@@ -117,6 +117,8 @@ EngineConfig engine_config(const TrainConfig& c, Tracer* tracer) {
   e.reduce_bucket_elements = static_cast<std::size_t>(c.zero.reduce_bucket_size);
   e.allgather_bucket_elements = static_cast<std::size_t>(c.zero.allgather_bucket_size);
   e.report_grad_norm = true;
+  e.precision.compute = c.fp16 ? Dtype::kF16 : c.bf16 ? Dtype::kBf16 : Dtype::kF32;
+  e.precision.loss_scaler = c.loss_scaler;
   return e;
 }
 
@@ -212,7 +214,9 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   for (std::int64_t step = 0; step < c.train_steps; ++step) {
     const auto t0 = Clock::now();
     double loss_sum = 0;
-    engine.set_learning_rate(c.scheduler.lr_at(step, c.adam.lr));  // before the backward: offload may start Adam there
+    // Before the backward (offload may start Adam there). As DeepSpeed, the schedule advances only
+    // on applied steps: an fp16 step skipped on overflow does not count.
+    engine.set_learning_rate(c.scheduler.lr_at(engine.steps_done() - engine.skipped_steps(), c.adam.lr));
     for (int m = 0; m < A; ++m) {
       const data::SequenceRange r = data::micro_batch_slice(c.train_batch_size, comm.size(), comm.rank(), A, m);
       batches.fill(step, r.first, r.count, in.data(), tgt.data());
@@ -226,6 +230,9 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     m.step = step + 1;
     m.lr = report.lr;
     m.grad_norm = report.grad_norm;
+    m.loss_scale = report.loss_scale;
+    m.skipped = report.skipped;
+    m.skipped_steps = engine.skipped_steps();
     const RankFigures mine = figures(ledger, engine.last_step_traffic(), static_cast<float>(loss_sum / A));
     m.ranks.resize(comm.size());
     comm.all_gather_bytes(&mine, sizeof mine, m.ranks.data());
@@ -244,6 +251,8 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     }
   }
   engine.synchronize();  // the delayed update's last step lands
+  result.skipped_steps = engine.skipped_steps();
+  result.final_loss_scale = engine.loss_scale();
   result.mean_step_seconds = timed / std::max<std::int64_t>(1, c.train_steps - 1);
   result.tokens_per_second = tokens_per_step / result.mean_step_seconds;
   if (windows) result.final_val_loss = validation_loss(*windows, gpt, engine, comm);
