@@ -149,6 +149,7 @@ PlanInput plan_input(const TrainConfig& c, const Communicator& comm) {
   in.zero.offload_param = c.zero.offload_param.device == OffloadDevice::cpu;
   in.zero.delayed_update = in.zero.offload_optimizer && c.zero.offload_optimizer.delayed_update;
   in.comm_scratch = comm.backend() == "mpi";
+  in.dtype = c.bf16 || c.fp16 ? DtypeMode::kMixed : DtypeMode::kFp32;  // its mixed model: 2 + 2 + 12 bytes
   return in;
 }
 
