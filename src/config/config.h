@@ -52,10 +52,13 @@ struct ZeroConfig {
   std::int64_t allgather_bucket_size = 500'000'000;        // elements all-gathered at a time
   bool overlap_comm = false;                               // DeepSpeed: default true for stage 3 only
   bool contiguous_gradients = true;
-  std::int64_t stage3_prefetch_bucket_size = 50'000'000;   // code default 5e7 (the docs table says 5e8)
-  std::int64_t stage3_param_persistence_threshold = 100'000;  // parameters this small stay whole
+  // Stage 3's schedule (engine.h: Stage3Options). zero's defaults, not DeepSpeed's (prefetch 5e7,
+  // persistence 1e5 and reuse 1e9 elements, which keep a small model whole between uses): the
+  // next unit ahead (-1), nothing persistent, nothing kept for reuse; set the keys for DeepSpeed's.
+  std::int64_t stage3_prefetch_bucket_size = -1;
+  std::int64_t stage3_param_persistence_threshold = 0;   // units this small stay whole
   std::int64_t stage3_max_live_parameters = 1'000'000'000;
-  std::int64_t stage3_max_reuse_distance = 1'000'000'000;
+  std::int64_t stage3_max_reuse_distance = 0;
   std::int64_t sub_group_size = 1'000'000'000;             // optimizer-step tile (elements)
   OffloadConfig offload_optimizer;                         // stages 1-3
   OffloadConfig offload_param;                             // stage 3 only

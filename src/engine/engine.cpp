@@ -62,6 +62,15 @@ void check_config(const EngineConfig& config, const FlatLayout& layout) {
     throw ConfigError(cat("[engine] gradient_clipping must be >= 0 (0 turns it off), not ", config.gradient_clipping));
   }
   adam_step_scalars(config.adam, 1);  // validates the hyperparameters
+  const Stage3Options& s3 = config.stage3;
+  if (s3.prefetch_bucket < -1) {
+    throw ConfigError(cat("[engine] stage3_prefetch_bucket_size must be >= 0 elements (0: no prefetch), not ", s3.prefetch_bucket));
+  }
+  for (const auto& [key, value] : {std::pair<const char*, std::int64_t>{"stage3_max_live_parameters", s3.max_live},
+                                   {"stage3_param_persistence_threshold", s3.persistence_threshold},
+                                   {"stage3_max_reuse_distance", s3.max_reuse_distance}}) {
+    if (value < 0) throw ConfigError(cat("[engine] ", key, " must be >= 0 elements, not ", value));
+  }
   const int n = layout.world_size();
   for (int u = 0; u < layout.num_units(); ++u) {
     const UnitPlace& unit = layout.unit(u);
@@ -126,7 +135,7 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   const Dtype dtype = config_.precision.compute;
   if (config_.offload.optimizer) check_host_room(*device_, layout_.shard_numel(), config_.offload, ranks_on_this_node(comm_), dtype);
   const Tier shard_tier = config_.offload.params ? Tier::kHost : Tier::kDevice;
-  stage_ = make_stage(config_.stage, {layout_, *collectives_, *device_, config_.seed, shard_tier, dtype});
+  stage_ = make_stage(config_.stage, {layout_, *collectives_, *device_, config_.seed, shard_tier, config_.stage3, dtype});
   OptimizerContext octx{layout_, *device_, stage_->optimizer_parts()};
   for (const OptimizerPart& p : octx.parts) octx.state_numel = std::max(octx.state_numel, p.offset + p.params.size());
   octx.sheds_gradients = stage_->sheds_gradients();

@@ -116,6 +116,8 @@ EngineConfig engine_config(const TrainConfig& c, Tracer* tracer) {
   e.gradient_clipping = c.gradient_clipping;
   e.reduce_bucket_elements = static_cast<std::size_t>(c.zero.reduce_bucket_size);
   e.allgather_bucket_elements = static_cast<std::size_t>(c.zero.allgather_bucket_size);
+  e.stage3 = {c.zero.stage3_prefetch_bucket_size, c.zero.stage3_max_live_parameters, c.zero.stage3_param_persistence_threshold,
+               c.zero.stage3_max_reuse_distance};
   e.report_grad_norm = true;
   e.precision.compute = c.fp16 ? Dtype::kF16 : c.bf16 ? Dtype::kBf16 : Dtype::kF32;
   e.precision.loss_scaler = c.loss_scaler;

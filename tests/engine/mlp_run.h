@@ -28,6 +28,7 @@ struct MlpRun {
   MlpShape shape;
   std::string device = "cpu";  // "strict": engine memory the host cannot dereference
   std::size_t reduce_bucket = 0, gather_bucket = 0;  // elements, all ranks together; 0: unbounded
+  Stage3Options stage3;  // stage 3's prefetch, live cap, persistence, reuse
   Dtype dtype = Dtype::kF32;  // compute dtype: bf16/f16 train in mixed precision
   LossScalerConfig scaler = fp16_test_scaler();
 
@@ -65,6 +66,7 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.device = run.device;
   c.reduce_bucket_elements = run.reduce_bucket;
   c.allgather_bucket_elements = run.gather_bucket;
+  c.stage3 = run.stage3;
   c.precision.compute = run.dtype;
   c.precision.loss_scaler = run.scaler;
   return c;
