@@ -45,7 +45,24 @@ std::vector<FlagSpec> bench_flags() {
           {"stage", "ZeRO stage 0-3, or a list such as 0,1,2,3: those stages run in turn, one step each, and are "
                     "compared with the first listed",
            true, "0"},
+          {"dtype", "fp32, or bf16 / fp16 mixed precision (16-bit parameters, gradients and collectives; fp32 master and Adam state)",
+           true, "fp32"},
           {"json", "also write the results as JSON to this file", true, ""}};
+}
+
+Dtype parse_bench_dtype(const std::string& v) {
+  if (v == "fp32") return Dtype::kF32;
+  if (v == "bf16") return Dtype::kBf16;
+  if (v == "fp16") return Dtype::kF16;
+  throw ConfigError(cat("[cli] --dtype '", v, "': use fp32, bf16 or fp16"));
+}
+
+// Parameters + gradients + optimizer state in the device and host tiers: what an engine keeps.
+std::uint64_t model_state_bytes(const Ledger& ledger) {
+  std::uint64_t b = 0;
+  for (Tier t : {Tier::kDevice, Tier::kHost})
+    for (Category c : {Category::kParameters, Category::kGradients, Category::kOptimizerState}) b += ledger.current(t, c);
+  return b;
 }
 
 // --stage: "2" or "0,1,2,3". Each stage 0-3, at most once, in the order given (the first is the
@@ -90,6 +107,8 @@ struct StageRun {
   double compute_ms = 0;           // mean over timed steps of forward + backward
   double optimizer_ms = 0;         // mean over timed steps of Engine::step(): the rest of the
                                    // reduction, averaging, Adam, zeroing the gradients
+  std::uint64_t state_bytes = 0;   // this engine's model state on this rank (ledger), after construction
+  std::uint64_t sent_bytes = 0;    // bytes this rank sent in the last step
 };
 
 // A stage's figures for one model, as printed and written to JSON (rank 0's view).
@@ -107,6 +126,7 @@ struct StageResult {
   double median_step_ratio = 1, best_step_ratio = 1;  // median of step_ratios; fastest step vs fastest
   bool losses_match = true;        // every step's loss, on every rank, the same bits as the first stage's
   std::string weights_sha256;      // of the final full parameters
+  std::uint64_t state_bytes = 0, sent_bytes = 0;  // rank 0's, as in StageRun
 };
 
 struct ModelResult {
@@ -138,6 +158,7 @@ void run_step(StageRun& run, Gpt& gpt, const std::vector<std::int32_t>& in, cons
   const auto t1 = Clock::now();
   run.engine->step();
   const auto t2 = Clock::now();
+  run.sent_bytes = run.engine->last_step_traffic().total_sent();
   comm.barrier();
   const auto t3 = Clock::now();
   if (!timed) return;
@@ -185,6 +206,8 @@ std::vector<StageResult> collect(std::vector<StageRun>& runs, int B, int T, int 
     r.tokens_per_second = static_cast<double>(steps) * B * T * n / r.seconds;
     r.compute_ms = run.compute_ms;
     r.optimizer_ms = run.optimizer_ms;
+    r.state_bytes = run.state_bytes;
+    r.sent_bytes = run.sent_bytes;
     r.first_loss = run.losses.front();
     r.last_loss = run.losses.back();
     const char same = std::memcmp(run.losses.data(), runs[0].losses.data(), run.losses.size() * sizeof(float)) == 0;
@@ -213,7 +236,7 @@ std::vector<StageResult> collect(std::vector<StageRun>& runs, int B, int T, int 
 // within this machine's 23 GiB. Building one engine at a time per round instead would
 // re-initialise (and re-fault) the state each round and restart training from step 0, so the
 // stages could not train on through the same steps for the bit-identity check.
-ModelResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps, const std::vector<int>& stages,
+ModelResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps, const std::vector<int>& stages, Dtype dtype,
                       Communicator& comm, Ledger& ledger) {
   ModelResult m;
   m.model = bm.name;
@@ -221,13 +244,16 @@ ModelResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps,
   m.parameters = m.shape.num_parameters();
   EngineConfig config;
   config.adam = AdamConfig{3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, true};  // AdamW, as the PyTorch script
+  config.precision.compute = dtype;
   Gpt gpt(m.shape, B, ledger);
   std::vector<StageRun> runs;
   for (int stage : stages) {
     config.stage = stage;
     StageRun& run = runs.emplace_back();
     run.stage = stage;
+    const std::uint64_t before = model_state_bytes(ledger);
     run.engine = std::make_unique<Engine>(config, gpt, comm, ledger);
+    run.state_bytes = model_state_bytes(ledger) - before;
   }
   m.engine_bytes = ledger.usage(Tier::kDevice).total_current;
   run_rounds(runs, gpt, B, T, warmup, steps, comm);
@@ -241,9 +267,12 @@ ModelResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps,
 // "2949 tokens/s | 694 ms/step (best 647; forward+backward 600, optimizer step 40)"
 std::string figures(const StageResult& r, int steps) {
   const double best = *std::min_element(r.step_ms.begin(), r.step_ms.end());
-  char line[160];
-  std::snprintf(line, sizeof line, "%9.0f tokens/s | %.0f ms/step (best %.0f; forward+backward %.0f, optimizer step %.0f)",
-                r.tokens_per_second, r.seconds * 1e3 / steps, best, r.compute_ms, r.optimizer_ms);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "%9.0f tokens/s | %.0f ms/step (best %.0f; forward+backward %.0f, optimizer step %.0f) | model state %.1f MiB/rank"
+                " | sent %.2f MiB/step",
+                r.tokens_per_second, r.seconds * 1e3 / steps, best, r.compute_ms, r.optimizer_ms, r.state_bytes / 1048576.0,
+                r.sent_bytes / 1048576.0);
   return line;
 }
 
@@ -287,6 +316,7 @@ void append_json(const ModelResult& m, nlohmann::json& results) {
                        {"seconds", r.seconds}, {"step_ms", r.step_ms}, {"tokens_per_second", r.tokens_per_second},
                        {"compute_ms", r.compute_ms}, {"optimizer_ms", r.optimizer_ms}, {"first_loss", r.first_loss},
                        {"last_loss", r.last_loss}, {"engine_bytes_per_rank", m.engine_bytes},
+                       {"model_state_bytes_per_rank", r.state_bytes}, {"sent_bytes_per_step", r.sent_bytes},
                        {"vs_first_stage", {{"stage", m.stages[0].stage}, {"tokens_per_second_ratio", r.tokens_ratio},
                                            {"step_ratios", r.step_ratios}, {"median_step_ratio", r.median_step_ratio},
                                            {"best_step_ratio", r.best_step_ratio}, {"losses_bit_identical", r.losses_match},
@@ -312,6 +342,7 @@ int bench_train_main(const std::vector<std::string>& args) {
   }
   // Every flag and the output path are checked before mpirun: one message, not one per rank.
   const std::vector<int> stages = parse_stages(flags.get("stage"));
+  const Dtype dtype = parse_bench_dtype(flags.get("dtype"));
   const int B = static_cast<int>(flags.get_int("micro-batch", 1, 4096));
   const int T = static_cast<int>(flags.get_int("seq-len", 1, 65536));
   const int warmup = static_cast<int>(flags.get_int("warmup", 0, 1000));
@@ -326,22 +357,24 @@ int bench_train_main(const std::vector<std::string>& args) {
       const std::string what = stages.size() == 1 ? cat("ZeRO stage ", stages[0])
                                                   : cat("ZeRO stages ", join(stages), " in turn, one step each");
       std::printf("zero bench train: %s, %d ranks (%s), %d OpenMP / %d OpenBLAS (%s) threads per rank, micro-batch %d x "
-                  "T=%d per rank, AdamW fp32, synthetic tokens; %d warm-up + %d timed steps\n",
+                  "T=%d per rank, AdamW, %s, synthetic tokens; %d warm-up + %d timed steps\n",
                   what.c_str(), comm.size(), comm.backend().c_str(), omp_get_max_threads(), openblas_get_num_threads(),
-                  openblas_get_corename(), B, T, warmup, steps);
+                  openblas_get_corename(), B, T,
+                  dtype == Dtype::kF32 ? "fp32" : cat(dtype_deepspeed_name(dtype), " mixed precision").c_str(), warmup, steps);
       std::fflush(stdout);
     }
     bool identical = true;
     for (const BenchModel& bm : kModels) {
       if (which != "all" && which != bm.name) continue;
-      const ModelResult m = run_model(bm, B, T, warmup, steps, stages, comm, ledger);
+      const ModelResult m = run_model(bm, B, T, warmup, steps, stages, dtype, comm, ledger);
       identical = identical && m.identical;
       if (comm.rank() != 0) continue;
       print_model(m, steps);
       append_json(m, results);
     }
     if (comm.rank() == 0 && !json_path.empty()) {
-      const nlohmann::json j = {{"tool", "zero bench train"}, {"stages", stages}, {"ranks", comm.size()}, {"backend", comm.backend()},
+      const nlohmann::json j = {{"tool", "zero bench train"}, {"stages", stages}, {"dtype", dtype_deepspeed_name(dtype)},
+                                {"ranks", comm.size()}, {"backend", comm.backend()},
                                 {"omp_threads_per_rank", omp_get_max_threads()}, {"openblas_threads_per_rank", openblas_get_num_threads()},
                                 {"openblas_core", openblas_get_corename()}, {"micro_batch", B}, {"seq_len", T},
                                 {"warmup", warmup}, {"steps", steps}, {"bit_identical", identical}, {"results", results}};

@@ -27,28 +27,37 @@ struct StageRun {
   }
 };
 
-// The paper's per-rank bytes with fp32 Adam (4 + 4 + 8 bytes per parameter), by category.
+// The paper's per-rank bytes by category: fp32 Adam 4 + 4 + 8 bytes per parameter; mixed
+// precision 2 + 2 + 12 (16-bit parameters and gradients; f32 master, m and v: K = 12).
 struct Formula {
   double params, grads, optim;
   double total() const { return params + grads + optim; }
 };
 
+// Bytes per parameter of the precision: b for a parameter and a gradient, k of optimizer state.
+struct ElementSizes {
+  double b = 4, k = 8;
+};
+
+ElementSizes element_sizes(const TrainConfig& c) { return c.bf16 || c.fp16 ? ElementSizes{2, 12} : ElementSizes{4, 8}; }
+
 // Device-tier model state; with offload the shard's master, moments and gradients go to the host
 // (16Ψ/N there) and the device keeps only the parameters it computes with.
-Formula formula_model_state(const StageRun& run, double psi, int n) {
-  if (run.offload_optimizer) return {run.offload_param ? 0.0 : (run.stage == 3 ? 4 * psi / n : 4 * psi), 0.0, 0.0};
+Formula formula_model_state(const StageRun& run, double psi, int n, ElementSizes e) {
+  if (run.offload_optimizer) return {run.offload_param ? 0.0 : (run.stage == 3 ? e.b * psi / n : e.b * psi), 0.0, 0.0};
   switch (run.stage) {
-    case 0: return {4 * psi, 4 * psi, 8 * psi};
-    case 1: return {4 * psi, 4 * psi, 8 * psi / n};
-    case 2: return {4 * psi, 4 * psi / n, 8 * psi / n};
-    default: return {4 * psi / n, 4 * psi / n, 8 * psi / n};
+    case 0: return {e.b * psi, e.b * psi, e.k * psi};
+    case 1: return {e.b * psi, e.b * psi, e.k * psi / n};
+    case 2: return {e.b * psi, e.b * psi / n, e.k * psi / n};
+    default: return {e.b * psi / n, e.b * psi / n, e.k * psi / n};
   }
 }
 
-// Bytes each rank sends per step: 2Ψ(N-1)/N floats in stages 0-2, 3Ψ(N-1)/N in stage 3, where
-// the tied embedding (E parameters) is gathered once more in forward and once in backward.
-double formula_traffic(int stage, double psi, double tied, int n) {
-  return (stage == 3 ? 3.0 * psi + 2.0 * tied : 2.0 * psi) * (n - 1) / n * 4;
+// Bytes each rank sends per step: 2Ψ(N-1)/N elements in stages 0-2, 3Ψ(N-1)/N in stage 3, where
+// the tied embedding (E parameters) is gathered once more in forward and once in backward; b
+// bytes each (the collectives move the training type).
+double formula_traffic(int stage, double psi, double tied, int n, ElementSizes e) {
+  return (stage == 3 ? 3.0 * psi + 2.0 * tied : 2.0 * psi) * (n - 1) / n * e.b;
 }
 
 std::uint64_t max_over_ranks(const TrainResult& r, Category c, bool peak) {
@@ -80,13 +89,15 @@ void print_table(const std::vector<StageRun>& runs, const TrainConfig& c, int n,
   std::printf("\nzero demo: GPT %s (Ψ = %.0f parameters), %d ranks (%s), %lld AdamW steps, global batch %d x %d tokens\n",
               c.model.shape.describe().c_str(), psi, n, backend.c_str(), static_cast<long long>(c.train_steps),
               c.train_batch_size, c.model.shape.seq_len);
-  std::printf("per-rank KiB, measured by the memory ledger (max over ranks) / the paper's formula; sent = bytes a rank sent\n"
-              "in one step, measured by the communicator / 2Ψ(N-1)/N or 3Ψ(N-1)/N floats\n\n");
+  const ElementSizes e = element_sizes(c);
+  std::printf("%s; per-rank KiB, measured by the memory ledger (max over ranks) / the paper's formula (%.0f + %.0f + %.0f bytes per\n"
+              "parameter); sent = bytes a rank sent in one step, measured by the communicator / 2Ψ(N-1)/N or 3Ψ(N-1)/N elements of %.0f bytes\n\n",
+              c.fp16 ? "fp16 mixed precision" : c.bf16 ? "bf16 mixed precision" : "fp32", e.b, e.b, e.k, e.b);
   std::printf("%-11s %15s %15s %15s %15s %9s %9s %15s %15s %8s %10s %9s  %s\n", "stage", "params", "grads", "optimizer",
               "model state", "gathered", "activ.", "host", "sent/step", "ms/step", "final loss", "val loss", "weights sha256");
   for (const StageRun& run : runs) {
     const TrainResult& r = run.result;
-    const Formula f = formula_model_state(run, psi, n);
+    const Formula f = formula_model_state(run, psi, n, e);
     const double p = max_over_ranks(r, Category::kParameters, false), g = max_over_ranks(r, Category::kGradients, false),
                  o = max_over_ranks(r, Category::kOptimizerState, false);
     std::uint64_t state = 0;
@@ -100,13 +111,13 @@ void print_table(const std::vector<StageRun>& runs, const TrainConfig& c, int n,
                 pair(g, f.grads).c_str(), pair(o, f.optim).c_str(), pair(static_cast<double>(state), f.total()).c_str(),
                 kib(max_over_ranks(r, Category::kGatheredParameters, true)).c_str(),
                 kib(max_over_ranks(r, Category::kActivations, true)).c_str(), pair(static_cast<double>(host), host_formula).c_str(),
-                pair(static_cast<double>(sent_max(r)), formula_traffic(run.stage, psi, tied, n)).c_str(),
+                pair(static_cast<double>(sent_max(r)), formula_traffic(run.stage, psi, tied, n, e)).c_str(),
                 r.mean_step_seconds * 1e3, r.losses.back(), r.final_val_loss, r.weights_sha256.c_str());
   }
   std::printf("\ngathered = stage 3's peak of whole units gathered for compute; activ. = peak activations (both per rank,\n"
               "not model state); host = offloaded state on the host tier (formula 16Ψ/N). Stage 3's formula counts the tied embedding (%.0f parameters) gathered twice more per step.\n"
-              "Measured figures include padding (at most N-1 elements per unit) and the 8(N-1)-byte gradient-norm gather.\n",
-              tied);
+              "Measured figures include padding (at most N-1 elements per unit) and the 8(N-1)-byte gradient-norm gather%s.\n",
+              tied, c.fp16 ? " and fp16's (N-1)-byte overflow vote" : "");
 }
 
 std::string svg_for(const std::vector<StageRun>& runs, const std::string& title) {
@@ -139,7 +150,7 @@ nlohmann::json usage_json(const TrainResult& r, int tier, bool peak) {
   return {{"rank0", rank0}, {"max_over_ranks", max_over}};
 }
 
-nlohmann::json run_json(const StageRun& run, int n, double tied) {
+nlohmann::json run_json(const StageRun& run, int n, double tied, ElementSizes e) {
   const TrainResult& r = run.result;
   const double psi = static_cast<double>(r.num_parameters);
   nlohmann::json memory;
@@ -153,7 +164,7 @@ nlohmann::json run_json(const StageRun& run, int n, double tied) {
   }
   std::uint64_t state = 0;
   for (const RankFigures& f : r.final_ranks) state = std::max(state, f.current[kDevice][0] + f.current[kDevice][1] + f.current[kDevice][2]);
-  const Formula f = formula_model_state(run, psi, n);
+  const Formula f = formula_model_state(run, psi, n, e);
   return {{"stage", run.stage},
           {"offload_optimizer", run.offload_optimizer},
           {"offload_param", run.offload_param},
@@ -162,7 +173,7 @@ nlohmann::json run_json(const StageRun& run, int n, double tied) {
           {"memory_bytes", memory},
           {"model_state_bytes", {{"measured_max_over_ranks", state}, {"formula", f.total()},
                                  {"formula_by_category", {{"parameters", f.params}, {"gradients", f.grads}, {"optimizer_state", f.optim}}}}},
-          {"traffic_bytes_per_step", {{"measured_max_over_ranks", sent_max(r)}, {"formula", formula_traffic(run.stage, psi, tied, n)},
+          {"traffic_bytes_per_step", {{"measured_max_over_ranks", sent_max(r)}, {"formula", formula_traffic(run.stage, psi, tied, n, e)},
                                       {"sent_by_collective", by_kind}}},
           {"step_seconds", r.mean_step_seconds},
           {"tokens_per_second", r.tokens_per_second},
@@ -185,6 +196,9 @@ TrainConfig demo_config(const Flags& flags, int world_size) {
       {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 64}, {"n_embd", flags.get_int("n-embd", 8, 4096)},
                  {"n_layer", flags.get_int("n-layer", 1, 256)}, {"n_head", 4}}},
       {"data", {{"val_fraction", 0.05}}}};
+  const std::string dtype = flags.get("dtype");
+  if (dtype == "bf16" || dtype == "fp16") j[dtype] = {{"enabled", true}};
+  else if (dtype != "fp32") throw ConfigError(cat("[cli] --dtype '", dtype, "': use fp32, bf16 or fp16"));
   return parse_config(j, world_size);
 }
 
@@ -199,6 +213,7 @@ int demo_main(const std::vector<std::string>& args) {
                {"n-embd", "GPT width C", true, "128"},
                {"n-layer", "GPT blocks L", true, "4"},
                {"data", "text to train on", true, "the Jargon File (Debian's jargon-text)"},
+               {"dtype", "fp32, or bf16 / fp16 mixed precision (16-bit parameters, gradients and collectives)", true, "fp32"},
                {"json", "also write the results as JSON to this file", true, ""},
                {"svg", "write the memory-and-loss chart to this file", true, "zero-demo.svg"}},
               args);
@@ -246,7 +261,7 @@ int demo_main(const std::vector<std::string>& args) {
       nlohmann::json j = {{"model", {{"type", "gpt"}, {"shape", s.describe()}}}, {"steps", o.config.train_steps},
                           {"global_batch", o.config.train_batch_size}, {"backend", comm.backend()},
                           {"weights_identical_across_stages", identical}, {"runs", nlohmann::json::array()}};
-      for (const StageRun& r : runs) j["runs"].push_back(run_json(r, comm.size(), tied));
+      for (const StageRun& r : runs) j["runs"].push_back(run_json(r, comm.size(), tied, element_sizes(o.config)));
       write_output_file({"--json", json_path}, j.dump(2) + "\n", inputs);
       std::printf("wrote %s\n", json_path.c_str());
     }

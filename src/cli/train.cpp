@@ -114,12 +114,27 @@ void print_step(const StepMetrics& m, std::int64_t total, int every) {
                 tty ? "\r\033[K" : "", static_cast<long long>(m.step), static_cast<long long>(total), m.loss, m.lr,
                 m.grad_norm, m.tokens_per_second, m.step_seconds * 1e3, mib(dev).c_str(), mib(dev_peak).c_str(),
                 mib(host).c_str(), mib(host_peak).c_str(), mib(sent).c_str());
+    if (m.skipped || m.loss_scale != 1.0f) {
+      std::printf("        loss scale %g%s | %lld steps skipped so far\n", m.loss_scale,
+                  m.skipped ? " (overflow: step skipped)" : "", static_cast<long long>(m.skipped_steps));
+    }
   } else if (tty) {
     const int width = 30, done = static_cast<int>(width * m.step / total);
     std::printf("\r[%s%s] %lld/%lld loss %.4f", std::string(done, '#').c_str(), std::string(width - done, '.').c_str(),
                 static_cast<long long>(m.step), static_cast<long long>(total), m.loss);
   }
   std::fflush(stdout);
+}
+
+// "fp32", "bf16 (fp32 master and Adam state)", "fp16 (fp32 master and Adam state, dynamic loss scale 2^16)".
+std::string precision_label(const TrainConfig& c) {
+  if (!c.bf16 && !c.fp16) return "fp32";
+  std::string s = cat(c.bf16 ? "bf16" : "fp16", " mixed precision (fp32 master and Adam state");
+  if (c.fp16) {
+    s += c.loss_scaler.dynamic() ? cat(", dynamic loss scale from 2^", c.loss_scaler.initial_scale_power)
+                                 : cat(", static loss scale ", c.loss_scaler.static_scale);
+  }
+  return s + ")";
 }
 
 nlohmann::json metrics_json(const StepMetrics& m) {
@@ -138,7 +153,8 @@ nlohmann::json metrics_json(const StepMetrics& m) {
     for (int k = 0; k < kNumCollectives; ++k) sent[collective_name(static_cast<Collective>(k))] = f.sent[k];
     ranks.push_back({{"rank", r}, {"loss", f.loss}, {"memory_bytes", mem}, {"sent_bytes", sent}});
   }
-  return {{"step", m.step}, {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm}, {"step_seconds", m.step_seconds},
+  return {{"step", m.step}, {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm}, {"loss_scale", m.loss_scale},
+          {"skipped", m.skipped}, {"skipped_steps", m.skipped_steps}, {"step_seconds", m.step_seconds},
           {"tokens_per_second", m.tokens_per_second}, {"ranks", ranks}};
 }
 
@@ -159,6 +175,8 @@ void print_summary(const TrainConfig& c, const TrainResult& r, const std::string
   std::printf("\nsummary: %lld steps, %.1f ms/step, %.0f tokens/s; train loss %.4f -> %.4f", static_cast<long long>(c.train_steps),
               r.mean_step_seconds * 1e3, r.tokens_per_second, r.losses.front(), r.losses.back());
   if (r.final_val_loss >= 0) std::printf("; validation loss %.4f -> %.4f", r.first_val_loss, r.final_val_loss);
+  if (c.fp16) std::printf("\nfp16: %lld steps skipped on gradient overflow; final loss scale %g", static_cast<long long>(r.skipped_steps),
+                          r.final_loss_scale);
   std::printf("\ndata: %s\n", data.c_str());
   std::uint64_t peak = 0;
   for (const RankFigures& f : r.final_ranks) peak = std::max(peak, f.total_peak[0]);
@@ -186,10 +204,10 @@ std::vector<NamedPath> run_outputs(const Flags& flags) {
 }
 
 void print_header(const TrainConfig& c, const Communicator& comm) {
-  std::printf("zero train: GPT %s (%lld parameters), ZeRO stage %d, %d ranks (%s), batch %d = %d x %d x %d ranks, %lld steps\n",
+  std::printf("zero train: GPT %s (%lld parameters), ZeRO stage %d, %d ranks (%s), batch %d = %d x %d x %d ranks, %lld steps, %s\n",
               c.model.shape.describe().c_str(), static_cast<long long>(c.model.shape.num_parameters()), c.zero.stage,
               comm.size(), comm.backend().c_str(), c.train_batch_size, c.micro_batch_size, c.gradient_accumulation_steps,
-              comm.size(), static_cast<long long>(c.train_steps));
+              comm.size(), static_cast<long long>(c.train_steps), precision_label(c).c_str());
   for (const std::string& k : c.ignored_keys) std::printf("config: %s has no effect here and is ignored\n", k.c_str());
   for (const std::string& k : c.unknown_keys) {
     std::printf("config: warning: '%s' is not a DeepSpeed key; ignored, as DeepSpeed ignores it (--strict-config refuses it)\n", k.c_str());

@@ -20,8 +20,10 @@ bool built_with_mpi();
 inline std::size_t mpi_max_transport_elements(std::size_t element_bytes) {
   return max_segment_elements(element_bytes, INT_MAX);
 }
-inline std::uint64_t mpi_transport_scratch_bytes(Collective kind, std::size_t k, int size) {
-  return kind == Collective::kReduceScatter ? static_cast<std::uint64_t>(size) * k * sizeof(float) : 0;
+// (In whole floats: the scratch is allocated as floats.)
+inline std::uint64_t mpi_transport_scratch_bytes(Collective kind, std::size_t k, std::size_t element_bytes, int size) {
+  if (kind != Collective::kReduceScatter) return 0;
+  return (static_cast<std::uint64_t>(size) * k * element_bytes + sizeof(float) - 1) / sizeof(float) * sizeof(float);
 }
 
 }  // namespace zero::detail

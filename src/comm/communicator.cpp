@@ -75,7 +75,7 @@ void Communicator::set_timeout(std::chrono::milliseconds timeout) {
 
 std::size_t Communicator::max_transport_elements(std::size_t) const { return static_cast<std::size_t>(-1); }
 
-std::uint64_t Communicator::transport_scratch_bytes(Collective, std::size_t) const { return 0; }
+std::uint64_t Communicator::transport_scratch_bytes(Collective, std::size_t, std::size_t) const { return 0; }
 
 std::unique_ptr<Communicator> Communicator::do_split(int, int) {
   throw CommError(cat("[comm] the '", backend(), "' backend cannot split a communicator: use threads, mpi or self"));
@@ -157,13 +157,17 @@ Handle Communicator::reduce_scatter_async(std::span<const float> send, std::span
 }
 
 Handle Communicator::reduce_scatter_async(std::span<const float> send, std::span<float> recv, std::size_t segment) {
+  ZERO_CHECK(send.size() == recv.size() * static_cast<std::size_t>(size_), "reduce_scatter: send has ", send.size(),
+             " elements, recv ", recv.size(), ", world ", size_);
+  return reduce_scatter_async(send.data(), recv.data(), recv.size(), Dtype::kF32, segment);
+}
+
+Handle Communicator::reduce_scatter_async(const void* send, void* recv, std::size_t k, Dtype dtype, std::size_t segment) {
   const std::size_t n = static_cast<std::size_t>(size_);
-  ZERO_CHECK(send.size() == recv.size() * n, "reduce_scatter: send has ", send.size(),
-             " elements, recv ", recv.size(), ", world ", n);
-  const std::uint64_t bytes = recv.size() * sizeof(float) * (n - 1);
-  const std::size_t s = resolve_segment(segment, sizeof(float));
-  return enqueue(Collective::kReduceScatter, bytes, bytes, [this, send, recv, s] {
-    run_pieces([&](Scratch& scratch) { segmented_reduce_scatter(send.data(), recv.data(), recv.size(), s, scratch); });
+  const std::uint64_t bytes = k * dtype_bytes(dtype) * (n - 1);
+  const std::size_t s = resolve_segment(segment, dtype_bytes(dtype));
+  return enqueue(Collective::kReduceScatter, bytes, bytes, [this, send, recv, k, dtype, s] {
+    run_pieces([&](Scratch& scratch) { segmented_reduce_scatter(send, recv, k, dtype, s, scratch); });
   });
 }
 
@@ -172,31 +176,39 @@ Handle Communicator::all_gather_async(std::span<const float> send, std::span<flo
 }
 
 Handle Communicator::all_gather_async(std::span<const float> send, std::span<float> recv, std::size_t segment) {
+  ZERO_CHECK(recv.size() == send.size() * static_cast<std::size_t>(size_), "all_gather: send has ", send.size(),
+             " elements, recv ", recv.size(), ", world ", size_);
+  return all_gather_async(send.data(), recv.data(), send.size(), Dtype::kF32, segment);
+}
+
+Handle Communicator::all_gather_async(const void* send, void* recv, std::size_t k, Dtype dtype, std::size_t segment) {
   const std::size_t n = static_cast<std::size_t>(size_);
-  ZERO_CHECK(recv.size() == send.size() * n, "all_gather: send has ", send.size(),
-             " elements, recv ", recv.size(), ", world ", n);
-  const std::uint64_t bytes = send.size() * sizeof(float) * (n - 1);
-  const std::size_t s = resolve_segment(segment, sizeof(float));
-  return enqueue(Collective::kAllGather, bytes, bytes, [this, send, recv, s] {
-    run_pieces([&](Scratch& scratch) {
-      segmented_all_gather(send.data(), recv.data(), send.size(), sizeof(float), s, scratch);
-    });
+  const std::size_t eb = dtype_bytes(dtype);
+  const std::uint64_t bytes = k * eb * (n - 1);
+  const std::size_t s = resolve_segment(segment, eb);
+  return enqueue(Collective::kAllGather, bytes, bytes, [this, send, recv, k, eb, s] {
+    run_pieces([&](Scratch& scratch) { segmented_all_gather(send, recv, k, eb, s, scratch); });
   });
 }
 
 Handle Communicator::all_reduce_async(std::span<float> data) { return all_reduce_async(data, 0); }
 
 Handle Communicator::all_reduce_async(std::span<float> data, std::size_t segment) {
+  return all_reduce_async(data.data(), data.size(), Dtype::kF32, segment);
+}
+
+Handle Communicator::all_reduce_async(void* data, std::size_t count, Dtype dtype, std::size_t segment) {
   const std::size_t n = static_cast<std::size_t>(size_);
-  ZERO_CHECK(data.size() % n == 0, "all_reduce of ", data.size(), " elements: pad to a multiple of the world size ", n);
-  const std::size_t k = data.size() / n;
-  const std::uint64_t bytes = 2 * k * sizeof(float) * (n - 1);
-  const std::size_t s = resolve_segment(segment, sizeof(float));
-  return enqueue(Collective::kAllReduce, bytes, bytes, [this, data, k, s] {
+  ZERO_CHECK(count % n == 0, "all_reduce of ", count, " elements: pad to a multiple of the world size ", n);
+  const std::size_t k = count / n;
+  const std::size_t eb = dtype_bytes(dtype);
+  const std::uint64_t bytes = 2 * k * eb * (n - 1);
+  const std::size_t s = resolve_segment(segment, eb);
+  return enqueue(Collective::kAllReduce, bytes, bytes, [this, data, k, dtype, eb, s] {
     run_pieces([&](Scratch& scratch) {
-      float* mine = data.data() + static_cast<std::size_t>(rank_) * k;
-      segmented_reduce_scatter(data.data(), mine, k, s, scratch);  // in place into this rank's slot
-      segmented_all_gather(mine, data.data(), k, sizeof(float), s, scratch);
+      char* mine = static_cast<char*>(data) + static_cast<std::size_t>(rank_) * k * eb;
+      segmented_reduce_scatter(data, mine, k, dtype, s, scratch);  // in place into this rank's slot
+      segmented_all_gather(mine, data, k, eb, s, scratch);
     });
   });
 }

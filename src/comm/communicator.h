@@ -11,7 +11,9 @@
 //   all_gather(send: k, recv: N*k)      recv[j*k .. (j+1)*k) = send of rank j. send may alias its slot.
 //   all_reduce(data: N*k)               reduce_scatter into this rank's slot, then all_gather.
 //   broadcast(data, root)               data = root's data.
-// Only fp32 is reduced today. recv of reduce_scatter may be this rank's slot of send (in place).
+// Elements are f32, bf16 or f16 (common/dtype.h): a 16-bit reduction widens every element, adds
+// in f32 in rank order and rounds once, so 16-bit collectives are as deterministic as f32 ones
+// and move half the bytes. recv of reduce_scatter may be this rank's slot of send (in place).
 //
 // Segments: a collective of k elements per rank runs as ceil(k/s) transport calls ("pieces") of at
 // most s elements per rank each (segmented.cpp), so no transport call exceeds what the backend
@@ -44,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dtype.h"
 #include "common/task_queue.h"
 
 namespace zero {
@@ -131,6 +134,10 @@ class Communicator {
   Handle broadcast_async(std::span<float> data, int root);
   Handle broadcast_async(std::span<float> data, int root, std::size_t segment);
   Handle barrier_async();
+  // Typed forms on raw buffers of `dtype` elements: k elements per rank (all_reduce: n in all).
+  Handle reduce_scatter_async(const void* send, void* recv, std::size_t k, Dtype dtype, std::size_t segment);
+  Handle all_gather_async(const void* send, void* recv, std::size_t k, Dtype dtype, std::size_t segment);
+  Handle all_reduce_async(void* data, std::size_t n, Dtype dtype, std::size_t segment);
 
   void all_reduce(std::span<float> data) { all_reduce_async(data).wait(); }
   void reduce_scatter(std::span<const float> send, std::span<float> recv) { reduce_scatter_async(send, recv).wait(); }
@@ -157,7 +164,7 @@ class Communicator {
   // N*k elements; broadcast: of k) will hold at its peak under `segment`: the packing scratch of
   // segmented.cpp plus the backend's own scratch for one piece. The ledger's comm_buffers peak
   // during that collective rises by exactly this. 0 for barrier.
-  std::uint64_t scratch_bytes(Collective kind, std::size_t k, std::size_t segment = 0) const;
+  std::uint64_t scratch_bytes(Collective kind, std::size_t k, std::size_t segment = 0, Dtype dtype = Dtype::kF32) const;
 
   // Names what the caller is doing ("step 12"), for the messages of failed collectives.
   void set_context(std::string context);
@@ -179,7 +186,8 @@ class Communicator {
   Communicator(int rank, int size, CommOptions options);
 
   // The transport: run on the comm thread, one at a time, in issue order. Byte counts are raw.
-  virtual void do_reduce_scatter(const float* send, float* recv, std::size_t k) = 0;
+  // k elements of `dtype` per rank, summed in rank order (comm/reduce.h).
+  virtual void do_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) = 0;
   virtual void do_all_gather(const void* send, void* recv, std::size_t bytes_per_rank) = 0;
   virtual void do_broadcast(void* data, std::size_t bytes, int root) = 0;
   virtual void do_barrier() = 0;
@@ -187,8 +195,9 @@ class Communicator {
   // an int count allows); the default is no limit.
   virtual std::size_t max_transport_elements(std::size_t element_bytes) const;
   // Scratch the backend allocates (comm_buffers) for one transport call of `k` elements per rank
-  // of `kind` (kReduceScatter, kAllGather or kBroadcast); the default is none.
-  virtual std::uint64_t transport_scratch_bytes(Collective kind, std::size_t k) const;
+  // of `kind` (kReduceScatter, kAllGather or kBroadcast) of `element_bytes`-byte elements; the
+  // default is none.
+  virtual std::uint64_t transport_scratch_bytes(Collective kind, std::size_t k, std::size_t element_bytes) const;
   // False for a backend that only counts (the planner's dry run): collectives are counted when
   // issued and never run; all_gather_bytes copies this rank's record into every slot.
   virtual bool executes() const { return true; }
@@ -212,7 +221,7 @@ class Communicator {
   void count(Collective kind, std::uint64_t sent, std::uint64_t received);
   std::size_t resolve_segment(std::size_t segment, std::size_t element_bytes) const;
   // segmented.cpp: the piece loops, run on the comm thread; s = elements per rank per piece.
-  void segmented_reduce_scatter(const float* send, float* recv, std::size_t k, std::size_t s, Scratch& scratch);
+  void segmented_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype, std::size_t s, Scratch& scratch);
   void segmented_all_gather(const void* send, void* recv, std::size_t k, std::size_t element_bytes, std::size_t s,
                             Scratch& scratch);
   void segmented_broadcast(void* data, std::size_t k, std::size_t element_bytes, std::size_t s, int root);

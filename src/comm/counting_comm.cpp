@@ -19,15 +19,15 @@ class CountingCommunicator final : public Communicator {
  protected:
   bool executes() const override { return false; }
   // Never called: nothing executes.
-  void do_reduce_scatter(const float*, float*, std::size_t) override {}
+  void do_reduce_scatter(const void*, void*, std::size_t, Dtype) override {}
   void do_all_gather(const void*, void*, std::size_t) override {}
   void do_broadcast(void*, std::size_t, int) override {}
   void do_barrier() override {}
   std::size_t max_transport_elements(std::size_t element_bytes) const override {
     return like_mpi_ ? detail::mpi_max_transport_elements(element_bytes) : Communicator::max_transport_elements(element_bytes);
   }
-  std::uint64_t transport_scratch_bytes(Collective kind, std::size_t k) const override {
-    return like_mpi_ ? detail::mpi_transport_scratch_bytes(kind, k, size()) : 0;
+  std::uint64_t transport_scratch_bytes(Collective kind, std::size_t k, std::size_t element_bytes) const override {
+    return like_mpi_ ? detail::mpi_transport_scratch_bytes(kind, k, element_bytes, size()) : 0;
   }
 
  private:

@@ -172,32 +172,35 @@ class MpiCommunicator final : public Communicator {
   }
 
  protected:
-  void do_reduce_scatter(const float* send, float* recv, std::size_t k) override {
-    const std::string what = op_label("reduce_scatter", k * sizeof(float) * size());
+  void do_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) override {
+    const std::size_t eb = dtype_bytes(dtype);
+    const std::string what = op_label("reduce_scatter", k * eb * size());
     refuse_if_broken(what);
     const std::size_t n = static_cast<std::size_t>(size());
-    // pieces[j] = rank j's piece for this rank: (size, k) f32, comm scratch
+    // pieces[j] = rank j's piece for this rank: (size, k) elements of dtype, comm scratch (whole floats)
     Scratch scratch;
-    float* pieces = nullptr;
+    const std::size_t floats = (n * k * eb + sizeof(float) - 1) / sizeof(float);
+    char* pieces = nullptr;
     if (options().ledger) {
-      scratch.owned = Buffer(*options().ledger, Tier::kDevice, Category::kCommBuffers, n * k, "reduce_scatter scratch", false);  // all of it is received before it is read
-      pieces = scratch.owned.data();
+      scratch.owned = Buffer(*options().ledger, Tier::kDevice, Category::kCommBuffers, floats, "reduce_scatter scratch", false);  // all of it is received before it is read
+      pieces = reinterpret_cast<char*>(scratch.owned.data());
     } else {
-      scratch.unaccounted.resize(n * k);
-      pieces = scratch.unaccounted.data();
+      scratch.unaccounted.resize(floats);
+      pieces = reinterpret_cast<char*>(scratch.unaccounted.data());
     }
     MPI_Request req;
+    const MPI_Datatype type = dtype == Dtype::kF32 ? MPI_FLOAT : MPI_UINT16_T;  // 16-bit: moved as raw bits
     const int count = checked_count(k, what);
     try {
-      check(locked([&] { return MPI_Ialltoall(send, count, MPI_FLOAT, pieces, count, MPI_FLOAT, comm_, &req); }), what);
+      check(locked([&] { return MPI_Ialltoall(send, count, type, pieces, count, type, comm_, &req); }), what);
       wait(req, what);
     } catch (const CommError&) {
       orphans_.push_back(std::move(scratch));  // MPI may still write into it
       throw;
     }
-    std::vector<const float*> in(n);
-    for (std::size_t j = 0; j < n; ++j) in[j] = pieces + j * k;
-    sum_in_rank_order(in.data(), size(), recv, k);
+    std::vector<const void*> in(n);
+    for (std::size_t j = 0; j < n; ++j) in[j] = pieces + j * k * eb;
+    sum_in_rank_order(in.data(), size(), recv, k, dtype);
   }
 
   void do_all_gather(const void* send, void* recv, std::size_t bytes) override {
@@ -234,8 +237,8 @@ class MpiCommunicator final : public Communicator {
     return mpi_max_transport_elements(element_bytes);
   }
 
-  std::uint64_t transport_scratch_bytes(Collective kind, std::size_t k) const override {
-    return mpi_transport_scratch_bytes(kind, k, size());
+  std::uint64_t transport_scratch_bytes(Collective kind, std::size_t k, std::size_t element_bytes) const override {
+    return mpi_transport_scratch_bytes(kind, k, element_bytes, size());
   }
 
   // Every rank shows up first, in a timed all-gather of (color, key): a missing rank is a

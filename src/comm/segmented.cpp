@@ -89,21 +89,24 @@ void Communicator::begin_piece(Collective kind, std::size_t index, std::size_t c
 // rank's slice of send) is safe: piece j writes only the elements of this rank's slice that
 // piece j has already packed, and later pieces read other elements. One piece needs no packing:
 // it is the transport call on the caller's buffers.
-void Communicator::segmented_reduce_scatter(const float* send, float* recv, std::size_t k, std::size_t s,
+void Communicator::segmented_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype, std::size_t s,
                                             Scratch& scratch) {
   const Pieces p = split_into_pieces(k, s);
   if (p.count == 1) {
     begin_piece(running_, 0, 1);
-    do_reduce_scatter(send, recv, k);
+    do_reduce_scatter(send, recv, k, dtype);
     return;
   }
   const std::size_t n = static_cast<std::size_t>(size_);
-  auto* packed = static_cast<float*>(scratch.bytes(n * p.s * sizeof(float)));  // (N, len) f32, piece j of every slice
+  const std::size_t eb = dtype_bytes(dtype);
+  const auto* src = static_cast<const char*>(send);
+  auto* dst = static_cast<char*>(recv);
+  auto* packed = static_cast<char*>(scratch.bytes(n * p.s * eb));  // (N, len) elements, piece j of every slice
   for (std::size_t j = 0; j < p.count; ++j) {
     const std::size_t off = p.offset(j), len = p.length(j);
-    for (std::size_t r = 0; r < n; ++r) std::memcpy(packed + r * len, send + r * k + off, len * sizeof(float));
+    for (std::size_t r = 0; r < n; ++r) std::memcpy(packed + r * len * eb, src + (r * k + off) * eb, len * eb);
     begin_piece(running_, j, p.count);
-    do_reduce_scatter(packed, recv + off, len);
+    do_reduce_scatter(packed, dst + off * eb, len, dtype);
   }
 }
 
@@ -146,18 +149,20 @@ void Communicator::segmented_broadcast(void* data, std::size_t k, std::size_t el
   }
 }
 
-std::uint64_t Communicator::scratch_bytes(Collective kind, std::size_t k, std::size_t segment) const {
-  const Pieces p = split_into_pieces(k, resolve_segment(segment, sizeof(float)));
-  const std::uint64_t packing = p.count > 1 ? static_cast<std::uint64_t>(size_) * p.s * sizeof(float) : 0;
+std::uint64_t Communicator::scratch_bytes(Collective kind, std::size_t k, std::size_t segment, Dtype dtype) const {
+  const std::size_t eb = dtype_bytes(dtype);
+  const Pieces p = split_into_pieces(k, resolve_segment(segment, eb));
+  // The scratch is allocated in whole floats (Scratch::bytes).
+  const std::uint64_t packing = p.count > 1 ? (static_cast<std::uint64_t>(size_) * p.s * eb + 3) / 4 * 4 : 0;
   const std::size_t len = p.largest();  // the backend's scratch is largest for the first piece
   switch (kind) {
     case Collective::kBarrier: return 0;
-    case Collective::kBroadcast: return transport_scratch_bytes(Collective::kBroadcast, len);
-    case Collective::kReduceScatter: return packing + transport_scratch_bytes(Collective::kReduceScatter, len);
-    case Collective::kAllGather: return packing + transport_scratch_bytes(Collective::kAllGather, len);
+    case Collective::kBroadcast: return transport_scratch_bytes(Collective::kBroadcast, len, eb);
+    case Collective::kReduceScatter: return packing + transport_scratch_bytes(Collective::kReduceScatter, len, eb);
+    case Collective::kAllGather: return packing + transport_scratch_bytes(Collective::kAllGather, len, eb);
     case Collective::kAllReduce:
-      return packing + std::max(transport_scratch_bytes(Collective::kReduceScatter, len),
-                                transport_scratch_bytes(Collective::kAllGather, len));
+      return packing + std::max(transport_scratch_bytes(Collective::kReduceScatter, len, eb),
+                                transport_scratch_bytes(Collective::kAllGather, len, eb));
   }
   return 0;
 }

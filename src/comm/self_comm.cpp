@@ -13,8 +13,8 @@ class SelfCommunicator final : public Communicator {
   std::string backend() const override { return "self"; }
 
  protected:
-  void do_reduce_scatter(const float* send, float* recv, std::size_t k) override {
-    if (send != recv) std::memmove(recv, send, k * sizeof(float));
+  void do_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) override {
+    if (send != recv) std::memmove(recv, send, k * dtype_bytes(dtype));
   }
   void do_all_gather(const void* send, void* recv, std::size_t bytes) override {
     if (send != recv) std::memmove(recv, send, bytes);

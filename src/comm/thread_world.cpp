@@ -131,13 +131,14 @@ class ThreadCommunicator final : public Communicator {
   }
 
  protected:
-  void do_reduce_scatter(const float* send, float* recv, std::size_t k) override {
-    const std::string what = op_label("reduce_scatter", k * sizeof(float) * size());
-    post_and_meet(send, what, {"reduce_scatter", k * sizeof(float), -1});
-    std::vector<const float*> in(size());
+  void do_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) override {
+    const std::size_t bytes = k * dtype_bytes(dtype);
+    const std::string what = op_label("reduce_scatter", bytes * size());
+    post_and_meet(send, what, {"reduce_scatter", bytes, -1});
+    std::vector<const void*> in(size());
     for (int j = 0; j < size(); ++j)
-      in[j] = static_cast<const float*>(world_->posted[j]) + static_cast<std::size_t>(rank()) * k;
-    detail::sum_in_rank_order(in.data(), size(), recv, k);
+      in[j] = static_cast<const char*>(world_->posted[j]) + static_cast<std::size_t>(rank()) * bytes;
+    detail::sum_in_rank_order(in.data(), size(), recv, k, dtype);
     world_->rendezvous(rank(), what, timeout());
   }
 

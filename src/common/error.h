@@ -31,6 +31,11 @@ class OutOfMemoryError : public Error {  // a tier's capacity would be exceeded
   using Error::Error;
 };
 
+class TrainingError : public Error {  // training cannot go on (fp16 overflows at the minimum loss scale)
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 [[noreturn]] void check_failed(const char* expr, const char* file, int line, const std::string& msg);
 }  // namespace detail

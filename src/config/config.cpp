@@ -101,7 +101,7 @@ std::vector<KeyRule> top_rules_table() {
       {"quantize_training", U, kObj, "quantized training"},
       {"weight_quantization", U, kObj, "weight quantization"},
       {"compile", U, kObj, "torch.compile and DeepCompile"},
-      {"data_types", U, kObj, "other gradient-accumulation data types; zero accumulates in fp32"},
+      {"data_types", R, kObj, ""},
   };
 }
 
@@ -323,51 +323,103 @@ void read_optimizer(const Section& top, TrainConfig& c) {
   c.adam.decoupled = w_mode;
 }
 
-std::vector<KeyRule> fp16_rules() {
-  const Use I = Use::ignore;
-  const std::string off = "loss scaling applies only when fp16 is enabled";
-  return {{"enabled", Use::read, kBool, ""},          {"auto_cast", I, kBool, off},
-          {"loss_scale", I, kNum, off},               {"initial_scale_power", I, kInt, off},
-          {"loss_scale_window", I, kInt, off},        {"hysteresis", I, kInt, off},
-          {"consecutive_hysteresis", I, kBool, off},  {"min_loss_scale", I, kNum, off},
-          {"fp16_master_weights_and_grads", I, kBool, off}};
+// With fp16 off, its loss-scaling keys have no effect: accepted and listed as ignored.
+std::vector<KeyRule> fp16_rules(bool on) {
+  const Use R = Use::read, I = Use::ignore, U = Use::unsupported;
+  const Use L = on ? R : I;
+  const std::string off = on ? "" : "loss scaling applies only when fp16 is enabled";
+  return {{"enabled", R, kBool, ""},
+          {"auto_cast", I, kBool, "casts a module's inputs to fp16; zero's models take token ids"},
+          {"loss_scale", L, kNum, off},
+          {"initial_scale_power", L, kInt, off},
+          {"loss_scale_window", L, kInt, off},
+          {"hysteresis", L, kInt, off},
+          {"consecutive_hysteresis", L, kBool, off},
+          {"min_loss_scale", L, kNum, off},
+          {"fp16_master_weights_and_grads", U, kBool, "fp16 master weights; zero's masters are fp32", false}};
 }
 
 std::vector<KeyRule> bf16_rules() {
-  const Use I = Use::ignore;
-  const std::string off = "applies only when bf16 is enabled";
-  return {{"enabled", Use::read, kBool, ""},       {"immediate_grad_update", I, kBool, off},
-          {"check_grad_overflow", I, kBool, off},  {"bf16_master_weights_and_grads", I, kBool, off},
-          {"bf16_optimizer_states", I, kBool, off}};
+  const Use R = Use::read, I = Use::ignore, U = Use::unsupported;
+  return {{"enabled", R, kBool, ""},
+          {"immediate_grad_update", I, kBool, "when DeepSpeed's bf16 optimizer folds gradients in; zero reduces as units complete"},
+          {"check_grad_overflow", U, kBool, "skipping bf16 steps whose gradients overflow; zero checks overflow only for fp16", false},
+          {"bf16_master_weights_and_grads", U, kBool, "bf16 master weights; zero's masters are fp32", false},
+          {"bf16_optimizer_states", U, kBool, "bf16 Adam moments; zero's are fp32", false}};
 }
 
-// Mixed precision is on the roadmap; DeepSpeed's example files carry fp16 blocks, which users
-// switch off for fp32 training, so "enabled": false (and the loss-scale keys with it) is accepted.
+// fp16's loss scaler, DeepSpeed's keys and defaults: loss_scale 0 (dynamic), initial_scale_power
+// 16, loss_scale_window 1000, hysteresis 2, consecutive_hysteresis false, min_loss_scale 1.
+LossScalerConfig read_loss_scaler(const Section& s) {
+  LossScalerConfig c;
+  c.static_scale = s.get_number("loss_scale", 0.0);
+  if (!(c.static_scale >= 0.0) || !std::isfinite(c.static_scale)) {
+    s.fail("loss_scale", cat("is ", s.at("loss_scale").dump(), "; it must be 0 (dynamic loss scaling) or a positive static scale"));
+  }
+  c.initial_scale_power = static_cast<int>(s.get_int("initial_scale_power", 16, 0, 100));
+  c.window = static_cast<int>(s.get_int("loss_scale_window", 1000, 1, std::numeric_limits<int>::max()));
+  c.hysteresis = static_cast<int>(s.get_int("hysteresis", 2, 1, std::numeric_limits<int>::max()));
+  c.consecutive_hysteresis = s.get_bool("consecutive_hysteresis", false);
+  c.min_scale = s.get_number("min_loss_scale", 1.0);
+  if (!(c.min_scale > 0.0) || !std::isfinite(c.min_scale)) {
+    s.fail("min_loss_scale", cat("is ", s.at("min_loss_scale").dump(), "; it must be a positive number"));
+  }
+  if (c.dynamic() && c.min_scale > std::ldexp(1.0, c.initial_scale_power)) {
+    s.fail("min_loss_scale", cat("is ", c.min_scale, ", above the initial scale 2^", c.initial_scale_power, " = ",
+                                 std::ldexp(1.0, c.initial_scale_power), "; lower min_loss_scale or raise initial_scale_power"));
+  }
+  return c;
+}
+
 void read_precision(const Section& top, TrainConfig& c) {
   if (top.has("bf16") && top.has("bfloat16")) top.fail("bfloat16", "and bf16 are the same section; keep one");
+  c.fp16 = c.bf16 = false;
   for (const char* key : {"fp16", "bf16", "bfloat16"}) {
     if (!top.has(key)) continue;
     const bool is_fp16 = std::string(key) == "fp16";
-    const Section s = top.child(key, is_fp16 ? fp16_rules() : bf16_rules());
-    if (s.get_bool("enabled", false)) {
-      s.fail("enabled", "= true is known but not supported yet: mixed precision is on the roadmap, zero trains in fp32 for now; "
-                        "set enabled to false");
+    const nlohmann::json& block = top.at(key);
+    const bool enabled = block.is_object() && block.contains("enabled") && block["enabled"].is_boolean() && block["enabled"].get<bool>();
+    const Section s = top.child(key, allow_auto(is_fp16 ? fp16_rules(enabled) : bf16_rules(), {"enabled"}));
+    s.set_auto("enabled", false, cat("zero's default: fp32, as the Hugging Face Trainer leaves it without --", key == std::string("fp16") ? "fp16" : "bf16",
+                                     "; write true to train in ", key == std::string("fp16") ? "fp16" : "bf16"));
+    const bool on = s.get_bool("enabled", false);
+    if (is_fp16) {
+      c.fp16 = on;
+      if (on) c.loss_scaler = read_loss_scaler(s);
+    } else {
+      c.bf16 = on;
     }
   }
-  c.fp16 = c.bf16 = false;
+  if (c.fp16 && c.bf16) {
+    top.fail("fp16", "and bf16 are both enabled: choose one (bf16 needs no loss scaling; fp16 scales the loss)");
+  }
 }
 
-// What gradients are reduced in. Only fp32, which is what zero does, is accepted.
-void read_communication(const Section& top) {
-  if (!top.has("communication_data_type")) return;
-  const nlohmann::json& v = top.at("communication_data_type");
-  if (!v.is_string()) top.fail("communication_data_type", cat("must be a string or null, found ", describe_value(v)));
+const char* compute_type_name(const TrainConfig& c) { return c.fp16 ? "fp16" : c.bf16 ? "bf16" : "fp32"; }
+
+// A data type key (communication_data_type, data_types.grad_accum_dtype): one of DeepSpeed's
+// names, and (not supported yet otherwise) the type zero computes in, which it reduces and
+// accumulates in.
+void check_data_type(const Section& s, const std::string& key, const TrainConfig& c, const std::string& what) {
+  if (!s.has(key)) return;
+  const nlohmann::json& v = s.at(key);
+  if (!v.is_string()) s.fail(key, cat("must be a string or null, found ", describe_value(v)));
   const std::string t = v.get<std::string>();
-  if (t == "fp32") return;
-  if (t == "fp16" || t == "bf16") {
-    top.fail("communication_data_type", cat("= \"", t, "\" is known but not supported yet: zero reduces gradients in fp32; set \"fp32\" or remove it"));
+  if (t != "fp32" && t != "fp16" && t != "bf16") {
+    s.fail(key, cat("= \"", t, "\" is not a data type; DeepSpeed's are \"fp32\", \"fp16\" and \"bf16\""));
   }
-  top.fail("communication_data_type", cat("= \"", t, "\" is not a data type; DeepSpeed's are \"fp32\", \"fp16\" and \"bf16\""));
+  const std::string compute = compute_type_name(c);
+  if (t != compute) {
+    s.fail(key, cat("= \"", t, "\" is known but not supported yet: zero ", what, " in the training type (", compute,
+                    " here); set \"", compute, "\" or remove it"));
+  }
+}
+
+void read_communication(const Section& top, const TrainConfig& c) {
+  check_data_type(top, "communication_data_type", c, "reduces gradients and gathers parameters");
+  if (!top.has("data_types")) return;
+  const Section d = top.child("data_types", {{"grad_accum_dtype", Use::read, kAny, ""}});
+  check_data_type(d, "grad_accum_dtype", c, "accumulates gradients");
 }
 
 ModelSection read_model(const Section& top) {
@@ -501,7 +553,7 @@ TrainConfig parse_config(const nlohmann::json& j, int world_size, const ConfigOp
   attempt(log, [&] { c.scheduler = read_scheduler(top, ctx); });
   attempt(log, [&] { c.zero = read_zero(top, ctx); });
   attempt(log, [&] { read_precision(top, c); });
-  attempt(log, [&] { read_communication(top); });
+  attempt(log, [&] { read_communication(top, c); });
   attempt(log, [&] { read_disabled_sections(top); });
   attempt(log, [&] { read_predivide(top, world_size, c); });
   attempt(log, [&] { c.data = read_data(top, c.seed); });

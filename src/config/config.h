@@ -35,6 +35,7 @@
 
 #include "model/gpt_shape.h"
 #include "optim/adamw.h"
+#include "optim/loss_scaler.h"
 
 namespace zero {
 
@@ -138,8 +139,13 @@ struct TrainConfig {
   std::string device_memory;            // ours: device tier capacity ("80GiB"); empty: unlimited
   std::string host_memory;              // ours: host tier capacity per rank; empty: what the machine has
   double comm_timeout_seconds = 300;    // ours: a collective not done after this long fails (CommOptions::timeout)
-  bool bf16 = false;                    // always false for now: enabled=true is rejected
-  bool fp16 = false;                    // always false for now: enabled=true is rejected
+  // Mixed precision: bf16.enabled or fp16.enabled (at most one). Parameters, gradients and the
+  // collectives in that type; f32 master parameters and Adam moments. communication_data_type
+  // and data_types.grad_accum_dtype, when given, must name the same type (zero reduces and
+  // accumulates in the compute type).
+  bool bf16 = false;
+  bool fp16 = false;
+  LossScalerConfig loss_scaler;         // fp16: loss_scale (0 = dynamic), initial_scale_power, ...
 
   // Paths of keys present in the file that were accepted and ignored (no numerical effect), e.g.
   // "wall_clock_breakdown", "zero_optimization.round_robin_gradients", for the CLI to mention.

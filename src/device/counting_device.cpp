@@ -51,27 +51,30 @@ class CountingDevice final : public Device {
   bool computes() const override { return false; }
 
   void do_copy(Stream&, DeviceSpan, DeviceSpan) override {}
+  void convert(Stream&, DeviceSpan, DeviceSpan) override {}
   void fill(Stream&, DeviceSpan, float) override {}
   void add(Stream&, DeviceSpan, DeviceSpan) override {}
   void divide(Stream&, DeviceSpan, float) override {}
   void scale(Stream&, DeviceSpan, float) override {}
   double sum_squares(Stream&, DeviceSpan, double acc) override { return acc; }
-  void adam(Stream&, const AdamStep&, const std::vector<Segment>&, DeviceSpan, DeviceSpan, DeviceSpan, DeviceSpan) override {}
+  bool nonfinite(Stream&, DeviceSpan) override { return false; }
+  void adam(Stream&, const AdamStep&, const std::vector<Segment>&, DeviceSpan, DeviceSpan, DeviceSpan, DeviceSpan,
+            DeviceSpan) override {}
   void init(Stream&, const UnitPlace&, const std::vector<Segment>&, std::uint64_t, DeviceSpan) override {}
   void launch(Stream&, const std::function<void(const KernelMemory&)>&) override {}
-  std::span<float> transport(const DeviceSpan& x) override { return {static_cast<float*>(nullptr), x.size()}; }
+  void* transport(const DeviceSpan&) override { return nullptr; }
 
  protected:
   // Addresses that are never dereferenced but are distinct, so that views of different buffers
   // compare as different (DeviceSpan::same_as) exactly as they do on a computing device.
-  float* allocate(Tier, std::size_t bytes, bool) override {
+  void* allocate(Tier, std::size_t bytes, bool) override {
     const std::uintptr_t p = next_;
     next_ += (bytes + 63) / 64 * 64 + 64;
-    return reinterpret_cast<float*>(p);
+    return reinterpret_cast<void*>(p);
   }
-  void deallocate(Tier, float*, std::size_t) override {}
-  bool lock(Tier, float*, std::size_t) override { return true; }
-  void unlock(Tier, float*, std::size_t) override {}
+  void deallocate(Tier, void*, std::size_t) override {}
+  bool lock(Tier, void*, std::size_t) override { return true; }
+  void unlock(Tier, void*, std::size_t) override {}
 
  private:
   std::uintptr_t next_ = std::uintptr_t{1} << 40;  // the next address handed out; none is reused

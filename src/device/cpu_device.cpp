@@ -12,8 +12,7 @@
 #include "common/error.h"
 #include "common/trace.h"
 #include "device/device.h"
-#include "optim/cpu_adam.h"
-#include "partition/init.h"
+#include "device/host_ops.h"
 
 namespace zero {
 namespace {
@@ -33,98 +32,88 @@ class HostMemoryDevice : public Device, private KernelMemory {
       std::memcpy(at(dst), at(src), dst.bytes());
     });
   }
+  void convert(Stream& s, DeviceSpan dst, DeviceSpan src) override {
+    same_size(dst, src, "convert");
+    s.run([this, dst, src] { host_ops::convert(run_of(dst), run_of(src)); });
+  }
   void fill(Stream& s, DeviceSpan dst, float value) override {
-    s.run([this, dst, value] {
-      float* p = at(dst);
-      for (std::size_t i = 0; i < dst.size(); ++i) p[i] = value;
-    });
+    s.run([this, dst, value] { host_ops::fill(run_of(dst), value); });
   }
   void add(Stream& s, DeviceSpan dst, DeviceSpan src) override {
     same_size(dst, src, "add");
-    s.run([this, dst, src] {
-      float* d = at(dst);
-      const float* x = at(src);
-      for (std::size_t i = 0; i < dst.size(); ++i) d[i] = d[i] + x[i];
-    });
+    s.run([this, dst, src] { host_ops::add(run_of(dst), run_of(src)); });
   }
   void divide(Stream& s, DeviceSpan x, float d) override {
-    s.run([this, x, d] {
-      float* p = at(x);
-      for (std::size_t i = 0; i < x.size(); ++i) p[i] = p[i] / d;
-    });
+    s.run([this, x, d] { host_ops::divide(run_of(x), d); });
   }
   void scale(Stream& s, DeviceSpan x, float c) override {
-    s.run([this, x, c] {
-      float* p = at(x);
-      for (std::size_t i = 0; i < x.size(); ++i) p[i] = p[i] * c;
-    });
+    s.run([this, x, c] { host_ops::scale(run_of(x), c); });
   }
   double sum_squares(Stream& s, DeviceSpan x, double acc) override {
     double out = acc;
-    s.run([this, x, &out] {
-      const float* p = at(x);
-      for (std::size_t i = 0; i < x.size(); ++i) out += static_cast<double>(p[i]) * p[i];
-    });
+    s.run([this, x, &out] { out = host_ops::sum_squares(run_of(x), out); });
+    s.synchronize();
+    return out;
+  }
+  bool nonfinite(Stream& s, DeviceSpan x) override {
+    bool out = false;
+    s.run([this, x, &out] { out = host_ops::nonfinite(run_of(x)); });
     s.synchronize();
     return out;
   }
   void adam(Stream& s, const AdamStep& step, const std::vector<Segment>& segments, DeviceSpan p, DeviceSpan g,
-            DeviceSpan m, DeviceSpan v) override {
+            DeviceSpan m, DeviceSpan v, DeviceSpan copy) override {
     same_size(p, g, "adam");
     same_size(p, m, "adam");
     same_size(p, v, "adam");
-    s.run([this, step, segments, p, g, m, v] {
+    if (!copy.empty()) same_size(p, copy, "adam");
+    s.run([this, step, segments, p, g, m, v, copy] {
       TraceSpan span(p.tier() == Tier::kHost ? tracer() : nullptr, Lane::kOptimizer, "adam");
-      float *pp = at(p), *mp = at(m), *vp = at(v);
-      const float* gp = at(g);
-      for (const Segment& seg : segments) {
-        if (seg.param < 0) continue;
-        const std::size_t o = seg.offset, n = seg.numel;
-        ZERO_CHECK(o + n <= p.size(), "adam segment outside its span");
-        adam_step(step, seg.decay, {pp + o, n}, {gp + o, n}, {mp + o, n}, {vp + o, n});  // SIMD, bit-identical to the reference
-      }
+      host_ops::adam(step, segments, run_of(p), run_of(g), run_of(m), run_of(v), run_of(copy));
     });
   }
   void init(Stream& s, const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed,
             DeviceSpan out) override {
-    s.run([this, unit, segments, seed, out] { init_segments(unit, segments, seed, at(out)); });
+    s.run([this, unit, segments, seed, out] { host_ops::init(unit, segments, seed, run_of(out)); });
   }
   void launch(Stream& s, const std::function<void(const KernelMemory&)>& kernel) override {
     s.run([this, &kernel] { kernel(*this); });
     s.synchronize();  // the kernel is the caller's: it must have run before launch returns
   }
-  std::span<float> transport(const DeviceSpan& x) override { return {at(x), x.size()}; }
+  void* transport(const DeviceSpan& x) override { return at(x); }
 
  protected:
-  float* allocate(Tier tier, std::size_t bytes, bool zeroed) override {
+  void* allocate(Tier tier, std::size_t bytes, bool zeroed) override {
     const std::size_t rounded = (bytes + 63) / 64 * 64;
-    auto* p = static_cast<float*>(std::aligned_alloc(64, rounded));
+    void* p = std::aligned_alloc(64, rounded);
     if (p == nullptr) return nullptr;
     if (zeroed) std::memset(p, 0, rounded);
     return tag(tier, p);
   }
-  void deallocate(Tier tier, float* p, std::size_t) override { std::free(untag(tier, p)); }
-  bool lock(Tier tier, float* p, std::size_t bytes) override { return mlock(untag(tier, p), bytes) == 0; }
-  void unlock(Tier tier, float* p, std::size_t bytes) override { munlock(untag(tier, p), bytes); }
+  void deallocate(Tier tier, void* p, std::size_t) override { std::free(untag(tier, p)); }
+  bool lock(Tier tier, void* p, std::size_t bytes) override { return mlock(untag(tier, p), bytes) == 0; }
+  void unlock(Tier tier, void* p, std::size_t bytes) override { munlock(untag(tier, p), bytes); }
 
  private:
   static constexpr std::uintptr_t kTag = std::uintptr_t{1} << 62;
 
   static void same_size(const DeviceSpan& a, const DeviceSpan& b, const char* op) {
     ZERO_CHECK(a.size() == b.size(), op, " of spans of ", a.size(), " and ", b.size(), " elements");
-    ZERO_CHECK(a.dtype() == Dtype::kF32 && b.dtype() == Dtype::kF32, op, " on ", dtype_label(a.dtype()),
-               ": this device computes in f32 only");
   }
-  float* tag(Tier tier, float* p) const {
+  void* tag(Tier tier, void* p) const {
     if (!strict_ || tier != Tier::kDevice) return p;
-    return reinterpret_cast<float*>(reinterpret_cast<std::uintptr_t>(p) | kTag);
+    return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(p) | kTag);
   }
-  float* untag(Tier tier, float* p) const {
+  void* untag(Tier tier, void* p) const {
     if (!strict_ || tier != Tier::kDevice) return p;
-    return reinterpret_cast<float*>(reinterpret_cast<std::uintptr_t>(p) & ~kTag);
+    return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(p) & ~kTag);
   }
-  float* at(const DeviceSpan& s) const { return s.empty() ? nullptr : untag(s.tier(), raw(s)); }
-  float* address(const DeviceSpan& s) const override { return at(s); }
+  void* at(const DeviceSpan& s) const { return s.empty() ? nullptr : untag(s.tier(), raw(s)); }
+  host_ops::Run run_of(const DeviceSpan& s) const { return {at(s), s.size(), s.dtype()}; }
+  float* address(const DeviceSpan& s) const override {
+    ZERO_CHECK(s.empty() || s.dtype() == Dtype::kF32, "a kernel reads f32 memory, not ", dtype_label(s.dtype()));
+    return static_cast<float*>(at(s));
+  }
 
   bool strict_;
 };

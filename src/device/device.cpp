@@ -8,19 +8,9 @@
 
 namespace zero {
 
-std::size_t dtype_bytes(Dtype d) { return d == Dtype::kF32 ? 4 : 2; }
-
-const char* dtype_label(Dtype d) {
-  switch (d) {
-    case Dtype::kF32: return "f32";
-    case Dtype::kBf16: return "bf16";
-    default: return "f16";
-  }
-}
-
 DeviceSpan DeviceSpan::sub(std::size_t offset, std::size_t n) const {
   ZERO_CHECK(offset <= n_ && n <= n_ - offset, "span [", offset, ", +", n, ") outside a span of ", n_);
-  return {p_ == nullptr ? nullptr : p_ + offset, n, tier_, dtype_};
+  return {p_ == nullptr ? nullptr : static_cast<char*>(p_) + offset * dtype_bytes(dtype_), n, tier_, dtype_};
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
@@ -61,7 +51,7 @@ DeviceBuffer Device::alloc(Tier tier, Category category, std::size_t numel, cons
   if (numel == 0) return b;
   const std::size_t bytes = numel * dtype_bytes(dtype);
   ledger_.on_alloc(tier, category, bytes, what);
-  float* p = allocate(tier, bytes, zeroed);
+  void* p = allocate(tier, bytes, zeroed);
   if (p == nullptr && computes()) {
     ledger_.on_free(tier, category, bytes);
     throw OutOfMemoryError(cat("[memory] the system refused ", format_bytes(bytes), " of ", tier_name(tier), " memory for ", what));

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "common/dtype.h"
 #include "memory/ledger.h"
 #include "optim/adamw.h"
 #include "partition/layout.h"
@@ -38,11 +39,9 @@ class Device;
 class Tracer;
 enum class Lane : int;
 
-// Element types of engine memory. Only f32 is computed today; 16-bit types are counted (the
-// planner's mixed precision) and refused by every computing device.
-enum class Dtype : std::uint8_t { kF32, kBf16, kF16 };
-std::size_t dtype_bytes(Dtype d);
-const char* dtype_label(Dtype d);
+// Element types of engine memory (common/dtype.h): f32, bf16, f16. Every operation accepts
+// 16-bit spans where it says so: it widens each element to f32, computes in f32 and rounds the
+// result once (to nearest even), so an operation on a 16-bit span is the f32 operation rounded.
 
 // A view of engine memory: where it is, how many elements of which type. Not dereferenceable.
 class DeviceSpan {
@@ -60,8 +59,8 @@ class DeviceSpan {
  private:
   friend class Device;
   friend class DeviceBuffer;
-  DeviceSpan(float* p, std::size_t n, Tier tier, Dtype dtype) : p_(p), n_(n), tier_(tier), dtype_(dtype) {}
-  float* p_ = nullptr;  // the device's own address (a CPU device: host memory; strict: tagged)
+  DeviceSpan(void* p, std::size_t n, Tier tier, Dtype dtype) : p_(p), n_(n), tier_(tier), dtype_(dtype) {}
+  void* p_ = nullptr;  // the device's own address (a CPU device: host memory; strict: tagged)
   std::size_t n_ = 0;
   Tier tier_ = Tier::kDevice;
   Dtype dtype_ = Dtype::kF32;
@@ -84,6 +83,7 @@ class DeviceBuffer {
   std::size_t size() const { return span_.size(); }
   bool empty() const { return span_.empty(); }
   Tier tier() const { return span_.tier(); }
+  Dtype dtype() const { return span_.dtype(); }
 
  private:
   friend class Device;
@@ -107,7 +107,8 @@ class Stream {
   void synchronize() { record().wait(); }
 };
 
-// Memory a kernel may touch while it runs: the device's addresses of engine spans.
+// Memory a kernel may touch while it runs: the device's addresses of engine spans (f32 spans:
+// the CPU models compute in f32; the engine widens 16-bit parameters into f32 scratch first).
 class KernelMemory {
  public:
   virtual ~KernelMemory() = default;
@@ -138,25 +139,35 @@ class Device {
   Stream& host() { return *host_; }
 
   // ---- operations, each issued to a stream; spans may be of either tier ----
-  // dst = src. Copies between tiers are counted (link_bytes) when issued.
+  // dst = src, of one dtype. Copies between tiers are counted (link_bytes, in bytes) when issued.
   void copy(Stream& s, DeviceSpan dst, DeviceSpan src);
+  // dst[i] = src[i] in dst's dtype (widening exact, narrowing to nearest even); sizes equal.
+  virtual void convert(Stream& s, DeviceSpan dst, DeviceSpan src) = 0;
+  // Element-wise, on spans of any dtype (16-bit: widened, computed in f32, rounded once).
   virtual void fill(Stream& s, DeviceSpan dst, float value) = 0;                // dst[i] = value
-  virtual void add(Stream& s, DeviceSpan dst, DeviceSpan src) = 0;             // dst[i] = dst[i] + src[i]
+  virtual void add(Stream& s, DeviceSpan dst, DeviceSpan src) = 0;             // dst[i] = dst[i] + src[i] (src: dst's dtype or f32)
   virtual void divide(Stream& s, DeviceSpan x, float d) = 0;                    // x[i] = x[i] / d
   virtual void scale(Stream& s, DeviceSpan x, float c) = 0;                     // x[i] = x[i] * c
   // acc + sum of x[i]^2 in double, left to right; waits for the stream (its result is a number).
   virtual double sum_squares(Stream& s, DeviceSpan x, double acc) = 0;
-  // Adam over the elements `segments` describe (offsets into p, g, m, v); padding skipped.
+  // True if any element of x is an infinity or a NaN (fp16 loss scaling); waits for the stream.
+  virtual bool nonfinite(Stream& s, DeviceSpan x) = 0;
+  // Adam over the elements `segments` describe (offsets into p, g, m, v); padding skipped. p, m
+  // and v are f32 (p: the master parameters in mixed precision); g is f32 or 16-bit (widened).
+  // `copy`, if not empty, is a 16-bit span of p's size that receives the updated parameters,
+  // rounded, in the same pass (the CPU Adam's fused copy).
   virtual void adam(Stream& s, const AdamStep& step, const std::vector<Segment>& segments, DeviceSpan p, DeviceSpan g,
-                    DeviceSpan m, DeviceSpan v) = 0;
-  // Counter-based initial values of the elements of `unit` that `segments` describe; padding zero.
+                    DeviceSpan m, DeviceSpan v, DeviceSpan copy) = 0;
+  // Counter-based initial values of the elements of `unit` that `segments` describe; padding
+  // zero; rounded to out's dtype.
   virtual void init(Stream& s, const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed,
                     DeviceSpan out) = 0;
   // Runs a compute kernel (a model's forward or backward) with the memory it is given.
   virtual void launch(Stream& s, const std::function<void(const KernelMemory&)>& kernel) = 0;
-  // What a communicator reads and writes for span x: a CPU transport's view of it. Only for
-  // issuing collectives (engine/collectives.cpp); a counting device gives a span without memory.
-  virtual std::span<float> transport(const DeviceSpan& x) = 0;
+  // What a communicator reads and writes for span x: a CPU transport's address of it (x.size()
+  // elements of x.dtype()). Only for issuing collectives (engine/collectives.cpp) and reading
+  // host-tier results out; a counting device gives nullptr.
+  virtual void* transport(const DeviceSpan& x) = 0;
   // Bytes copied between the tiers so far (the host<->device link, e.g. PCIe), by direction.
   struct LinkBytes {
     std::uint64_t to_host = 0, to_device = 0;
@@ -171,13 +182,13 @@ class Device {
   // The backend's allocation: an address for `bytes` bytes of `tier` (zero-filled if asked), or
   // nullptr when the system refuses; and its release.
   virtual void do_copy(Stream& s, DeviceSpan dst, DeviceSpan src) = 0;
-  virtual float* allocate(Tier tier, std::size_t bytes, bool zeroed) = 0;
-  virtual void deallocate(Tier tier, float* p, std::size_t bytes) = 0;
-  virtual bool lock(Tier tier, float* p, std::size_t bytes) = 0;
-  virtual void unlock(Tier tier, float* p, std::size_t bytes) = 0;
+  virtual void* allocate(Tier tier, std::size_t bytes, bool zeroed) = 0;
+  virtual void deallocate(Tier tier, void* p, std::size_t bytes) = 0;
+  virtual bool lock(Tier tier, void* p, std::size_t bytes) = 0;
+  virtual void unlock(Tier tier, void* p, std::size_t bytes) = 0;
   // For implementations: a span's device address, and a span over an address.
-  static float* raw(const DeviceSpan& s) { return s.p_; }
-  static DeviceSpan make_span(float* p, std::size_t n, Tier t, Dtype d) { return {p, n, t, d}; }
+  static void* raw(const DeviceSpan& s) { return s.p_; }
+  static DeviceSpan make_span(void* p, std::size_t n, Tier t, Dtype d) { return {p, n, t, d}; }
 
  private:
   friend class DeviceBuffer;

@@ -7,6 +7,8 @@
 
 #include "memory/ledger.h"
 
+#include "common/error.h"
+
 namespace zero {
 namespace {
 
@@ -23,21 +25,28 @@ Collectives::Collectives(Communicator& comm, Device& device, std::size_t reduce_
     : comm_(comm), device_(device), reduce_segment_(per_rank(reduce_bucket, comm.size())),
       gather_segment_(per_rank(gather_bucket, comm.size())), predivide_(static_cast<float>(predivide)), overlap_(overlap) {}
 
+// The element type travels with the spans: 16-bit spans make 16-bit collectives (half the bytes
+// on the wire, each element summed in f32 in rank order and rounded once).
 Handle Collectives::reduce_scatter(const DeviceSpan& send, const DeviceSpan& recv) {
   if (predivide_ != 1.0f) device_.divide(device_.compute(), send, predivide_);
-  Handle h = comm_.reduce_scatter_async(device_.transport(send), device_.transport(recv), reduce_segment_);
-  return settle(reserve_scratch(Collective::kReduceScatter, recv.size(), reduce_segment_, std::move(h)));
+  ZERO_CHECK(send.dtype() == recv.dtype() && send.size() == recv.size() * static_cast<std::size_t>(size()),
+             "reduce_scatter of ", send.size(), " ", dtype_label(send.dtype()), " into ", recv.size(), " ", dtype_label(recv.dtype()));
+  Handle h = comm_.reduce_scatter_async(device_.transport(send), device_.transport(recv), recv.size(), recv.dtype(), reduce_segment_);
+  return settle(reserve_scratch(Collective::kReduceScatter, recv.size(), reduce_segment_, recv.dtype(), std::move(h)));
 }
 
 Handle Collectives::all_gather(const DeviceSpan& send, const DeviceSpan& recv) {
-  Handle h = comm_.all_gather_async(device_.transport(send), device_.transport(recv), gather_segment_);
-  return reserve_scratch(Collective::kAllGather, send.size(), gather_segment_, std::move(h));
+  ZERO_CHECK(send.dtype() == recv.dtype() && recv.size() == send.size() * static_cast<std::size_t>(size()),
+             "all_gather of ", send.size(), " ", dtype_label(send.dtype()), " into ", recv.size(), " ", dtype_label(recv.dtype()));
+  Handle h = comm_.all_gather_async(device_.transport(send), device_.transport(recv), send.size(), send.dtype(), gather_segment_);
+  return reserve_scratch(Collective::kAllGather, send.size(), gather_segment_, send.dtype(), std::move(h));
 }
 
 Handle Collectives::all_reduce(const DeviceSpan& data) {
   if (predivide_ != 1.0f) device_.divide(device_.compute(), data, predivide_);
-  Handle h = comm_.all_reduce_async(device_.transport(data), reduce_segment_);
-  return settle(reserve_scratch(Collective::kAllReduce, data.size() / static_cast<std::size_t>(comm_.size()), reduce_segment_, std::move(h)));
+  Handle h = comm_.all_reduce_async(device_.transport(data), data.size(), data.dtype(), reduce_segment_);
+  return settle(reserve_scratch(Collective::kAllReduce, data.size() / static_cast<std::size_t>(comm_.size()), reduce_segment_, data.dtype(),
+                         std::move(h)));
 }
 
 // The scratch of the outstanding collectives, held in the ledger as the largest of them.
@@ -71,9 +80,9 @@ Handle Collectives::settle(Handle reduction) const {
   return reduction;
 }
 
-Handle Collectives::reserve_scratch(Collective kind, std::size_t k, std::size_t segment, Handle issued) {
+Handle Collectives::reserve_scratch(Collective kind, std::size_t k, std::size_t segment, Dtype dtype, Handle issued) {
   if (device_.computes()) return issued;  // a running backend accounts its own scratch
-  const std::uint64_t bytes = comm_.scratch_bytes(kind, k, segment);
+  const std::uint64_t bytes = comm_.scratch_bytes(kind, k, segment, dtype);
   if (bytes == 0) return issued;
   if (!dry_) dry_ = std::make_shared<DryScratch>(device_.ledger());
   // Outstanding until the first wait; or until the last handle goes, if none ever waits.

@@ -41,7 +41,7 @@ class Collectives {
   // A reduction as issued, waited for at once without overlap.
   Handle settle(Handle reduction) const;
   // The dry run's reservation around `issued`: a collective of k elements per rank.
-  Handle reserve_scratch(Collective kind, std::size_t k, std::size_t segment, Handle issued);
+  Handle reserve_scratch(Collective kind, std::size_t k, std::size_t segment, Dtype dtype, Handle issued);
 
   class DryScratch;  // the dry run's outstanding scratch
 

@@ -45,6 +45,17 @@ void check_offload(const EngineConfig& config) {
   if (o.warmup_steps < 0) throw ConfigError(cat("[engine] delayed_update.warmup_steps must be >= 0, not ", o.warmup_steps));
 }
 
+void check_precision(const EngineConfig& config) {
+  const Precision& p = config.precision;
+  if (p.compute != Dtype::kF16) return;
+  check_loss_scaler(p.loss_scaler);
+  if (p.loss_scaler.dynamic() && config.offload.delayed_update) {
+    throw ConfigError("[engine] fp16 dynamic loss scaling with the delayed update is not supported yet (an overflow found at "
+                      "step t+1 would come after step t's update was applied): use bf16, a static fp16.loss_scale, or "
+                      "turn delayed_update off");
+  }
+}
+
 void check_config(const EngineConfig& config, const FlatLayout& layout) {
   check_stage(config.stage);
   check_offload(config);
@@ -52,6 +63,7 @@ void check_config(const EngineConfig& config, const FlatLayout& layout) {
   if (!(f > 0.0) || !std::isfinite(f) || f > 3.4e38) {
     throw ConfigError(cat("[engine] gradient_predivide_factor must be a positive, finite number, not ", f));
   }
+  check_precision(config);
   if (!(config.gradient_clipping >= 0.0f)) {
     throw ConfigError(cat("[engine] gradient_clipping must be >= 0 (0 turns it off), not ", config.gradient_clipping));
   }
@@ -127,13 +139,16 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   collectives_ = std::make_unique<Collectives>(comm_, *device_, config_.reduce_bucket_elements, config_.allgather_bucket_elements,
                                                config_.gradient_predivide_factor, config_.overlap_comm);
   // The placement: where the stage-3 parameter shard and the optimizer live.
-  if (config_.offload.optimizer) check_host_room(*device_, layout_.shard_numel(), config_.offload, ranks_on_this_node(comm_));
+  const Dtype dtype = config_.precision.compute;
+  if (config_.offload.optimizer) check_host_room(*device_, layout_.shard_numel(), config_.offload, ranks_on_this_node(comm_), dtype);
   const Tier shard_tier = config_.offload.params ? Tier::kHost : Tier::kDevice;
-  stage_ = make_stage(config_.stage, {layout_, *collectives_, *device_, config_.seed, shard_tier, config_.stage3});
+  stage_ = make_stage(config_.stage, {layout_, *collectives_, *device_, config_.seed, shard_tier, config_.stage3, dtype});
   OptimizerContext octx{layout_, *device_, stage_->optimizer_parts()};
   for (const OptimizerPart& p : octx.parts) octx.state_numel = std::max(octx.state_numel, p.offset + p.params.size());
   octx.sheds_gradients = stage_->sheds_gradients();
-  octx.clipping = config_.gradient_clipping > 0.0f;
+  if (dtype == Dtype::kF16) scaler_ = std::make_unique<LossScaler>(config_.precision.loss_scaler);
+  octx.adam_waits_for_step = config_.gradient_clipping > 0.0f || (scaler_ && scaler_->dynamic());
+  octx.dtype = dtype;
   octx.seed = config_.seed;
   octx.offload = config_.offload;
   octx.local_ranks = ranks_on_this_node(comm_);
@@ -163,9 +178,10 @@ float Engine::forward_backward(bool last) {
   }
   last_seen_ = last;
   comm_.set_context(cat("step ", step_ + 1, ", micro-batch ", micro_batches_ + 1));
+  optimizer_->set_loss_scale(loss_scale());
   stage_->begin_micro_batch(micro_batches_ == 0, last);
   optimizer_->begin_micro_batch(micro_batches_ == 0, last);
-  if (last) optimizer_->prepare(adam_step_scalars(config_.adam, step_ + 1));
+  if (last) optimizer_->prepare(adam_step_scalars(config_.adam, applied_ + 1));
   forward();
   backward();
   ++micro_batches_;
@@ -183,21 +199,44 @@ StepReport Engine::step() {
   micro_batches_ = 0;
   StepReport report;
   report.lr = config_.adam.lr;
-  if (config_.gradient_clipping > 0.0f || config_.report_grad_norm) report.grad_norm = global_grad_norm();
-  if (config_.gradient_clipping > 0.0f) {
-    // DeepSpeed's rule: scale by max_norm / (norm + 1e-6) when that is below one.
-    const double coef = config_.gradient_clipping / (report.grad_norm + 1e-6);
-    if (coef < 1.0) {
-      optimizer_->scale(static_cast<float>(coef));
-      report.clipped = true;
-    }
+  report.loss_scale = loss_scale();
+  ++step_;
+  if (scaler_ && scaler_->dynamic()) {
+    report.skipped = any_rank_overflowed();
+    scaler_->update(report.skipped);  // TrainingError when the scale is at its minimum and still overflows
   }
-  optimizer_->step(adam_step_scalars(config_.adam, ++step_));
-  stage_->gather_parameters();
+  if (report.skipped) {  // DeepSpeed's rule: no update, no Adam step; the parameters stay as they are
+    ++skipped_;
+  } else {
+    if (config_.gradient_clipping > 0.0f || config_.report_grad_norm) report.grad_norm = global_grad_norm();
+    if (config_.gradient_clipping > 0.0f) {
+      // DeepSpeed's rule: scale by max_norm / (norm + 1e-6) when that is below one.
+      const double coef = config_.gradient_clipping / (report.grad_norm + 1e-6);
+      if (coef < 1.0) {
+        optimizer_->scale(static_cast<float>(coef));
+        report.clipped = true;
+      }
+    }
+    optimizer_->step(adam_step_scalars(config_.adam, ++applied_));
+    stage_->gather_parameters();
+  }
   last_traffic_ = comm_.traffic() - step_start_traffic_;
   last_to_host_ = device_->link_bytes().to_host - step_start_to_host_;
   last_to_device_ = device_->link_bytes().to_device - step_start_to_device_;
   return report;
+}
+
+float Engine::loss_scale() const { return scaler_ ? scaler_->scale() : 1.0f; }
+
+// fp16: each rank checks its slices of the reduced gradients for inf and NaN; one byte per rank
+// gathered, so every rank sees the same answer and skips (or not) together.
+bool Engine::any_rank_overflowed() {
+  const std::uint8_t mine = optimizer_->nonfinite() ? 1 : 0;
+  std::vector<std::uint8_t> all(comm_.size());
+  comm_.all_gather_bytes(&mine, 1, all.data());
+  for (std::uint8_t f : all)
+    if (f != 0) return true;
+  return false;
 }
 
 // The norm of the whole reduced gradient: each rank sums the squares of its slices in double,

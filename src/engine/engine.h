@@ -17,15 +17,19 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "common/dtype.h"
 #include "engine/module.h"
 #include "memory/ledger.h"
 #include "optim/adamw.h"
+#include "optim/loss_scaler.h"
 #include "partition/layout.h"
 
 namespace zero {
 
 class Collectives;
 class Device;
+class DeviceSpan;
+class LossScaler;
 class ShardOptimizer;
 class Stage;
 class Tracer;
@@ -62,6 +66,16 @@ struct Stage3Options {
   std::int64_t max_reuse_distance = 0;
 };
 
+// Mixed precision (DeepSpeed's bf16 and fp16 sections). `compute` is the dtype of the parameters
+// the stages hold and the model reads, of the gradients, and of the collectives; with a 16-bit
+// compute dtype the optimizer keeps f32 master parameters beside Adam's f32 moments (K = 12) and
+// writes the 16-bit parameters from them in the same pass. fp16 scales the loss (loss_scaler).
+struct Precision {
+  Dtype compute = Dtype::kF32;
+  LossScalerConfig loss_scaler;  // fp16 only
+  bool mixed() const { return compute != Dtype::kF32; }
+};
+
 struct EngineConfig {
   int stage = 0;            // ZeRO stage: 0 (DDP), 1, 2 or 3
   AdamConfig adam;
@@ -73,6 +87,7 @@ struct EngineConfig {
   double gradient_predivide_factor = 1.0;
   bool report_grad_norm = false;   // compute the global norm every step even without clipping
   OffloadOptions offload;
+  Precision precision;
   // DeepSpeed's reduce_bucket_size and allgather_bucket_size: at most this many elements (all
   // ranks' together) in one piece of a gradient reduction or a parameter gather. A unit larger
   // than a bucket moves in bucket-sized pieces, which bounds the communication scratch by the
@@ -94,6 +109,8 @@ struct StepReport {
   float lr = 0.0f;
   double grad_norm = -1.0;  // global norm before clipping; -1 when not computed
   bool clipped = false;
+  bool skipped = false;      // fp16: a gradient overflowed on some rank; no rank updated
+  float loss_scale = 1.0f;   // the scale this step's loss was multiplied by (1 unless fp16)
 };
 
 class Engine {
@@ -129,6 +146,9 @@ class Engine {
   const FlatLayout& layout() const { return layout_; }
   const EngineConfig& config() const { return config_; }
   std::int64_t steps_done() const { return step_; }
+  // fp16: optimizer steps skipped because a gradient overflowed, and the scale of the next step.
+  std::int64_t skipped_steps() const { return skipped_; }
+  float loss_scale() const;
   // Bytes moved by the last optimizer step (all its micro-batches), by kind of collective.
   const Traffic& last_step_traffic() const { return last_traffic_; }
   // Bytes the last optimizer step copied between the host and device tiers (offload), issued by
@@ -140,7 +160,9 @@ class Engine {
   void forward();
   void backward();
   double global_grad_norm();
+  bool any_rank_overflowed();
   void run_unit(int u, bool backward);
+  void run_kernel(int u, bool backward, const std::vector<DeviceSpan>& params, const std::vector<DeviceSpan>& grads);
 
   EngineConfig config_;
   Module& module_;
@@ -150,7 +172,10 @@ class Engine {
   std::unique_ptr<Collectives> collectives_;
   std::unique_ptr<Stage> stage_;
   std::unique_ptr<ShardOptimizer> optimizer_;
+  std::unique_ptr<LossScaler> scaler_;  // fp16 only
   std::int64_t step_ = 0;
+  std::int64_t applied_ = 0;  // steps whose update was applied (Adam's step count)
+  std::int64_t skipped_ = 0;
   int micro_batches_ = 0;  // since the last optimizer step
   bool last_seen_ = false;  // forward_backward(true) ran since the last optimizer step
   Traffic step_start_traffic_;

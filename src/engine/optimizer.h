@@ -20,8 +20,9 @@ namespace zero {
 // What this rank's optimizer updates of one unit.
 struct OptimizerPart {
   int unit = -1;
-  DeviceSpan params;              // the parameters it updates: device tier, or host tier when the
-                                  // host copy is the only one (offload_param)
+  DeviceSpan params;              // the parameters it updates (compute dtype): device tier, or host
+                                  // tier when the host copy is the only one (offload_param). 16-bit
+                                  // parameters are written from an f32 master the optimizer keeps.
   std::vector<Segment> segments;  // of params: which elements are which parameter, and padding
   std::size_t offset = 0;         // of this part in the optimizer's state (m, v, gradients)
   std::size_t norm_begin = 0;     // this rank's slice within the part, for the gradient norm:
@@ -34,7 +35,10 @@ struct OptimizerContext {
   std::vector<OptimizerPart> parts;
   std::size_t state_numel = 0;   // elements of m, v and the gradient state: the parts laid end to end
   bool sheds_gradients = false;  // the stage reduces every micro-batch into reduce_target()'s spans
-  bool clipping = false;         // gradients are scaled after the global norm: Adam waits for it
+  // Adam must wait for the step (clipping scales the gradients by the global norm; fp16 loss
+  // scaling may skip the step): the host optimizer does not start Adam during backward.
+  bool adam_waits_for_step = false;
+  Dtype dtype = Dtype::kF32;     // of the parameters and gradients (Precision::compute)
   std::uint64_t seed = 0;
   OffloadOptions offload;
   int local_ranks = 1;           // ranks sharing this node's host memory
@@ -52,12 +56,16 @@ class ShardOptimizer {
   // Unit u's reduced gradient (this rank's part) is written to `region` by `done`: a span from
   // reduce_target, or the stage's own (stages that keep their gradients reduce in place).
   virtual void reduced(int u, const DeviceSpan& region, const Handle& done) = 0;
-  // Every reduced gradient has landed, averaged over N * micro-batches (averaging_divisor).
+  // Every reduced gradient has landed, averaged over N * micro-batches (gradient_divisor).
   virtual void finish() = 0;
 
   // The gradient norm's partial sum over this rank's slices; clipping.
   virtual double sum_squares() = 0;
   virtual void scale(float c) = 0;
+  // True if any reduced gradient of this rank's slices is inf or NaN (fp16 loss scaling).
+  virtual bool nonfinite() = 0;
+  // The loss scale of the coming step: reduced gradients are divided by it with the average.
+  void set_loss_scale(float s) { loss_scale_ = s; }
 
   // The coming step's scalars, given before its last micro-batch (offload starts Adam on each
   // unit as its gradient lands).
@@ -66,17 +74,26 @@ class ShardOptimizer {
   // Completes work still in flight (the delayed update). True if it changed the parameters the
   // stage holds (they must be gathered again).
   virtual bool synchronize() { return false; }
+
+ protected:
+  // The one division of the reduced gradients at the step's last micro-batch: the average over
+  // N ranks and `micro_batches`, with the loss scale. 1 means none.
+  // What the summed gradients are divided by at the step's last micro-batch: N * micro-batches,
+  // less the predivide the reductions' inputs already had, times the loss scale. 1: nothing to do.
+  float gradient_divisor(int ranks, int micro_batches, double predivide) const {
+    return static_cast<float>(static_cast<double>(ranks) * micro_batches / predivide) * loss_scale_;
+  }
+  float loss_scale_ = 1.0f;
 };
 
-// What the summed gradients are divided by at the step's last micro-batch: N * micro-batches,
-// less the predivide the reductions' inputs already had. 1: nothing to do.
-inline float averaging_divisor(const OptimizerContext& ctx, int micro_batches) {
-  return static_cast<float>(static_cast<double>(ctx.layout.world_size()) * micro_batches / ctx.predivide);
-}
+
+// Where the f32 master parameters live in the ledger: in mixed precision they are optimizer
+// state (the paper's K = 12 counts them); in f32 offload's host copy is a parameter copy.
+Category master_category(Dtype compute);
 
 // Throws OutOfMemoryError when this node's host memory cannot hold the offloaded state of
 // `state_numel` elements per rank: called before anything is allocated.
-void check_host_room(Device& device, std::size_t state_numel, const OffloadOptions& offload, int local_ranks);
+void check_host_room(Device& device, std::size_t state_numel, const OffloadOptions& offload, int local_ranks, Dtype compute);
 
 // The placement: offload.optimizer picks the host.
 std::unique_ptr<ShardOptimizer> make_optimizer(const OptimizerContext& ctx);

@@ -6,6 +6,10 @@
 // gradient shard; later micro-batches into a transient slice that is added to the shard once
 // its reduction completes (in micro-batch order, so every stage adds the same numbers in the
 // same order). One shed reduction is in flight at a time, bounding the transient slices to one.
+//
+// Mixed precision: the parts' parameters and the reduced gradients are 16-bit; the optimizer
+// keeps the f32 master parameters of its parts (optimizer state, with m and v: K = 12) and Adam
+// writes the 16-bit parameters from them in the same pass.
 #include <deque>
 
 #include "common/error.h"
@@ -23,8 +27,12 @@ class DeviceOptimizer final : public ShardOptimizer {
         v_(dev_.alloc(Tier::kDevice, Category::kOptimizerState, ctx.state_numel, "Adam second moment")),
         grads_(ctx.layout.num_units()) {
     if (ctx.sheds_gradients) {
-      shard_ = dev_.alloc(Tier::kDevice, Category::kGradients, ctx.state_numel, "gradient shard");
+      shard_ = dev_.alloc(Tier::kDevice, Category::kGradients, ctx.state_numel, "gradient shard", ctx.dtype);
       for (const OptimizerPart& p : ctx_.parts) grads_[p.unit] = slot(shard_, p);
+    }
+    if (ctx.dtype != Dtype::kF32) {  // counter-based init: the master holds what the 16-bit copy rounds
+      master_ = dev_.alloc(Tier::kDevice, master_category(ctx.dtype), ctx.state_numel, "fp32 master parameters");
+      for (const OptimizerPart& p : ctx_.parts) dev_.init(dev_.compute(), ctx.layout.unit(p.unit), p.segments, ctx.seed, slot(master_, p));
     }
   }
 
@@ -50,13 +58,13 @@ class DeviceOptimizer final : public ShardOptimizer {
       reduced_[u] = true;
       return slot(shard_, p);
     }
-    transient_ = dev_.alloc(Tier::kDevice, Category::kCommBuffers, p.params.size(), "reduced gradient slice");
+    transient_ = dev_.alloc(Tier::kDevice, Category::kCommBuffers, p.params.size(), "reduced gradient slice", ctx_.dtype);
     return transient_.span();
   }
 
   void reduced(int u, const DeviceSpan& region, const Handle& done) override {
     if (!ctx_.sheds_gradients) grads_[u] = region;
-    pending_.push_back({u, region, done, boundary_ ? averaging_divisor(ctx_, micro_batches_) : 1.0f});
+    pending_.push_back({u, region, done, boundary_ ? gradient_divisor(ctx_.layout.world_size(), micro_batches_, ctx_.predivide) : 1.0f});
   }
 
   void finish() override { land_all(); }
@@ -71,11 +79,19 @@ class DeviceOptimizer final : public ShardOptimizer {
     for (const OptimizerPart& p : ctx_.parts) dev_.scale(dev_.compute(), grads_[p.unit], c);
   }
 
+  bool nonfinite() override {
+    bool any = false;
+    for (const OptimizerPart& p : ctx_.parts) any = dev_.nonfinite(dev_.compute(), grads_[p.unit].sub(p.norm_begin, p.norm_numel)) || any;
+    return any;
+  }
+
   void prepare(const AdamStep&) override {}
 
   void step(const AdamStep& s) override {
-    for (const OptimizerPart& p : ctx_.parts)
-      dev_.adam(dev_.compute(), s, p.segments, p.params, grads_[p.unit], slot(m_, p), slot(v_, p));
+    for (const OptimizerPart& p : ctx_.parts) {
+      if (master_.empty()) dev_.adam(dev_.compute(), s, p.segments, p.params, grads_[p.unit], slot(m_, p), slot(v_, p), {});
+      else dev_.adam(dev_.compute(), s, p.segments, slot(master_, p), grads_[p.unit], slot(m_, p), slot(v_, p), p.params);
+    }
   }
 
  private:
@@ -83,7 +99,7 @@ class DeviceOptimizer final : public ShardOptimizer {
     int unit;
     DeviceSpan region;
     Handle done;
-    float divisor;  // averaging_divisor at the step's last micro-batch; 1 before it
+    float divisor;  // N * micro-batches / predivide * loss scale at the step's last micro-batch; 1 before it
   };
 
   const OptimizerPart& part(int u) const { return ctx_.parts.at(u); }  // one part per unit, in unit order
@@ -107,8 +123,9 @@ class DeviceOptimizer final : public ShardOptimizer {
   OptimizerContext ctx_;
   Device& dev_;
   DeviceBuffer m_, v_;                // (state_numel) f32, device tier, optimizer state
-  DeviceBuffer shard_;                // (state_numel) f32, device tier: reduced gradients (shedding stages)
-  DeviceBuffer transient_;            // (part) f32, device tier, comm: a later micro-batch's reduced slice
+  DeviceBuffer master_;               // (state_numel) f32, device tier, optimizer state: mixed precision only
+  DeviceBuffer shard_;                // (state_numel) compute dtype, device tier: reduced gradients (shedding stages)
+  DeviceBuffer transient_;            // (part) compute dtype, device tier, comm: a later micro-batch's reduced slice
   std::vector<DeviceSpan> grads_;     // (num_units) where each part's reduced gradient is
   std::deque<Pending> pending_;
   std::vector<bool> reduced_;         // (num_units) reduced at least once this step
@@ -117,6 +134,8 @@ class DeviceOptimizer final : public ShardOptimizer {
 };
 
 }  // namespace
+
+Category master_category(Dtype compute) { return compute == Dtype::kF32 ? Category::kParameters : Category::kOptimizerState; }
 
 std::unique_ptr<ShardOptimizer> make_device_optimizer(const OptimizerContext& ctx) { return std::make_unique<DeviceOptimizer>(ctx); }
 

@@ -11,6 +11,12 @@
 // A part whose parameters are in the host tier (stage 3 with offload_param) is its own master:
 // Adam updates it in place and nothing is copied back.
 //
+// Mixed precision: the host gradient shard is 16-bit like the device's (so every element sees
+// the same operations as without offload, and the weights stay bit-identical), the master is a
+// separate f32 buffer for every part, and Adam writes the 16-bit parameters in the same pass
+// (its fused copy): into the host-tier shard with offload_param, else into a host 16-bit copy
+// that is then copied to the device, 2 bytes per parameter over the link instead of 4.
+//
 // The delayed update (DPU): after the warm-up steps, step t's Adam is queued on the host stream
 // and the step returns; step t+1's forward and backward run with the parameters from before step
 // t's update. At step t+1's optimizer phase the result is copied back (the stage then gathers
@@ -41,10 +47,12 @@ std::uint64_t host_available_bytes() {
 }  // namespace
 
 // Refuses, before anything is allocated, host state that this node cannot hold.
-void check_host_room(Device& dev, std::size_t state_numel, const OffloadOptions& offload, int local_ranks) {
-  // m, v; the fp32 master (or, with offload_param, the stage's host parameter shard); gradients
-  const std::uint64_t buffers = 2 + 1 + (offload.delayed_update ? 2 : 1);
-  const std::uint64_t per_rank = state_numel * sizeof(float) * buffers;
+void check_host_room(Device& dev, std::size_t state_numel, const OffloadOptions& offload, int local_ranks, Dtype compute) {
+  // m, v; the fp32 master (or, with offload_param, the stage's host parameter shard); gradients;
+  // in mixed precision the 16-bit parameters too
+  const std::uint64_t grads = (offload.delayed_update ? 2 : 1) * dtype_bytes(compute);
+  const std::uint64_t per_element = 3 * sizeof(float) + grads + (compute == Dtype::kF32 ? 0 : dtype_bytes(compute));
+  const std::uint64_t per_rank = state_numel * per_element;
   const int local = std::max(1, local_ranks);
   const std::uint64_t available = dev.computes() ? host_available_bytes() : 0;
   const auto cap = dev.ledger().capacity(Tier::kHost);
@@ -63,12 +71,13 @@ class HostOptimizer final : public ShardOptimizer {
   explicit HostOptimizer(const OptimizerContext& ctx)
       : ctx_(ctx), dev_(ctx.device), grad_buffers_(ctx.offload.delayed_update ? 2 : 1) {
     const std::size_t n = ctx.state_numel;
-    if (has_device_params()) master_ = host_buffer(Category::kParameters, n, "fp32 master parameter shard");
-    m_ = host_buffer(Category::kOptimizerState, n, "Adam first moment shard");
-    v_ = host_buffer(Category::kOptimizerState, n, "Adam second moment shard");
-    for (int i = 0; i < grad_buffers_; ++i) grads_[i] = host_buffer(Category::kGradients, n, "gradient shard");
+    if (needs_master()) master_ = host_buffer(master_category(ctx.dtype), n, "fp32 master parameter shard", Dtype::kF32);
+    if (mixed() && has_device_params()) copy_ = host_buffer(Category::kParameters, n, "16-bit parameters for the device", ctx.dtype);
+    m_ = host_buffer(Category::kOptimizerState, n, "Adam first moment shard", Dtype::kF32);
+    v_ = host_buffer(Category::kOptimizerState, n, "Adam second moment shard", Dtype::kF32);
+    for (int i = 0; i < grad_buffers_; ++i) grads_[i] = host_buffer(Category::kGradients, n, "gradient shard", ctx.dtype);
     for (const OptimizerPart& p : ctx_.parts) {
-      if (!on_device(p)) continue;
+      if (!own_master(p)) continue;
       const UnitPlace& unit = ctx.layout.unit(p.unit);
       dev_.init(dev_.compute(), unit, p.segments, ctx.seed, master(p));
     }
@@ -90,7 +99,7 @@ class HostOptimizer final : public ShardOptimizer {
   DeviceSpan reduce_target(int u) override {
     retire();  // one reduction in flight: its slice is freed once landed
     Pending& p = pending_.emplace_back();
-    p.slice = dev_.alloc(Tier::kDevice, Category::kCommBuffers, ctx_.parts.at(u).params.size(), "reduced gradient slice");
+    p.slice = dev_.alloc(Tier::kDevice, Category::kCommBuffers, ctx_.parts.at(u).params.size(), "reduced gradient slice", ctx_.dtype);
     return p.slice.span();
   }
 
@@ -105,12 +114,13 @@ class HostOptimizer final : public ShardOptimizer {
       dev_.copy(copies, g, region);
       landed_[u] = true;
     } else {  // later micro-batches add, in micro-batch order, through one host staging slice
-      if (staging_.empty()) staging_ = dev_.alloc(Tier::kHost, Category::kCommBuffers, largest_part(), "reduced gradient slice on the host");
+      if (staging_.empty()) staging_ = dev_.alloc(Tier::kHost, Category::kCommBuffers, largest_part(), "reduced gradient slice on the host", ctx_.dtype);
       const DeviceSpan staged = staging_.sub(0, region.size());
       dev_.copy(copies, staged, region);
       dev_.add(copies, g, staged);
     }
-    if (boundary_ && averaging_divisor(ctx_, micro_batches_) != 1.0f) dev_.divide(copies, g, averaging_divisor(ctx_, micro_batches_));
+    const float divisor = gradient_divisor(ctx_.layout.world_size(), micro_batches_, ctx_.predivide);
+    if (boundary_ && divisor != 1.0f) dev_.divide(copies, g, divisor);
     p.landed = copies.record();
     if (boundary_ && adam_during_backward()) {
       adam_on_current_ = true;
@@ -134,6 +144,12 @@ class HostOptimizer final : public ShardOptimizer {
     // Adam queued during backward reads this buffer; a delayed step's Adam reads the other one.
     ZERO_CHECK(!adam_on_current_, "gradients scaled after Adam started on them");
     dev_.scale(dev_.compute(), grads_[current_].span(), c);
+  }
+
+  bool nonfinite() override {
+    bool any = false;
+    for (const OptimizerPart& p : ctx_.parts) any = dev_.nonfinite(dev_.compute(), grad(current_, p).sub(p.norm_begin, p.norm_numel)) || any;
+    return any;
   }
 
   void prepare(const AdamStep& s) override { next_step_ = s; }
@@ -173,7 +189,7 @@ class HostOptimizer final : public ShardOptimizer {
 
  private:
   struct Pending {
-    DeviceBuffer slice;  // (part) f32, device tier, comm: the reduced slice on its way to the host
+    DeviceBuffer slice;  // (part) compute dtype, device tier, comm: the reduced slice on its way to the host
     Handle landed;
   };
 
@@ -185,14 +201,30 @@ class HostOptimizer final : public ShardOptimizer {
   }
 
   bool delayed(std::int64_t step) const { return ctx_.offload.delayed_update && step > ctx_.offload.warmup_steps; }
-  bool adam_during_backward() const { return !ctx_.clipping && !delayed(steps_ + 1) && next_step_.has_value(); }
+  bool adam_during_backward() const { return !ctx_.adam_waits_for_step && !delayed(steps_ + 1) && next_step_.has_value(); }
+  bool mixed() const { return ctx_.dtype != Dtype::kF32; }
   static bool on_device(const OptimizerPart& p) { return p.params.tier() == Tier::kDevice; }
+  // A part needs a master of its own unless its parameters are f32 on the host (offload_param).
+  bool own_master(const OptimizerPart& p) const { return mixed() || on_device(p); }
   bool has_device_params() const {
     for (const OptimizerPart& p : ctx_.parts)
       if (on_device(p)) return true;
     return false;
   }
-  DeviceSpan master(const OptimizerPart& p) const { return on_device(p) ? master_.sub(p.offset, p.params.size()) : p.params; }
+  bool needs_master() const {
+    for (const OptimizerPart& p : ctx_.parts)
+      if (own_master(p)) return true;
+    return false;
+  }
+  DeviceSpan master(const OptimizerPart& p) const { return own_master(p) ? master_.sub(p.offset, p.params.size()) : p.params; }
+  // Mixed precision: where Adam's fused copy writes the part's 16-bit parameters (the host-tier
+  // shard itself, or the host copy bound for the device); empty in f32.
+  DeviceSpan fused_copy(const OptimizerPart& p) const {
+    if (!mixed()) return {};
+    return on_device(p) ? copy_.sub(p.offset, p.params.size()) : p.params;
+  }
+  // What is copied to a device part's parameters after Adam.
+  DeviceSpan device_source(const OptimizerPart& p) const { return mixed() ? fused_copy(p) : master(p); }
   std::size_t largest_part() const {
     std::size_t n = 0;
     for (const OptimizerPart& p : ctx_.parts) n = std::max(n, p.params.size());
@@ -200,11 +232,11 @@ class HostOptimizer final : public ShardOptimizer {
   }
   DeviceSpan grad(int buffer, const OptimizerPart& p) const { return grads_[buffer].sub(p.offset, p.params.size()); }
 
-  DeviceBuffer host_buffer(Category c, std::size_t n, const std::string& what) {
-    DeviceBuffer b = dev_.alloc(Tier::kHost, c, n, what);
+  DeviceBuffer host_buffer(Category c, std::size_t n, const std::string& what, Dtype dtype) {
+    DeviceBuffer b = dev_.alloc(Tier::kHost, c, n, what, dtype);
     if (ctx_.offload.pin_memory && !dev_.pin(b) && !pin_warned_) {
       std::fprintf(stderr, "zero: [offload] pin_memory: cannot page-lock %s of host memory (%s); using pageable memory\n",
-                   format_bytes(n * sizeof(float)).c_str(), std::strerror(errno));
+                   format_bytes(n * dtype_bytes(dtype)).c_str(), std::strerror(errno));
       pin_warned_ = true;
     }
     return b;
@@ -213,14 +245,15 @@ class HostOptimizer final : public ShardOptimizer {
   // On the host stream: Adam over one part, then (unless delayed) its parameters to the device.
   void update(const OptimizerPart& p, const AdamStep& s, int buffer, bool copy_back) {
     Stream& host = dev_.host();
-    dev_.adam(host, s, p.segments, master(p), grad(buffer, p), m_.sub(p.offset, p.params.size()), v_.sub(p.offset, p.params.size()));
-    if (copy_back && on_device(p)) dev_.copy(host, p.params, master(p));
+    dev_.adam(host, s, p.segments, master(p), grad(buffer, p), m_.sub(p.offset, p.params.size()), v_.sub(p.offset, p.params.size()),
+              fused_copy(p));
+    if (copy_back && on_device(p)) dev_.copy(host, p.params, device_source(p));
     adam_queued_ = true;
   }
 
   void copy_all_to_device() {
     for (const OptimizerPart& p : ctx_.parts)
-      if (on_device(p)) dev_.copy(dev_.copies(), p.params, master(p));
+      if (on_device(p)) dev_.copy(dev_.copies(), p.params, device_source(p));
     dev_.copies().synchronize();
   }
 
@@ -242,11 +275,12 @@ class HostOptimizer final : public ShardOptimizer {
   OptimizerContext ctx_;
   Device& dev_;
   int grad_buffers_;         // 2 with the delayed update
-  DeviceBuffer master_;      // (state_numel) f32, host tier: fp32 master parameters of device parts
+  DeviceBuffer master_;      // (state_numel) f32, host tier: fp32 master parameters of the parts that need one
+  DeviceBuffer copy_;        // (state_numel) compute dtype, host tier: mixed precision, the 16-bit parameters bound for the device
   DeviceBuffer m_, v_;       // (state_numel) f32, host tier: Adam's moments
-  DeviceBuffer grads_[2];    // (state_numel) f32, host tier: reduced gradients (two with the DPU)
+  DeviceBuffer grads_[2];    // (state_numel) compute dtype, host tier: reduced gradients (two with the DPU)
   int current_ = 0;          // the gradient buffer this step fills
-  DeviceBuffer staging_;     // (largest part) f32, host tier, comm: a later micro-batch's slice, before it is added
+  DeviceBuffer staging_;     // (largest part) compute dtype, host tier, comm: a later micro-batch's slice, before it is added
   std::deque<Pending> pending_;
   std::vector<bool> landed_;  // (num_units) reduced at least once this step
   int micro_batches_ = 0;

@@ -37,6 +37,12 @@ class UnitsInUse {
 }  // namespace
 
 // Runs unit u's forward or backward on the compute stream, with the views of the units it reads.
+//
+// Mixed precision: the CPU models compute in f32, so a 16-bit unit is widened into f32 compute
+// scratch (category activations) for the kernel, and backward's gradients are computed into
+// zeroed f32 scratch, multiplied by the loss scale (fp16; the same as scaling the loss, since the
+// scale is a power of two and backward is linear in it), and added into the 16-bit gradient
+// accumulator with one rounding. Parameters and gradients stay 16-bit between kernels.
 void Engine::run_unit(int u, bool backward) {
   const std::vector<int> read = layout_.units_read_by(u);
   std::vector<DeviceSpan> params, grads;
@@ -44,6 +50,35 @@ void Engine::run_unit(int u, bool backward) {
     params.push_back(stage_->params(v));
     grads.push_back(backward ? stage_->grads(v) : DeviceSpan());
   }
+  if (!config_.precision.mixed()) {
+    run_kernel(u, backward, params, grads);
+    return;
+  }
+  Device& dev = *device_;
+  std::vector<DeviceBuffer> scratch;  // f32 copies: params of each read unit, then (backward) their gradients
+  std::vector<DeviceSpan> wide_params, wide_grads;
+  for (std::size_t i = 0; i < read.size(); ++i) {
+    scratch.push_back(dev.alloc(Tier::kDevice, Category::kActivations, params[i].size(), "f32 parameters for compute", Dtype::kF32, false));
+    dev.convert(dev.compute(), scratch.back().span(), params[i]);
+    wide_params.push_back(scratch.back().span());
+    if (backward) {
+      scratch.push_back(dev.alloc(Tier::kDevice, Category::kActivations, grads[i].size(), "f32 gradients for compute"));
+      wide_grads.push_back(scratch.back().span());
+    } else {
+      wide_grads.emplace_back();
+    }
+  }
+  run_kernel(u, backward, wide_params, wide_grads);
+  if (!backward) return;
+  const float scale = loss_scale();
+  for (std::size_t i = 0; i < read.size(); ++i) {
+    if (scale != 1.0f) dev.scale(dev.compute(), wide_grads[i], scale);
+    dev.add(dev.compute(), grads[i], wide_grads[i]);
+  }
+}
+
+void Engine::run_kernel(int u, bool backward, const std::vector<DeviceSpan>& params, const std::vector<DeviceSpan>& grads) {
+  const std::vector<int> read = layout_.units_read_by(u);
   TraceSpan span(config_.tracer, Lane::kCompute, cat(backward ? "backward " : "forward ", layout_.unit(u).name));
   device_->launch(device_->compute(), [&](const KernelMemory& mem) {
     UnitViews views(layout_);

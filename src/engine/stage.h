@@ -25,6 +25,7 @@ struct StageContext {
   std::uint64_t seed;
   Tier param_shard_tier = Tier::kDevice;  // stage 3: where the parameter shard lives (host: offload_param)
   Stage3Options stage3 = {};              // stage 3: prefetch, live cap, persistence, reuse
+  Dtype dtype = Dtype::kF32;              // of the parameters and gradients the stage holds (Precision::compute)
 };
 
 // The order in which one micro-batch uses its units (schedule.cpp): position u < U is unit u's
@@ -43,7 +44,7 @@ class Stage {
   // The schedule is at `position` of its order of use (use_position), the units it reads
   // fetched: a stage may start making what comes next whole (stage 3 gathers ahead).
   virtual void in_use(int /*position*/) {}
-  virtual DeviceSpan params(int u) = 0;  // (unit padded) f32, device: between fetch and release
+  virtual DeviceSpan params(int u) = 0;  // (unit padded) compute dtype, device: between fetch and release
 
   // ---- gradients ----
   // A micro-batch begins. `first`: the first since the last optimizer step; `boundary`: the last
@@ -75,7 +76,7 @@ class Stage {
 std::unique_ptr<Stage> make_stage(int stage, const StageContext& ctx);
 
 // Copies every parameter, whole and unpadded, in layout order into out (layout.numel() f32 on
-// the host): each unit fetched, copied, released. A collective where fetching gathers (stage 3).
+// the host; 16-bit parameters widened): each unit fetched, copied, released. A collective where fetching gathers (stage 3).
 void copy_full_parameters(Stage& stage, const FlatLayout& layout, Device& device, std::span<float> out);
 
 // ---- shared by the stage implementations ----
@@ -92,7 +93,7 @@ class WholeParameters {
   ~WholeParameters();
   WholeParameters(const WholeParameters&) = delete;
   WholeParameters& operator=(const WholeParameters&) = delete;
-  DeviceSpan unit(int u) const;   // (unit padded) f32: unit u, whole
+  DeviceSpan unit(int u) const;   // (unit padded) compute dtype: unit u, whole
   DeviceSpan slice(int u) const;  // this rank's slice of unit u, inside the whole
   void start_gather();            // every unit's slice all-gathered into the whole, asynchronously
   void wait(int u);               // unit u's gather has completed
@@ -100,7 +101,7 @@ class WholeParameters {
 
  private:
   StageContext ctx_;
-  DeviceBuffer params_;          // (padded_numel) f32, device tier
+  DeviceBuffer params_;          // (padded_numel) compute dtype, device tier
   std::vector<Handle> gathers_;  // (num_units) in flight after start_gather
 };
 

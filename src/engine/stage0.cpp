@@ -10,7 +10,7 @@ namespace {
 class Stage0 final : public Stage {
  public:
   explicit Stage0(const StageContext& ctx)
-      : ctx_(ctx), params_(ctx), grads_(ctx.device.alloc(Tier::kDevice, Category::kGradients, ctx.layout.padded_numel(), "gradients")) {}
+      : ctx_(ctx), params_(ctx), grads_(ctx.device.alloc(Tier::kDevice, Category::kGradients, ctx.layout.padded_numel(), "gradients", ctx.dtype)) {}
 
   void fetch(int) override {}
   void release(int) override {}
@@ -43,7 +43,7 @@ class Stage0 final : public Stage {
  private:
   StageContext ctx_;
   WholeParameters params_;
-  DeviceBuffer grads_;  // (padded_numel) f32, device tier: all gradients, whole
+  DeviceBuffer grads_;  // (padded_numel) compute dtype, device tier: all gradients, whole
   bool boundary_ = true;
 };
 

@@ -11,7 +11,7 @@ namespace {
 class Stage1 final : public Stage {
  public:
   explicit Stage1(const StageContext& ctx)
-      : ctx_(ctx), params_(ctx), grads_(ctx.device.alloc(Tier::kDevice, Category::kGradients, ctx.layout.padded_numel(), "gradients")) {}
+      : ctx_(ctx), params_(ctx), grads_(ctx.device.alloc(Tier::kDevice, Category::kGradients, ctx.layout.padded_numel(), "gradients", ctx.dtype)) {}
 
   void fetch(int u) override { params_.wait(u); }
   void release(int) override {}
@@ -46,7 +46,7 @@ class Stage1 final : public Stage {
 
   StageContext ctx_;
   WholeParameters params_;
-  DeviceBuffer grads_;  // (padded_numel) f32, device tier: all gradients, whole
+  DeviceBuffer grads_;  // (padded_numel) compute dtype, device tier: all gradients, whole
   bool boundary_ = true;
 };
 

@@ -22,7 +22,7 @@ class Stage3 final : public Stage {
   explicit Stage3(const StageContext& ctx)
       : ctx_(ctx),
         o_(ctx.stage3),
-        shard_(ctx.device.alloc(ctx.param_shard_tier, Category::kParameters, ctx.layout.shard_numel(), "parameter shard")),
+        shard_(ctx.device.alloc(ctx.param_shard_tier, Category::kParameters, ctx.layout.shard_numel(), "parameter shard", ctx.dtype)),
         grads_(ctx),
         gathered_(ctx.layout.num_units()),
         persistent_(ctx.layout.num_units()),
@@ -30,7 +30,8 @@ class Stage3 final : public Stage {
     for (int u = 0; u < ctx.layout.num_units(); ++u) {
       const UnitPlace& unit = ctx.layout.unit(u);
       if (static_cast<std::int64_t>(unit.numel) < o_.persistence_threshold) {
-        persistent_[u] = ctx.device.alloc(Tier::kDevice, Category::kParameters, unit.padded, cat("parameters of unit '", unit.name, "' (persistent)"));
+        persistent_[u] = ctx.device.alloc(Tier::kDevice, Category::kParameters, unit.padded,
+                                          cat("parameters of unit '", unit.name, "' (persistent)"), ctx.dtype);
         ctx.device.init(ctx.device.compute(), unit, ctx.layout.unit_segments(u), ctx.seed, persistent_[u].span());
       } else {
         ctx.device.init(ctx.device.compute(), unit, ctx.layout.slice_segments(u, ctx.comm.rank()), ctx.seed, my_params(u));
@@ -100,8 +101,8 @@ class Stage3 final : public Stage {
 
  private:
   struct Gathered {
-    DeviceBuffer staging;  // (slice) f32, device tier, comm: this rank's slice from a host-tier shard
-    DeviceBuffer whole;    // (unit padded) f32, device tier, gathered parameters
+    DeviceBuffer staging;  // (slice) compute dtype, device tier, comm: this rank's slice from a host-tier shard
+    DeviceBuffer whole;    // (unit padded) compute dtype, device tier, gathered parameters
     Handle done;           // the all-gather filling it
     int users = 0;
     Gathered() = default;
@@ -176,11 +177,11 @@ class Stage3 final : public Stage {
     Device& dev = ctx_.device;
     // Allocate first: a refused allocation must not leave the unit marked as gathered.
     DeviceBuffer whole = dev.alloc(Tier::kDevice, Category::kGatheredParameters, unit.padded,
-                                   cat("gathered parameters of unit '", unit.name, "'"));
+                                   cat("gathered parameters of unit '", unit.name, "'"), ctx_.dtype);
     DeviceBuffer staging;
     DeviceSpan source = my_params(u);
     if (source.tier() != Tier::kDevice) {  // collectives read device memory: bring the slice over first
-      staging = dev.alloc(Tier::kDevice, Category::kCommBuffers, unit.slice, "parameter slice from the host");
+      staging = dev.alloc(Tier::kDevice, Category::kCommBuffers, unit.slice, "parameter slice from the host", ctx_.dtype);
       dev.copy(dev.copies(), staging.span(), source);
       dev.copies().synchronize();
       source = staging.span();
@@ -199,10 +200,10 @@ class Stage3 final : public Stage {
 
   StageContext ctx_;
   Stage3Options o_;
-  DeviceBuffer shard_;  // (shard_numel) f32, param_shard_tier: this rank's parameters
+  DeviceBuffer shard_;  // (shard_numel) compute dtype, param_shard_tier: this rank's parameters
   TransientGradients grads_;
   std::vector<std::optional<Gathered>> gathered_;  // (num_units) whole units now alive or on their way
-  std::vector<DeviceBuffer> persistent_;           // (num_units) (unit padded) f32, device: persistent units, whole
+  std::vector<DeviceBuffer> persistent_;           // (num_units) (unit padded) compute dtype, device: persistent units, whole
   std::vector<Handle> persistent_gathers_;         // (num_units) their all-gathers after the step
   std::int64_t live_ = 0;                          // elements of gathered_ alive
   int position_ = -1;                              // where the schedule is in its order of use; -1 outside a micro-batch

@@ -11,10 +11,12 @@ void copy_full_parameters(Stage& stage, const FlatLayout& layout, Device& device
   for (int u = 0; u < layout.num_units(); ++u) {
     const std::size_t n = layout.unit(u).numel;
     stage.fetch(u);
-    device.copy(device.compute(), host.sub(0, n), stage.params(u).sub(0, n));
+    device.convert(device.compute(), host.sub(0, n), stage.params(u).sub(0, n));  // 16-bit parameters widen exactly
     stage.release(u);
-    const std::span<float> view = device.transport(host.sub(0, n));
-    if (device.computes()) std::copy(view.begin(), view.end(), out.begin() + static_cast<std::ptrdiff_t>(at));
+    if (device.computes()) {
+      const auto* view = static_cast<const float*>(device.transport(host.sub(0, n)));
+      std::copy(view, view + n, out.begin() + static_cast<std::ptrdiff_t>(at));
+    }
     at += n;
   }
 }
@@ -39,7 +41,7 @@ std::vector<OptimizerPart> slice_parts(const FlatLayout& layout, int rank, const
 
 WholeParameters::WholeParameters(const StageContext& ctx)
     : ctx_(ctx),
-      params_(ctx.device.alloc(Tier::kDevice, Category::kParameters, ctx.layout.padded_numel(), "parameters")),
+      params_(ctx.device.alloc(Tier::kDevice, Category::kParameters, ctx.layout.padded_numel(), "parameters", ctx.dtype)),
       gathers_(ctx.layout.num_units()) {
   for (int u = 0; u < ctx.layout.num_units(); ++u) {
     ctx.device.init(ctx.device.compute(), ctx.layout.unit(u), ctx.layout.unit_segments(u), ctx.seed, unit(u));
@@ -91,7 +93,7 @@ DeviceSpan TransientGradients::get(int u) {
   DeviceBuffer& b = whole_.at(u);
   if (b.empty()) {
     b = ctx_.device.alloc(Tier::kDevice, Category::kGradients, ctx_.layout.unit(u).padded,
-                          cat("gradient of unit '", ctx_.layout.unit(u).name, "'"));
+                          cat("gradient of unit '", ctx_.layout.unit(u).name, "'"), ctx_.dtype);
   }
   return b.span();
 }

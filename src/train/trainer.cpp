@@ -126,6 +126,8 @@ EngineConfig engine_config(const TrainConfig& c, Tracer* tracer) {
                c.zero.stage3_max_reuse_distance};
   e.overlap_comm = c.zero.overlap_comm;
   e.report_grad_norm = true;
+  e.precision.compute = c.fp16 ? Dtype::kF16 : c.bf16 ? Dtype::kBf16 : Dtype::kF32;
+  e.precision.loss_scaler = c.loss_scaler;
   return e;
 }
 
@@ -156,6 +158,7 @@ PlanInput plan_input(const TrainConfig& c, int world_size, const std::string& ba
   in.zero.offload_param = c.zero.offload_param.device == OffloadDevice::cpu;
   in.zero.delayed_update = in.zero.offload_optimizer && c.zero.offload_optimizer.delayed_update;
   in.comm_scratch = backend == "mpi";
+  in.dtype = c.bf16 || c.fp16 ? DtypeMode::kMixed : DtypeMode::kFp32;  // its mixed model: 2 + 2 + 12 bytes
   return in;
 }
 
@@ -223,7 +226,9 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   for (std::int64_t step = 0; step < c.train_steps; ++step) {
     const auto t0 = Clock::now();
     double loss_sum = 0;
-    engine.set_learning_rate(c.scheduler.lr_at(step, c.adam.lr));  // before the backward: offload may start Adam there
+    // Before the backward (offload may start Adam there). As DeepSpeed, the schedule advances only
+    // on applied steps: an fp16 step skipped on overflow does not count.
+    engine.set_learning_rate(c.scheduler.lr_at(engine.steps_done() - engine.skipped_steps(), c.adam.lr));
     for (int m = 0; m < A; ++m) {
       const data::SequenceRange r = data::micro_batch_slice(c.train_batch_size, comm.size(), comm.rank(), A, m);
       batches.fill(step, r.first, r.count, in.data(), tgt.data());
@@ -237,6 +242,9 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     m.step = step + 1;
     m.lr = report.lr;
     m.grad_norm = report.grad_norm;
+    m.loss_scale = report.loss_scale;
+    m.skipped = report.skipped;
+    m.skipped_steps = engine.skipped_steps();
     const RankFigures mine = figures(ledger, engine.last_step_traffic(), static_cast<float>(loss_sum / A));
     m.ranks.resize(comm.size());
     comm.all_gather_bytes(&mine, sizeof mine, m.ranks.data());
@@ -259,6 +267,8 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     }
   }
   engine.synchronize();  // the delayed update's last step lands
+  result.skipped_steps = engine.skipped_steps();
+  result.final_loss_scale = engine.loss_scale();
   result.mean_step_seconds = timed / std::max<std::int64_t>(1, c.train_steps - 1);
   result.tokens_per_second = tokens_per_step / result.mean_step_seconds;
   if (windows) result.final_val_loss = validation_loss(*windows, gpt, engine, comm);

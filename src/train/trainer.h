@@ -32,7 +32,10 @@ struct StepMetrics {
   std::int64_t step = 0;       // 1-based
   float loss = 0.0f;           // mean over ranks and micro-batches
   float lr = 0.0f;
-  double grad_norm = -1.0;     // global, before clipping
+  double grad_norm = -1.0;     // global, before clipping; -1 on a skipped step
+  float loss_scale = 1.0f;     // fp16: the scale this step's loss was multiplied by
+  bool skipped = false;        // fp16: a gradient overflowed, no update
+  std::int64_t skipped_steps = 0;  // so far
   double step_seconds = 0.0;   // max over ranks
   double tokens_per_second = 0.0;
   std::vector<RankFigures> ranks;  // (world size) on rank 0; empty elsewhere
@@ -52,6 +55,8 @@ struct TrainOptions {
 
 struct TrainResult {
   std::vector<float> losses;           // per step, mean over ranks
+  std::int64_t skipped_steps = 0;      // fp16: steps skipped on gradient overflow
+  float final_loss_scale = 1.0f;
   float first_val_loss = -1, final_val_loss = -1;  // -1: no validation split
   std::string sample;                  // generated text (printable)
   std::vector<RankFigures> final_ranks;  // rank 0 only: every rank's figures after the last step

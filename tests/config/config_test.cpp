@@ -150,10 +150,10 @@ TEST(ConfigKeys, FarFromAnyKeyListsTheKnownKeys) {
 }
 
 TEST(ConfigKeys, KnownButUnsupported) {
-  const std::string fp16 = error_of(with(base(), "fp16", {{"enabled", true}}));
-  EXPECT_CONTAINS(fp16, "fp16.enabled = true is known but not supported yet: mixed precision is on the roadmap");
-  EXPECT_CONTAINS(fp16, "set enabled to false");
-  EXPECT_CONTAINS(error_of(with(base(), "bf16.enabled", true)), "bf16.enabled = true is known but not supported yet");
+  EXPECT_CONTAINS(error_of(with(base(), "fp16", {{"enabled", true}, {"fp16_master_weights_and_grads", true}})),
+                  "fp16.fp16_master_weights_and_grads = true is known but not supported yet");
+  EXPECT_CONTAINS(error_of(with(base(), "bf16", {{"enabled", true}, {"bf16_optimizer_states", true}})),
+                  "bf16.bf16_optimizer_states = true is known but not supported yet");
   EXPECT_CONTAINS(error_of(with(base(), "zero_optimization.zero_quantized_weights", true)),
                   "zero_optimization.zero_quantized_weights = true is known but not supported yet: ZeRO++");
   EXPECT_CONTAINS(error_of(with(base(), "zero_optimization.offload_optimizer.device", "nvme")),
@@ -166,7 +166,9 @@ TEST(ConfigKeys, KnownButUnsupported) {
   EXPECT_CONTAINS(error_of(with(base(), "optimizer.type", "Lamb")), "optimizer.type \"Lamb\" is known but not supported yet");
   EXPECT_CONTAINS(error_of(with(base(), "scheduler.type", "OneCycle")), "scheduler.type \"OneCycle\" is known but not supported yet");
   EXPECT_CONTAINS(error_of(with(base(), "amp.enabled", true)), "amp is known but not supported yet");
-  EXPECT_CONTAINS(error_of(with(base(), "communication_data_type", "bf16")), "known but not supported yet: zero reduces gradients in fp32");
+  EXPECT_CONTAINS(error_of(with(base(), "communication_data_type", "bf16")),
+                  "communication_data_type = \"bf16\" is known but not supported yet: zero reduces gradients and gathers "
+                  "parameters in the training type (fp32 here)");
 }
 
 TEST(ConfigKeys, NoOpValuesOfUnsupportedKeysAreAccepted) {
@@ -194,6 +196,82 @@ TEST(ConfigKeys, WrongTypeNamesPathExpectedTypeAndValue) {
   EXPECT_CONTAINS(error_of(with(base(), "optimizer", {{"type", "AdamW"}, {"params", {{"betas", 0.9}}}})),
                   "optimizer.params.betas must be an array, found 0.9");
   EXPECT_CONTAINS(error_of(json::array({1, 2})), "the config must be a JSON object");
+}
+
+// ---- Mixed precision: DeepSpeed's bf16 and fp16 sections ----
+
+TEST(ConfigPrecision, DefaultsAreDeepSpeeds) {
+  const TrainConfig off = parse_config(base(), 1);
+  EXPECT_FALSE(off.bf16);
+  EXPECT_FALSE(off.fp16);
+  const TrainConfig bf16 = parse_config(with(base(), "bf16.enabled", true), 1);
+  EXPECT_TRUE(bf16.bf16);
+  EXPECT_FALSE(bf16.fp16);
+  const TrainConfig bfloat16 = parse_config(with(base(), "bfloat16.enabled", true), 1);
+  EXPECT_TRUE(bfloat16.bf16);
+  const TrainConfig fp16 = parse_config(with(base(), "fp16.enabled", true), 1);
+  EXPECT_TRUE(fp16.fp16);
+  const LossScalerConfig& l = fp16.loss_scaler;
+  EXPECT_TRUE(l.dynamic());
+  EXPECT_EQ(l.initial_scale_power, 16);
+  EXPECT_EQ(l.window, 1000);
+  EXPECT_EQ(l.hysteresis, 2);
+  EXPECT_FALSE(l.consecutive_hysteresis);
+  EXPECT_EQ(l.min_scale, 1.0);
+}
+
+TEST(ConfigPrecision, Fp16LossScalerKeys) {
+  const json block = {{"enabled", true}, {"loss_scale", 0}, {"initial_scale_power", 12}, {"loss_scale_window", 500},
+                      {"hysteresis", 3}, {"consecutive_hysteresis", true}, {"min_loss_scale", 0.5}};
+  const LossScalerConfig l = parse_config(with(base(), "fp16", block), 1).loss_scaler;
+  EXPECT_EQ(l.initial_scale_power, 12);
+  EXPECT_EQ(l.window, 500);
+  EXPECT_EQ(l.hysteresis, 3);
+  EXPECT_TRUE(l.consecutive_hysteresis);
+  EXPECT_EQ(l.min_scale, 0.5);
+  const TrainConfig fixed = parse_config(with(base(), "fp16", {{"enabled", true}, {"loss_scale", 128}}), 1);
+  EXPECT_FALSE(fixed.loss_scaler.dynamic());
+  EXPECT_EQ(fixed.loss_scaler.static_scale, 128);
+}
+
+TEST(ConfigPrecision, BadInputNamesTheKey) {
+  EXPECT_CONTAINS(error_of(with(with(base(), "fp16.enabled", true), "bf16.enabled", true)), "fp16 and bf16 are both enabled: choose one");
+  EXPECT_CONTAINS(error_of(with(base(), "fp16", {{"enabled", true}, {"loss_scale", -2}})),
+                  "[config] fp16.loss_scale is -2; it must be 0 (dynamic loss scaling) or a positive static scale");
+  EXPECT_CONTAINS(error_of(with(base(), "fp16", {{"enabled", true}, {"loss_scale", "dynamic"}})), "fp16.loss_scale must be a number");
+  EXPECT_CONTAINS(error_of(with(base(), "fp16", {{"enabled", true}, {"initial_scale_power", 4}, {"min_loss_scale", 32}})),
+                  "fp16.min_loss_scale is 32, above the initial scale 2^4 = 16");
+  EXPECT_CONTAINS(error_of(with(base(), "fp16", {{"enabled", true}, {"hysteresis", 0}})), "fp16.hysteresis");
+  EXPECT_CONTAINS(error_of(with(base(), "communication_data_type", "fp8")),
+                  "communication_data_type = \"fp8\" is not a data type; DeepSpeed's are \"fp32\", \"fp16\" and \"bf16\"");
+  EXPECT_CONTAINS(error_of(with(with(base(), "bf16.enabled", true), "communication_data_type", "fp32")),
+                  "communication_data_type = \"fp32\" is known but not supported yet: zero reduces gradients and gathers "
+                  "parameters in the training type (bf16 here); set \"bf16\" or remove it");
+  EXPECT_CONTAINS(error_of(with(with(base(), "bf16.enabled", true), "data_types.grad_accum_dtype", "fp32")),
+                  "data_types.grad_accum_dtype = \"fp32\" is known but not supported yet: zero accumulates gradients");
+  EXPECT_CONTAINS(error_of(with(base(), "data_types.grad_accum", "fp32")), "unknown key 'data_types.grad_accum'");
+}
+
+TEST(ConfigPrecision, MatchingDataTypesAreAccepted) {
+  json j = with(base(), "bf16.enabled", true);
+  j["communication_data_type"] = "bf16";
+  j["data_types"] = {{"grad_accum_dtype", "bf16"}};
+  EXPECT_TRUE(parse_config(j, 1).bf16);
+}
+
+// DeepSpeed's documented ZeRO examples with their precision blocks on, as people have them.
+TEST(ConfigPrecision, DocumentedExamplesWithFp16OrBf16On) {
+  const std::pair<const char*, int> files[] = {{"ds_zero_stage1.json", 2},         {"ds_zero_stage2.json", 2},
+                                               {"ds_zero_stage2_2e8.json", 4},     {"ds_zero_stage2_offload.json", 1},
+                                               {"ds_zero_stage3.json", 2},         {"ds_zero_stage3_offload.json", 8}};
+  for (const auto& [name, world] : files) {
+    json j = read_config_file(fixture(name));
+    j["fp16"] = {{"enabled", true}, {"loss_scale", 0}, {"loss_scale_window", 1000}, {"hysteresis", 2}, {"min_loss_scale", 1}};
+    EXPECT_TRUE(parse_config(j, world).fp16) << name;
+    j.erase("fp16");
+    j["bf16"] = {{"enabled", true}};
+    EXPECT_TRUE(parse_config(j, world).bf16) << name;
+  }
 }
 
 // ---- Values out of range ----

@@ -8,18 +8,19 @@
 
 #include "common/error.h"
 #include "device/device.h"
+#include "optim/adamw.h"
 
 namespace zero {
 namespace {
 
 // Reads a span through the device's transport view (what a communicator reads).
 std::vector<float> read(Device& d, const DeviceSpan& s) {
-  const std::span<float> v = d.transport(s);
+  const std::span<float> v(static_cast<float*>(d.transport(s)), s.size());
   return {v.begin(), v.end()};
 }
 
 void write(Device& d, const DeviceSpan& s, const std::vector<float>& values) {
-  const std::span<float> v = d.transport(s);
+  const std::span<float> v(static_cast<float*>(d.transport(s)), s.size());
   std::copy(values.begin(), values.end(), v.begin());
 }
 
@@ -88,12 +89,142 @@ TEST_P(Devices, CapacityIsRefusedBeforeAllocating) {
   EXPECT_EQ(ledger.usage(Tier::kDevice).total_current, 100u);
 }
 
+// 16-bit spans: every operation is the f32 operation on the widened values, rounded once (to
+// nearest even, common/half.h); convert widens exactly and narrows by that rounding; Adam reads
+// 16-bit gradients and writes the 16-bit copy of its f32 parameters in the same pass; link bytes
+// and the ledger count 2 bytes an element.
+std::vector<std::uint16_t> bits(const std::vector<float>& f, Dtype d) {
+  std::vector<std::uint16_t> h(f.size());
+  narrow_from_f32(f.data(), d, h.data(), f.size());
+  return h;
+}
+std::vector<float> widened(const std::vector<std::uint16_t>& h, Dtype d) {
+  std::vector<float> f(h.size());
+  widen_to_f32(h.data(), d, f.data(), h.size());
+  return f;
+}
+
+TEST_P(Devices, SixteenBitOperationsAreTheF32OnesRoundedOnce) {
+  for (Dtype d : {Dtype::kBf16, Dtype::kF16})
+    for (std::size_t n : {1, 7, 4097, 9000}) {  // past the 4096-element tiles
+      SCOPED_TRACE(::testing::Message() << dtype_label(d) << " n=" << n);
+      Ledger ledger;
+      auto dev = make_device(GetParam(), ledger);
+      DeviceBuffer a = dev->alloc(Tier::kDevice, Category::kOther, n, "a", d);
+      DeviceBuffer b = dev->alloc(Tier::kDevice, Category::kOther, n, "b", d);
+      DeviceBuffer f = dev->alloc(Tier::kDevice, Category::kOther, n, "f", Dtype::kF32);
+      DeviceBuffer h = dev->alloc(Tier::kHost, Category::kOther, n, "h", d);
+      DeviceBuffer hf = dev->alloc(Tier::kHost, Category::kOther, n, "hf", Dtype::kF32);
+      EXPECT_EQ(ledger.current(Tier::kDevice, Category::kOther), 2 * n * 2 + n * 4);
+      std::vector<float> x(n), y(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        x[i] = 0.37f * static_cast<float>(i % 97) - 11.0f;
+        y[i] = 1.0f / static_cast<float>(i % 13 + 3);
+      }
+      const std::vector<std::uint16_t> xh = bits(x, d), yh = bits(y, d);
+      auto* host16 = static_cast<std::uint16_t*>(dev->transport(h.span()));
+      auto* host32 = static_cast<float*>(dev->transport(hf.span()));
+      std::copy(xh.begin(), xh.end(), host16);
+      dev->copy(dev->compute(), a.span(), h.span());
+      std::copy(yh.begin(), yh.end(), host16);
+      dev->copy(dev->compute(), b.span(), h.span());
+      std::copy(y.begin(), y.end(), host32);
+      dev->copy(dev->compute(), f.span(), hf.span());
+      EXPECT_EQ(dev->link_bytes().to_device, 2 * n * 2 + n * 4);
+      dev->add(dev->compute(), a.span(), b.span());  // 16 + 16
+      dev->add(dev->compute(), a.span(), f.span());  // 16 + f32
+      dev->divide(dev->compute(), a.span(), 3.0f);
+      dev->scale(dev->compute(), a.span(), 0.5f);
+      dev->copy(dev->compute(), h.span(), a.span());
+      const std::vector<float> xw = widened(xh, d), yw = widened(yh, d);
+      std::vector<float> want(n);
+      double ss = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto round = [d](float v) { return widened(bits({v}, d), d)[0]; };
+        want[i] = round(round(round(round(xw[i] + yw[i]) + y[i]) / 3.0f) * 0.5f);
+        ss += static_cast<double>(want[i]) * want[i];
+      }
+      EXPECT_EQ(bits(want, d), std::vector<std::uint16_t>(host16, host16 + n));
+      EXPECT_EQ(dev->sum_squares(dev->compute(), a.span(), 0.0), ss);
+      EXPECT_FALSE(dev->nonfinite(dev->compute(), a.span()));
+      dev->convert(dev->compute(), f.span(), a.span());  // widening is exact
+      dev->copy(dev->compute(), hf.span(), f.span());
+      EXPECT_EQ(std::vector<float>(host32, host32 + n), want);
+      std::copy(x.begin(), x.end(), host32);
+      dev->copy(dev->compute(), f.span(), hf.span());
+      dev->convert(dev->compute(), a.span(), f.span());  // narrowing rounds to nearest even
+      dev->copy(dev->compute(), h.span(), a.span());
+      EXPECT_EQ(std::vector<std::uint16_t>(host16, host16 + n), xh);
+      host16[n - 1] = d == Dtype::kBf16 ? 0x7F80 : 0x7C00;  // +inf
+      dev->copy(dev->compute(), a.span(), h.span());
+      EXPECT_TRUE(dev->nonfinite(dev->compute(), a.span()));
+      dev->fill(dev->compute(), a.span(), 0.1f);
+      dev->copy(dev->compute(), h.span(), a.span());
+      EXPECT_EQ(std::vector<std::uint16_t>(host16, host16 + n), bits(std::vector<float>(n, 0.1f), d));
+    }
+}
+
+TEST_P(Devices, AdamReadsSixteenBitGradientsAndWritesTheSixteenBitCopy) {
+  for (Dtype d : {Dtype::kBf16, Dtype::kF16}) {
+    const std::size_t n = 5000;
+    Ledger ledger;
+    auto dev = make_device(GetParam(), ledger);
+    DeviceBuffer p = dev->alloc(Tier::kHost, Category::kOther, n, "p"), m = dev->alloc(Tier::kHost, Category::kOther, n, "m"),
+                 v = dev->alloc(Tier::kHost, Category::kOther, n, "v"), g = dev->alloc(Tier::kHost, Category::kOther, n, "g", d),
+                 copy = dev->alloc(Tier::kHost, Category::kOther, n, "copy", d);
+    std::vector<float> p0(n), gf(n);
+    for (std::size_t i = 0; i < n; ++i) p0[i] = 0.01f * static_cast<float>(i % 101) - 0.5f, gf[i] = 0.003f * static_cast<float>(i % 37) - 0.05f;
+    const std::vector<std::uint16_t> gh = bits(gf, d);
+    std::copy(p0.begin(), p0.end(), static_cast<float*>(dev->transport(p.span())));
+    std::copy(gh.begin(), gh.end(), static_cast<std::uint16_t*>(dev->transport(g.span())));
+    AdamConfig cfg;
+    cfg.lr = 1e-2f;
+    cfg.weight_decay = 0.1f;
+    const AdamStep s = adam_step_scalars(cfg, 1);
+    const std::vector<Segment> segments = {{0, 3000, 0, 0, true}, {3000, 1999, 1, 0, false}, {4999, 1, -1, 0, false}};
+    dev->adam(dev->compute(), s, segments, p.span(), g.span(), m.span(), v.span(), copy.span());
+    dev->host().synchronize();
+    std::vector<float> rp = p0, rm(n, 0.0f), rv(n, 0.0f);
+    const std::vector<float> gw = widened(gh, d);
+    for (const Segment& seg : segments) {
+      if (seg.param < 0) continue;
+      adam_reference(s, seg.decay, &rp[seg.offset], &gw[seg.offset], &rm[seg.offset], &rv[seg.offset], seg.numel);
+    }
+    const auto* got = static_cast<const float*>(dev->transport(p.span()));
+    EXPECT_EQ(std::memcmp(got, rp.data(), n * sizeof(float)), 0) << dtype_label(d);
+    const auto* c = static_cast<const std::uint16_t*>(dev->transport(copy.span()));
+    const std::vector<std::uint16_t> want = bits(std::vector<float>(rp.begin(), rp.end() - 1), d);
+    EXPECT_EQ(std::vector<std::uint16_t>(c, c + n - 1), want) << dtype_label(d) << ": the copy is the updated parameters, rounded";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, Devices, ::testing::Values("cpu", "strict"));
+
+// The counting device computes nothing but accounts every allocation by dtype: 2 bytes an
+// element for bf16 and f16, 4 for f32; its operations, the new ones included, do nothing.
+TEST(CountingDevice, CountsBytesByDtypeAndComputesNothing) {
+  Ledger ledger;
+  auto dev = make_device("counting", ledger);
+  DeviceBuffer a = dev->alloc(Tier::kDevice, Category::kParameters, 1000, "a", Dtype::kBf16);
+  DeviceBuffer b = dev->alloc(Tier::kDevice, Category::kGradients, 1000, "b", Dtype::kF16);
+  DeviceBuffer c = dev->alloc(Tier::kHost, Category::kOptimizerState, 1000, "c", Dtype::kF32);
+  EXPECT_EQ(ledger.current(Tier::kDevice, Category::kParameters), 2000u);
+  EXPECT_EQ(ledger.current(Tier::kDevice, Category::kGradients), 2000u);
+  EXPECT_EQ(ledger.current(Tier::kHost, Category::kOptimizerState), 4000u);
+  dev->convert(dev->compute(), a.span(), b.span());
+  dev->add(dev->compute(), a.span(), b.span());
+  EXPECT_FALSE(dev->nonfinite(dev->compute(), a.span()));
+  dev->adam(dev->compute(), adam_step_scalars(AdamConfig{}, 1), {{0, 1000, 0, 0, true}}, c.span(), a.span(), c.span(), c.span(), b.span());
+  dev->copy(dev->compute(), c.sub(0, 10), c.sub(10, 10));
+  EXPECT_EQ(dev->transport(a.span()), nullptr);
+  a.reset();
+  EXPECT_EQ(ledger.current(Tier::kDevice, Category::kParameters), 0u);
+}
 
 // The seam's proof is only as good as the strict device: its device-tier addresses must fault
 // when the host dereferences them, where the CPU device's do not.
 struct Peek : Device {
-  static float* address(const DeviceSpan& s) { return raw(s); }
+  static float* address(const DeviceSpan& s) { return static_cast<float*>(raw(s)); }
 };
 
 TEST(StrictDevice, HostDereferenceOfDeviceMemoryFaults) {

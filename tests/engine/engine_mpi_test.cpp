@@ -34,12 +34,16 @@ std::vector<float> threads_result(const MlpRun& run, int n) {
   return params;
 }
 
-class MpiStages : public ::testing::TestWithParam<bool> {};
+// Parameterised over the model (plain or tied) and the precision (f32, or mixed with bf16 or
+// f16: 16-bit collectives over MPI, summed in f32 in rank order like the threads backend).
+class MpiStages : public ::testing::TestWithParam<std::tuple<bool, Dtype>> {};
 
 TEST_P(MpiStages, BitIdenticalAcrossStagesRanksAndBackends) {
   Communicator& comm = world();
   MlpRun run;
-  if (GetParam()) run.shape = {{9, 21, 17, 21, 9}, true};
+  const auto [tied, dtype] = GetParam();
+  run.dtype = dtype;
+  if (tied) run.shape = {{9, 21, 17, 21, 9}, true};
   std::vector<float> stage0;
   for (int stage = 0; stage <= 3; ++stage) {
     run.stage = stage;
@@ -58,10 +62,11 @@ TEST_P(MpiStages, BitIdenticalAcrossStagesRanksAndBackends) {
     }
     // Traffic under MPI is what the formula says, as on threads. (With a tied weight, stage 3
     // gathers the owning unit once more in forward and in backward, for the borrower.)
-    if (GetParam()) continue;
+    if (tied) continue;
     const double passes = stage == 3 ? 3.0 : 2.0;
+    const double vote = dtype == Dtype::kF16 ? comm.size() - 1 : 0;  // fp16's overflow flags
     EXPECT_EQ(static_cast<double>(result.step_traffic.total_sent()),
-              passes * static_cast<double>(result.padded) * (comm.size() - 1) / comm.size() * 4);
+              passes * static_cast<double>(result.padded) * (comm.size() - 1) / comm.size() * dtype_bytes(dtype) + vote);
   }
 }
 
@@ -73,9 +78,11 @@ TEST(MpiBuckets, PiecesChangeNoBits) {
   MlpRun run;
   run.steps = 3;
   run.shape = {{9, 21, 17, 21, 9}, true};
+  for (Dtype dtype : {Dtype::kF32, Dtype::kBf16})
   for (int stage = 0; stage <= 3; ++stage)
     for (bool offload : {false, true}) {
       if (offload && stage == 0) continue;
+      run.dtype = dtype;
       run.stage = stage;
       run.offload.optimizer = offload;
       run.reduce_bucket = run.gather_bucket = 0;
@@ -95,12 +102,17 @@ TEST(MpiBuckets, PiecesChangeNoBits) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, MpiStages, ::testing::Bool(), [](const auto& p) { return p.param ? "tied" : "plain"; });
+INSTANTIATE_TEST_SUITE_P(Models, MpiStages, ::testing::Combine(::testing::Bool(), ::testing::Values(Dtype::kF32, Dtype::kBf16, Dtype::kF16)),
+                         [](const auto& p) {
+                           return std::string(std::get<0>(p.param) ? "tied_" : "plain_") + dtype_label(std::get<1>(p.param));
+                         });
 
 // The GPT under MPI: stages bit-identical, and identical to the threads backend.
 TEST(MpiGpt, BitIdenticalAcrossStagesAndBackends) {
   Communicator& comm = world();
   testing::GptRun run;
+  for (Dtype dtype : {Dtype::kF32, Dtype::kBf16}) {
+  run.dtype = dtype;
   std::vector<float> stage0;
   for (int stage = 0; stage <= 3; ++stage) {
     run.stage = stage;
@@ -118,7 +130,8 @@ TEST(MpiGpt, BitIdenticalAcrossStagesAndBackends) {
       });
       EXPECT_TRUE(same_bits(stage0, on_threads)) << "GPT: mpi and threads backends differ";
     }
-    EXPECT_TRUE(same_bits(params, stage0)) << "GPT stage " << stage << " differs from stage 0 under MPI";
+    EXPECT_TRUE(same_bits(params, stage0)) << dtype_label(dtype) << " GPT stage " << stage << " differs from stage 0 under MPI";
+  }
   }
 }
 

@@ -16,6 +16,7 @@ struct GptRun {
   int steps = 4;
   int global_batch = 4;  // sequences per step
   GptShape shape{32, 8, 16, 2, 2};
+  Dtype dtype = Dtype::kF32;  // compute dtype: bf16/f16 train in mixed precision
 };
 
 // Every rank of the world calls it; returns this rank's whole weights after the run.
@@ -28,6 +29,7 @@ inline std::vector<float> train_gpt(const GptRun& run, Communicator& comm, Ledge
   config.adam.lr = 1e-2f;
   config.adam.weight_decay = 0.1f;
   config.gradient_clipping = 1.0f;
+  config.precision.compute = run.dtype;
   Engine engine(config, gpt, comm, ledger);
   std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
   for (int s = 0; s < run.steps; ++s) {

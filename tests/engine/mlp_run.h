@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "comm/communicator.h"
@@ -30,15 +31,28 @@ struct MlpRun {
   Stage3Options stage3;  // stage 3's prefetch, live cap, persistence, reuse
   bool overlap_comm = true;
   double predivide = 1.0;  // EngineConfig::gradient_predivide_factor
+  Dtype dtype = Dtype::kF32;  // compute dtype: bf16/f16 train in mixed precision
+  LossScalerConfig scaler = fp16_test_scaler();
+
+  // fp16: 2^8, so that most of the test MLP's steps apply (DeepSpeed's default 2^16 would skip
+  // several: its gradients are of order 1); the overflow tests set their own.
+  static LossScalerConfig fp16_test_scaler() {
+    LossScalerConfig c;
+    c.initial_scale_power = 8;
+    return c;
+  }
 };
 
 struct RankResult {
   std::vector<float> params;  // whole, after the last step
   std::vector<float> losses;  // this rank's loss per step (its last micro-batch's)
   std::vector<double> grad_norms;  // per step, when clipping
+  std::vector<float> loss_scales;  // per step: the scale its loss was multiplied by
+  std::vector<bool> skipped;       // per step: fp16 overflow, no update
   TierUsage device;           // ledger, device tier, after the last step
   TierUsage host;             // ledger, host tier, after the last step
   Traffic step_traffic;       // the last step's
+  std::uint64_t step_to_host = 0, step_to_device = 0;  // the last step's bytes over the host link
   std::size_t numel = 0, padded = 0, largest_unit = 0, second_unit = 0;
   int units = 0;
 };
@@ -57,6 +71,8 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.stage3 = run.stage3;
   c.overlap_comm = run.overlap_comm;
   c.gradient_predivide_factor = run.predivide;
+  c.precision.compute = run.dtype;
+  c.precision.loss_scaler = run.scaler;
   return c;
 }
 
@@ -74,13 +90,18 @@ inline RankResult train_mlp(const MlpRun& run, Communicator& comm, Ledger& ledge
       mlp.set_batch(mlp_synthetic_batch(run.shape, run.seed, s, m * micro_rows + comm.rank() * rows, rows));
       loss = engine.forward_backward(m + 1 == run.micro_batches);
     }
-    out.grad_norms.push_back(engine.step().grad_norm);
+    const StepReport report = engine.step();
+    out.grad_norms.push_back(report.grad_norm);
+    out.loss_scales.push_back(report.loss_scale);
+    out.skipped.push_back(report.skipped);
     out.losses.push_back(loss);
   }
   engine.synchronize();
   out.device = ledger.usage(Tier::kDevice);
   out.host = ledger.usage(Tier::kHost);
   out.step_traffic = engine.last_step_traffic();
+  out.step_to_host = engine.last_step_to_host();
+  out.step_to_device = engine.last_step_to_device();
   out.params = engine.full_parameters();
   const FlatLayout& layout = engine.layout();
   out.numel = layout.numel();
@@ -104,6 +125,28 @@ inline std::vector<RankResult> run_threads(const MlpRun& run, int n) {
     results[r] = train_mlp(run, *comm, ledger);
   });
   return results;
+}
+
+inline const char* dtype_name(Dtype d) { return dtype_label(d); }
+
+// The largest per-tensor relative difference between two whole parameter vectors of the model
+// with these units: max|a - b| / max|b| over each parameter tensor, or with `l2` the relative
+// norm ||a - b|| / ||b||.
+inline double worst_tensor_difference(const std::vector<UnitSpec>& units, const std::vector<float>& a, const std::vector<float>& b,
+                                      bool l2 = false) {
+  const FlatLayout whole(units, 1);
+  double worst = 0;
+  for (int u = 0; u < whole.num_units(); ++u)
+    for (const ParamPlace& p : whole.unit(u).params) {
+      double diff = 0, scale = 0;
+      for (std::size_t i = whole.unit(u).flat_offset + p.offset, e = i + p.numel; i < e; ++i) {
+        const double d = std::abs(static_cast<double>(a[i]) - b[i]), x = std::abs(static_cast<double>(b[i]));
+        diff = l2 ? diff + d * d : std::max(diff, d);
+        scale = l2 ? scale + x * x : std::max(scale, x);
+      }
+      if (scale > 0) worst = std::max(worst, l2 ? std::sqrt(diff / scale) : diff / scale);
+    }
+  return worst;
 }
 
 inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {

@@ -26,13 +26,18 @@ using testing::run_threads;
 using testing::same_bits;
 using testing::tied_shape;
 
+// Parameterised over the precision: f32, or mixed precision with bf16 or f16 parameters and
+// gradients (the host keeps the f32 master and moments and a 16-bit gradient shard).
+class OffloadPrecision : public ::testing::TestWithParam<Dtype> {};
+
 // Without the delayed update, offload changes nothing numerically: stages 1, 2, 3 (and stage 3
 // with the parameters offloaded too), N = 1, 2, 4, plain and tied, with and without clipping.
-TEST(Offload, BitIdenticalToTheSameStageWithoutOffload) {
+TEST_P(OffloadPrecision, BitIdenticalToTheSameStageWithoutOffload) {
   for (int n : {1, 2, 4})
     for (bool tied : {false, true})
       for (float clipping : {0.0f, 0.05f}) {
         MlpRun run;
+        run.dtype = GetParam();
         if (tied) run.shape = tied_shape();
         run.clipping = clipping;
         for (int stage = 1; stage <= 3; ++stage) {
@@ -58,10 +63,11 @@ TEST(Offload, BitIdenticalToTheSameStageWithoutOffload) {
 // With gradient accumulation, offload lands each stage's reductions on the host as they come
 // (stage 1: once per step; stages 2-3: every micro-batch, added on the host in order): the same
 // bits as the same stage on the device.
-TEST(Offload, GradientAccumulationMatchesTheSameStage) {
+TEST_P(OffloadPrecision, GradientAccumulationMatchesTheSameStage) {
   for (int n : {1, 2, 3})
     for (int stage = 1; stage <= 3; ++stage) {
       MlpRun run;
+      run.dtype = GetParam();
       run.global_batch = 36;
       run.micro_batches = 3;
       run.stage = stage;
@@ -155,7 +161,7 @@ class FailingReduceScatter final : public Communicator {
   std::string backend() const override { return "failing"; }
 
  protected:
-  void do_reduce_scatter(const float*, float*, std::size_t) override { throw CommError("[comm] injected failure"); }
+  void do_reduce_scatter(const void*, void*, std::size_t, Dtype) override { throw CommError("[comm] injected failure"); }
   void do_all_gather(const void* send, void* recv, std::size_t bytes) override {
     if (send != recv) std::memmove(recv, send, bytes);
   }
@@ -191,10 +197,16 @@ std::uint64_t cat_bytes(const TierUsage& u, Category c, bool peak = false) {
 }
 
 // Device and host bytes per rank, from the ledger. Stages 1-2 with optimizer offload hold only
-// the parameters (4Ψ) plus bounded buffers on the device; stage 3 with both offloads only what is
-// in flight. The host holds 16Ψ/N: fp32 master, m, v and the gradient shard (and with the
-// delayed update a second gradient shard).
-TEST(Offload, DeviceAndHostBytesByTheLedger) {
+// the parameters (bΨ, b = 4 in f32, 2 in mixed precision) plus bounded buffers on the device;
+// stage 3 with both offloads only what is in flight. The host holds 16Ψ/N: f32 master, m, v and
+// the gradient shard in f32 (4 + 4 + 4 + 4); in mixed precision the f32 master, m and v
+// (optimizer state, 12) with a 16-bit gradient shard and the 16-bit parameters Adam writes in
+// the same pass (2 + 2). The link carries the gradient shard to the host and the updated
+// parameters back: bΨ/N each way per step.
+TEST_P(OffloadPrecision, DeviceAndHostBytesByTheLedger) {
+  const Dtype dtype = GetParam();
+  const bool mixed = dtype != Dtype::kF32;
+  const double b = static_cast<double>(dtype_bytes(dtype));
   for (int n : {2, 4})
     for (int stage = 1; stage <= 3; ++stage)
       for (bool params : {false, true}) {
@@ -202,29 +214,38 @@ TEST(Offload, DeviceAndHostBytesByTheLedger) {
         MlpRun run;
         run.steps = 2;
         run.stage = stage;
+        run.dtype = dtype;
         run.offload.optimizer = true;
         run.offload.params = params;
         const RankResult r = run_threads(run, n)[0];
         const double psi = static_cast<double>(r.numel), pad = 16.0 * (n - 1) * r.units;
-        const std::uint64_t two_units = 4 * (r.largest_unit + r.second_unit);
-        const std::string what = "stage " + std::to_string(stage) + (params ? "+param" : "") + " N=" + std::to_string(n);
-        // host: 4 + 4 + 8 bytes per shard element
+        const std::uint64_t two_units = static_cast<std::uint64_t>(b) * (r.largest_unit + r.second_unit);
+        const std::string what = std::string(dtype_label(dtype)) + " stage " + std::to_string(stage) + (params ? "+param" : "") +
+                                 " N=" + std::to_string(n);
         EXPECT_NEAR(static_cast<double>(r.host.total_current), 16 * psi / n, pad) << what;
-        EXPECT_EQ(cat_bytes(r.host, Category::kOptimizerState), 8 * r.padded / n) << what;
+        EXPECT_EQ(cat_bytes(r.host, Category::kOptimizerState), (mixed ? 12 : 8) * r.padded / n) << what;
+        EXPECT_EQ(cat_bytes(r.host, Category::kGradients), static_cast<std::uint64_t>(b) * r.padded / n) << what;
         // device, after the step: parameters only (whole, shard, or none), and stage 1's whole
         // gradients (stage 1 keeps them, offload or not)
-        const double device_params = stage < 3 ? 4 * psi : (params ? 0.0 : 4 * psi / n);
-        const double device_grads = stage == 1 ? 4 * psi : 0.0;
+        const double device_params = stage < 3 ? b * psi : (params ? 0.0 : b * psi / n);
+        const double device_grads = stage == 1 ? b * psi : 0.0;
         EXPECT_NEAR(static_cast<double>(r.device.total_current), device_params + device_grads, 2 * pad) << what;
         EXPECT_EQ(cat_bytes(r.device, Category::kOptimizerState, true), 0u) << what;
         // transient buffers are bounded: at most two whole unit gradients, two gathered units
         if (stage >= 2) EXPECT_LE(cat_bytes(r.device, Category::kGradients, true), two_units) << what;
         EXPECT_LE(cat_bytes(r.device, Category::kGatheredParameters, true), two_units) << what;
-        std::printf("[ measured ] %s: device peak %llu B (params %.0f B by formula), host %llu B (16Ψ/N = %.0f B)\n",
+        EXPECT_EQ(r.step_to_host, static_cast<std::uint64_t>(b) * r.padded / n) << what;
+        if (!params) EXPECT_EQ(r.step_to_device, static_cast<std::uint64_t>(b) * r.padded / n) << what;
+        std::printf("[ measured ] %s: device peak %llu B (params %.0f B by formula), host %llu B (16Ψ/N = %.0f B), "
+                    "link per step %llu B to host, %llu B to device\n",
                     what.c_str(), static_cast<unsigned long long>(r.device.total_peak), device_params,
-                    static_cast<unsigned long long>(r.host.total_current), 16 * psi / n);
+                    static_cast<unsigned long long>(r.host.total_current), 16 * psi / n,
+                    static_cast<unsigned long long>(r.step_to_host), static_cast<unsigned long long>(r.step_to_device));
       }
 }
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, OffloadPrecision, ::testing::Values(Dtype::kF32, Dtype::kBf16, Dtype::kF16),
+                         [](const auto& p) { return std::string(dtype_label(p.param)); });
 
 // A device that only offload fits: without offload the engine fails at construction, before
 // the first step, naming what it was allocating; with offload it trains.

@@ -1,0 +1,170 @@
+#include "device/host_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+#include "optim/cpu_adam.h"
+#include "partition/init.h"
+
+namespace zero::host_ops {
+namespace {
+
+constexpr std::size_t kTile = 4096;  // elements widened at a time: 16 KiB of f32, stays in L1/L2
+
+char* at(Run r, std::size_t i) { return static_cast<char*>(r.p) + i * dtype_bytes(r.dtype); }
+float* f32(Run r) {
+  ZERO_CHECK(r.dtype == Dtype::kF32, "an f32 run expected, not ", dtype_label(r.dtype));
+  return static_cast<float*>(r.p);
+}
+
+// Applies fn(tile, len, base) to x's values as f32 and stores them back in x's dtype.
+template <typename Fn>
+void update_tiles(Run x, Fn fn) {
+  if (x.dtype == Dtype::kF32) {
+    fn(static_cast<float*>(x.p), x.n, std::size_t{0});
+    return;
+  }
+  float tile[kTile];
+  for (std::size_t base = 0; base < x.n; base += kTile) {
+    const std::size_t len = std::min(kTile, x.n - base);
+    widen_to_f32(at(x, base), x.dtype, tile, len);
+    fn(tile, len, base);
+    narrow_from_f32(tile, x.dtype, at(x, base), len);
+  }
+}
+
+// Calls fn(tile, len) on x's values as f32 (read only).
+template <typename Fn>
+void read_tiles(Run x, Fn fn) {
+  if (x.dtype == Dtype::kF32) {
+    fn(static_cast<const float*>(x.p), x.n);
+    return;
+  }
+  float tile[kTile];
+  for (std::size_t base = 0; base < x.n; base += kTile) {
+    const std::size_t len = std::min(kTile, x.n - base);
+    widen_to_f32(at(x, base), x.dtype, tile, len);
+    fn(static_cast<const float*>(tile), len);
+  }
+}
+
+HalfFormat half_format(Dtype d) { return d == Dtype::kBf16 ? HalfFormat::kBf16 : HalfFormat::kFp16; }
+
+}  // namespace
+
+void fill(Run dst, float value) {
+  update_tiles(dst, [value](float* p, std::size_t n, std::size_t) {
+    for (std::size_t i = 0; i < n; ++i) p[i] = value;
+  });
+}
+
+void add(Run dst, Run src) {
+  ZERO_CHECK(src.dtype == dst.dtype || src.dtype == Dtype::kF32, "add of ", dtype_label(src.dtype), " into ",
+             dtype_label(dst.dtype));
+  float other[kTile];
+  update_tiles(dst, [&](float* d, std::size_t n, std::size_t base) {
+    const float* x = nullptr;
+    if (src.dtype == Dtype::kF32) {
+      x = static_cast<const float*>(src.p) + base;
+    } else {
+      widen_to_f32(at(src, base), src.dtype, other, n);
+      x = other;
+    }
+    for (std::size_t i = 0; i < n; ++i) d[i] = d[i] + x[i];
+  });
+}
+
+void divide(Run x, float d) {
+  update_tiles(x, [d](float* p, std::size_t n, std::size_t) {
+    for (std::size_t i = 0; i < n; ++i) p[i] = p[i] / d;
+  });
+}
+
+void scale(Run x, float c) {
+  update_tiles(x, [c](float* p, std::size_t n, std::size_t) {
+    for (std::size_t i = 0; i < n; ++i) p[i] = p[i] * c;
+  });
+}
+
+double sum_squares(Run x, double acc) {
+  read_tiles(x, [&acc](const float* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) acc += static_cast<double>(p[i]) * p[i];
+  });
+  return acc;
+}
+
+bool nonfinite(Run x) {
+  bool found = false;
+  read_tiles(x, [&found](const float* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) found = found || !std::isfinite(p[i]);
+  });
+  return found;
+}
+
+void convert(Run dst, Run src) {
+  ZERO_CHECK(dst.n == src.n, "convert of ", src.n, " elements into ", dst.n);
+  if (dst.dtype == src.dtype) {
+    std::copy_n(static_cast<const char*>(src.p), src.n * dtype_bytes(src.dtype), static_cast<char*>(dst.p));
+  } else if (src.dtype == Dtype::kF32) {
+    narrow_from_f32(static_cast<const float*>(src.p), dst.dtype, dst.p, dst.n);
+  } else if (dst.dtype == Dtype::kF32) {
+    widen_to_f32(src.p, src.dtype, static_cast<float*>(dst.p), dst.n);
+  } else {  // 16 -> other 16: through f32
+    float tile[kTile];
+    for (std::size_t base = 0; base < src.n; base += kTile) {
+      const std::size_t len = std::min(kTile, src.n - base);
+      widen_to_f32(at(src, base), src.dtype, tile, len);
+      narrow_from_f32(tile, dst.dtype, at(dst, base), len);
+    }
+  }
+}
+
+void adam(const AdamStep& step, const std::vector<Segment>& segments, Run p, Run g, Run m, Run v, Run copy) {
+  float* pp = f32(p);
+  float* mp = f32(m);
+  float* vp = f32(v);
+  ZERO_CHECK(copy.n == 0 || (copy.n == p.n && is_16bit(copy.dtype)), "adam's copy must be 16-bit, of the parameters' size");
+  AdamOptions opts;
+  if (copy.n > 0) opts.copy_format = half_format(copy.dtype);
+  float widened[kTile];
+  for (const Segment& seg : segments) {
+    if (seg.param < 0) continue;
+    ZERO_CHECK(seg.offset + seg.numel <= p.n, "adam segment outside its span");
+    // f32 gradients: one call over the segment; 16-bit: tile by tile, widened first.
+    const std::size_t step_len = g.dtype == Dtype::kF32 ? std::max<std::size_t>(seg.numel, 1) : kTile;
+    for (std::size_t done = 0; done < seg.numel; done += step_len) {
+      const std::size_t o = seg.offset + done, n = std::min(step_len, seg.numel - done);
+      const float* gp = nullptr;
+      if (g.dtype == Dtype::kF32) {
+        gp = static_cast<const float*>(g.p) + o;
+      } else {
+        widen_to_f32(at(g, o), g.dtype, widened, n);
+        gp = widened;
+      }
+      if (copy.n > 0) opts.copy = {reinterpret_cast<std::uint16_t*>(at(copy, o)), n};
+      adam_step(step, seg.decay, {pp + o, n}, {gp, n}, {mp + o, n}, {vp + o, n}, opts);  // SIMD, bit-identical to the reference
+    }
+  }
+}
+
+void init(const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed, Run out) {
+  if (out.dtype == Dtype::kF32) {
+    init_segments(unit, segments, seed, static_cast<float*>(out.p));
+    return;
+  }
+  float tile[kTile];
+  for (const Segment& s : segments) {
+    for (std::size_t done = 0; done < s.numel; done += kTile) {
+      const std::size_t n = std::min(kTile, s.numel - done);
+      if (s.param < 0) {
+        std::fill_n(tile, n, 0.0f);
+      } else {
+        init_values(unit.params.at(s.param).spec, seed, s.param_offset + done, {tile, n});
+      }
+      narrow_from_f32(tile, out.dtype, at(out, s.offset + done), n);
+    }
+  }
+}
+
+}  // namespace zero::host_ops

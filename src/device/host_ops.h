@@ -1,0 +1,36 @@
+// The element-wise operations of the devices that compute on the CPU ("cpu", "strict"), on host
+// addresses. f32 runs compute directly; 16-bit runs are processed in tiles: widened into f32,
+// computed with the same f32 expression, rounded once (to nearest even) on the way back. So an
+// operation on a 16-bit run is exactly the f32 operation on its widened values, rounded.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/dtype.h"
+#include "optim/adamw.h"
+#include "partition/layout.h"
+
+namespace zero::host_ops {
+
+// n elements of `dtype` at p (host memory).
+struct Run {
+  void* p = nullptr;
+  std::size_t n = 0;
+  Dtype dtype = Dtype::kF32;
+};
+
+void fill(Run dst, float value);
+void add(Run dst, Run src);  // src: dst's dtype or f32
+void divide(Run x, float d);
+void scale(Run x, float c);
+double sum_squares(Run x, double acc);
+bool nonfinite(Run x);
+void convert(Run dst, Run src);
+// Adam over `segments` of p (f32), g (any dtype, widened), m, v (f32); `copy` (16-bit or empty)
+// receives the updated parameters rounded, through the CPU Adam's fused copy.
+void adam(const AdamStep& step, const std::vector<Segment>& segments, Run p, Run g, Run m, Run v, Run copy);
+void init(const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed, Run out);
+
+}  // namespace zero::host_ops
