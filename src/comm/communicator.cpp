@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "comm/segmented.h"
 #include "common/error.h"
 #include "common/trace.h"
 #include "memory/ledger.h"
@@ -83,10 +84,14 @@ std::unique_ptr<Communicator> Communicator::do_split(int, int) {
 std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   ZERO_CHECK(color >= 0, "split: color ", color, " must be >= 0");
   std::unique_ptr<Communicator> child;
+  CollectiveRecord record("split", 0, 0);
+  record.label = CollectiveLabel::current();
+  record.context = context();
   // On the comm thread, in issue order: a split is collective, like the collectives around it.
   Handle(worker_->push([&] {
     running_ = Collective::kBarrier;
     TraceSpan span(tracer_, Lane::kComm, "split");
+    check_order(record);
     child = do_split(color, key);
   })).wait();
   return child;
@@ -104,6 +109,7 @@ std::string Communicator::context() const {
 
 std::string Communicator::op_label(const char* op, std::size_t bytes) const {
   std::string c = context();
+  if (checking_) return cat("order check before ", checking_->describe());  // its context included
   const std::string name = running_ == Collective::kAllReduce ? cat("all_reduce (", op, " phase)") : std::string(op);
   const std::string piece = piece_count_ > 1 ? cat(", piece ", piece_index_ + 1, " of ", piece_count_) : "";
   return cat(name, " of ", format_bytes(bytes), piece, c.empty() ? "" : " (", c, c.empty() ? "" : ")");
@@ -127,14 +133,27 @@ Traffic Communicator::traffic() const {
   return t;
 }
 
-Handle Communicator::enqueue(Collective kind, std::uint64_t sent, std::uint64_t received,
+namespace {
+
+// The record with its piece count: ceil(k / s) for k elements per rank (default: its elements).
+CollectiveRecord with_pieces(CollectiveRecord record, std::size_t s, std::size_t k = 0) {
+  record.pieces = split_into_pieces(k ? k : record.elements, s).count;
+  return record;
+}
+
+}  // namespace
+
+Handle Communicator::enqueue(CollectiveRecord record, Collective kind, std::uint64_t sent, std::uint64_t received,
                              std::function<void()> op) {
   // Counted when issued, so that a step's traffic includes the gathers it leaves running into
   // the next forward (a collective that then fails ends the run anyway).
   count(kind, sent, received);
-  return Handle(worker_->push([this, kind, op = std::move(op)] {
+  record.label = CollectiveLabel::current();
+  record.context = context();
+  return Handle(worker_->push([this, kind, record = std::move(record), op = std::move(op)] {
     running_ = kind;
     TraceSpan span(tracer_, Lane::kComm, collective_name(kind));
+    check_order(record);
     op();
   }));
 }
@@ -160,7 +179,7 @@ Handle Communicator::reduce_scatter_async(std::span<const float> send, std::span
              " elements, recv ", recv.size(), ", world ", n);
   const std::uint64_t bytes = recv.size() * sizeof(float) * (n - 1);
   const std::size_t s = resolve_segment(segment, sizeof(float));
-  return enqueue(Collective::kReduceScatter, bytes, bytes, [this, send, recv, s] {
+  return enqueue(with_pieces({"reduce_scatter", recv.size()}, s), Collective::kReduceScatter, bytes, bytes, [this, send, recv, s] {
     run_pieces([&](Scratch& scratch) { segmented_reduce_scatter(send.data(), recv.data(), recv.size(), s, scratch); });
   });
 }
@@ -175,7 +194,7 @@ Handle Communicator::all_gather_async(std::span<const float> send, std::span<flo
              " elements, recv ", recv.size(), ", world ", n);
   const std::uint64_t bytes = send.size() * sizeof(float) * (n - 1);
   const std::size_t s = resolve_segment(segment, sizeof(float));
-  return enqueue(Collective::kAllGather, bytes, bytes, [this, send, recv, s] {
+  return enqueue(with_pieces({"all_gather", send.size()}, s), Collective::kAllGather, bytes, bytes, [this, send, recv, s] {
     run_pieces([&](Scratch& scratch) {
       segmented_all_gather(send.data(), recv.data(), send.size(), sizeof(float), s, scratch);
     });
@@ -190,7 +209,7 @@ Handle Communicator::all_reduce_async(std::span<float> data, std::size_t segment
   const std::size_t k = data.size() / n;
   const std::uint64_t bytes = 2 * k * sizeof(float) * (n - 1);
   const std::size_t s = resolve_segment(segment, sizeof(float));
-  return enqueue(Collective::kAllReduce, bytes, bytes, [this, data, k, s] {
+  return enqueue(with_pieces({"all_reduce", data.size()}, s, k), Collective::kAllReduce, bytes, bytes, [this, data, k, s] {
     run_pieces([&](Scratch& scratch) {
       float* mine = data.data() + static_cast<std::size_t>(rank_) * k;
       segmented_reduce_scatter(data.data(), mine, k, s, scratch);  // in place into this rank's slot
@@ -207,13 +226,13 @@ Handle Communicator::broadcast_async(std::span<float> data, int root, std::size_
   const std::uint64_t sent = rank_ == root ? bytes * static_cast<std::uint64_t>(size_ - 1) : 0;
   const std::uint64_t received = rank_ == root ? 0 : bytes;
   const std::size_t s = resolve_segment(segment, sizeof(float));
-  return enqueue(Collective::kBroadcast, sent, received, [this, data, root, s] {
+  return enqueue(with_pieces({"broadcast", data.size(), sizeof(float), root}, s), Collective::kBroadcast, sent, received, [this, data, root, s] {
     run_pieces([&](Scratch&) { segmented_broadcast(data.data(), data.size(), sizeof(float), s, root); });
   });
 }
 
 Handle Communicator::barrier_async() {
-  return enqueue(Collective::kBarrier, 0, 0, [this] {
+  return enqueue({"barrier", 0, 0}, Collective::kBarrier, 0, 0, [this] {
     begin_piece(Collective::kBarrier, 0, 1);
     do_barrier();
   });
@@ -223,7 +242,7 @@ Handle Communicator::barrier_async() {
 void Communicator::all_gather_bytes(const void* send, std::size_t bytes, void* recv) {
   const std::uint64_t b = bytes * static_cast<std::uint64_t>(size_ - 1);
   const std::size_t s = resolve_segment(0, 1);
-  enqueue(Collective::kAllGather, b, b, [this, send, bytes, recv, s] {
+  enqueue({"all_gather", bytes, 1}, Collective::kAllGather, b, b, [this, send, bytes, recv, s] {
     run_pieces([&](Scratch& scratch) { segmented_all_gather(send, recv, bytes, 1, s, scratch); });
   }).wait();
 }

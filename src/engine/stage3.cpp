@@ -91,7 +91,7 @@ class Stage3 final : public Stage {
     Gathered& g = gathered_[u].emplace();
     g.whole = std::move(whole);
     g.staging = std::move(staging);
-    g.done = ctx_.comm.all_gather(source, g.whole.span());
+    g.done = ctx_.comm.all_gather(source, g.whole.span(), ctx_.layout.unit(u).name);
   }
 
   StageContext ctx_;
