@@ -13,6 +13,8 @@ packages=(
   libssl-dev
   zlib1g-dev jargon-text
   procps
+  clang-14 libclang-rt-14-dev  # the libFuzzer harnesses (scripts/fuzz.sh)
+  iproute2                      # network namespaces for the two-host test
 )
 
 missing=()

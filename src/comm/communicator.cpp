@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comm/segmented.h"
 #include "common/error.h"
 #include "common/trace.h"
 #include "memory/ledger.h"
@@ -84,10 +85,14 @@ std::unique_ptr<Communicator> Communicator::do_split(int, int) {
 std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   ZERO_CHECK(color >= 0, "split: color ", color, " must be >= 0");
   std::unique_ptr<Communicator> child;
+  CollectiveRecord record("split", 0, 0);
+  record.label = CollectiveLabel::current();
+  record.context = context();
   // On the comm thread, in issue order: a split is collective, like the collectives around it.
   Handle(worker_->push([&] {
     running_ = Collective::kBarrier;
     TraceSpan span(tracer_, Lane::kComm, "split");
+    check_order(record);
     child = do_split(color, key);
   })).wait();
   return child;
@@ -105,6 +110,7 @@ std::string Communicator::context() const {
 
 std::string Communicator::op_label(const char* op, std::size_t bytes) const {
   std::string c = context();
+  if (checking_) return cat("order check before ", checking_->describe());  // its context included
   const std::string name = running_ == Collective::kAllReduce ? cat("all_reduce (", op, " phase)") : std::string(op);
   const std::string piece = piece_count_ > 1 ? cat(", piece ", piece_index_ + 1, " of ", piece_count_) : "";
   return cat(name, " of ", format_bytes(bytes), piece, c.empty() ? "" : " (", c, c.empty() ? "" : ")");
@@ -128,15 +134,28 @@ Traffic Communicator::traffic() const {
   return t;
 }
 
-Handle Communicator::enqueue(Collective kind, std::uint64_t sent, std::uint64_t received,
+namespace {
+
+// The record with its piece count: ceil(k / s) for k elements per rank (default: its elements).
+CollectiveRecord with_pieces(CollectiveRecord record, std::size_t s, std::size_t k = 0) {
+  record.pieces = split_into_pieces(k ? k : record.elements, s).count;
+  return record;
+}
+
+}  // namespace
+
+Handle Communicator::enqueue(CollectiveRecord record, Collective kind, std::uint64_t sent, std::uint64_t received,
                              std::function<void()> op) {
   // Counted when issued, so that a step's traffic includes the gathers it leaves running into
   // the next forward (a collective that then fails ends the run anyway).
   count(kind, sent, received);
   if (!executes()) return Handle();  // counted, never run: complete at once
-  return Handle(worker_->push([this, kind, op = std::move(op)] {
+  record.label = CollectiveLabel::current();
+  record.context = context();
+  return Handle(worker_->push([this, kind, record = std::move(record), op = std::move(op)] {
     running_ = kind;
     TraceSpan span(tracer_, Lane::kComm, collective_name(kind));
+    check_order(record);
     op();
   }));
 }
@@ -166,7 +185,7 @@ Handle Communicator::reduce_scatter_async(const void* send, void* recv, std::siz
   const std::size_t n = static_cast<std::size_t>(size_);
   const std::uint64_t bytes = k * dtype_bytes(dtype) * (n - 1);
   const std::size_t s = resolve_segment(segment, dtype_bytes(dtype));
-  return enqueue(Collective::kReduceScatter, bytes, bytes, [this, send, recv, k, dtype, s] {
+  return enqueue(with_pieces({"reduce_scatter", k, static_cast<std::uint32_t>(dtype_bytes(dtype))}, s), Collective::kReduceScatter, bytes, bytes, [this, send, recv, k, dtype, s] {
     run_pieces([&](Scratch& scratch) { segmented_reduce_scatter(send, recv, k, dtype, s, scratch); });
   });
 }
@@ -186,7 +205,7 @@ Handle Communicator::all_gather_async(const void* send, void* recv, std::size_t 
   const std::size_t eb = dtype_bytes(dtype);
   const std::uint64_t bytes = k * eb * (n - 1);
   const std::size_t s = resolve_segment(segment, eb);
-  return enqueue(Collective::kAllGather, bytes, bytes, [this, send, recv, k, eb, s] {
+  return enqueue(with_pieces({"all_gather", k, static_cast<std::uint32_t>(eb)}, s), Collective::kAllGather, bytes, bytes, [this, send, recv, k, eb, s] {
     run_pieces([&](Scratch& scratch) { segmented_all_gather(send, recv, k, eb, s, scratch); });
   });
 }
@@ -204,7 +223,7 @@ Handle Communicator::all_reduce_async(void* data, std::size_t count, Dtype dtype
   const std::size_t eb = dtype_bytes(dtype);
   const std::uint64_t bytes = 2 * k * eb * (n - 1);
   const std::size_t s = resolve_segment(segment, eb);
-  return enqueue(Collective::kAllReduce, bytes, bytes, [this, data, k, dtype, eb, s] {
+  return enqueue(with_pieces({"all_reduce", count, static_cast<std::uint32_t>(eb)}, s, k), Collective::kAllReduce, bytes, bytes, [this, data, k, dtype, eb, s] {
     run_pieces([&](Scratch& scratch) {
       char* mine = static_cast<char*>(data) + static_cast<std::size_t>(rank_) * k * eb;
       segmented_reduce_scatter(data, mine, k, dtype, s, scratch);  // in place into this rank's slot
@@ -221,13 +240,13 @@ Handle Communicator::broadcast_async(std::span<float> data, int root, std::size_
   const std::uint64_t sent = rank_ == root ? bytes * static_cast<std::uint64_t>(size_ - 1) : 0;
   const std::uint64_t received = rank_ == root ? 0 : bytes;
   const std::size_t s = resolve_segment(segment, sizeof(float));
-  return enqueue(Collective::kBroadcast, sent, received, [this, data, root, s] {
+  return enqueue(with_pieces({"broadcast", data.size(), sizeof(float), root}, s), Collective::kBroadcast, sent, received, [this, data, root, s] {
     run_pieces([&](Scratch&) { segmented_broadcast(data.data(), data.size(), sizeof(float), s, root); });
   });
 }
 
 Handle Communicator::barrier_async() {
-  return enqueue(Collective::kBarrier, 0, 0, [this] {
+  return enqueue({"barrier", 0, 0}, Collective::kBarrier, 0, 0, [this] {
     begin_piece(Collective::kBarrier, 0, 1);
     do_barrier();
   });
@@ -240,7 +259,7 @@ void Communicator::all_gather_bytes(const void* send, std::size_t bytes, void* r
   if (!executes()) {  // every rank of a dry run describes the same thing: this one
     for (int r = 0; r < size_; ++r) std::memcpy(static_cast<char*>(recv) + static_cast<std::size_t>(r) * bytes, send, bytes);
   }
-  enqueue(Collective::kAllGather, b, b, [this, send, bytes, recv, s] {
+  enqueue({"all_gather", bytes, 1}, Collective::kAllGather, b, b, [this, send, bytes, recv, s] {
     run_pieces([&](Scratch& scratch) { segmented_all_gather(send, recv, bytes, 1, s, scratch); });
   }).wait();
 }

@@ -32,6 +32,11 @@
 // ranks (sent) and receives from them (received); data that stays on the rank is not counted.
 // `calls` counts collectives as issued (one per call); `pieces` counts the transport calls they
 // ran as (an all_reduce of m pieces is 2m: m reduce_scatter pieces, then m all_gather pieces).
+//
+// Order check (order_check.h): before its transport runs, every collective (and split) is
+// compared across the ranks by a running hash of what each has executed (operation, size, root,
+// the issuing thread's CollectiveLabel, the context); ranks that issued different collectives
+// fail together with a CommError naming what each issued, instead of mismatched transport calls.
 #pragma once
 
 #include <array>
@@ -46,6 +51,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/order_check.h"
 #include "common/dtype.h"
 #include "common/task_queue.h"
 
@@ -217,7 +223,12 @@ class Communicator {
 
  private:
   class Scratch;  // segmented.cpp: packing scratch of one collective
-  Handle enqueue(Collective kind, std::uint64_t sent, std::uint64_t received, std::function<void()> op);
+  // `record` (op and size; the label and context are filled in here) is checked on the comm
+  // thread before `op` runs (check_order).
+  Handle enqueue(CollectiveRecord record, Collective kind, std::uint64_t sent, std::uint64_t received,
+                 std::function<void()> op);
+  // order_check.cpp: folds `record` into order_ and compares the ranks' hashes; comm thread only.
+  void check_order(const CollectiveRecord& record);
   void count(Collective kind, std::uint64_t sent, std::uint64_t received);
   std::size_t resolve_segment(std::size_t segment, std::size_t element_bytes) const;
   // segmented.cpp: the piece loops, run on the comm thread; s = elements per rank per piece.
@@ -245,6 +256,9 @@ class Communicator {
   std::size_t piece_index_ = 0, piece_count_ = 1;  // the piece it runs now; comm thread only
   // Scratch of collectives that failed: a transport (MPI) may still write into it. Comm thread only.
   std::vector<std::shared_ptr<void>> orphaned_scratch_;
+  OrderHash order_;                  // of the collectives executed so far; comm thread only
+  const CollectiveRecord* checking_ = nullptr;  // whose order check runs now (for op_label); comm thread only
+  std::string diverged_;             // the order check's error, once the ranks disagreed; comm thread only
   Tracer* tracer_ = nullptr;
   mutable std::mutex context_mu_;
   std::string context_;

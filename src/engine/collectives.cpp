@@ -27,7 +27,8 @@ Collectives::Collectives(Communicator& comm, Device& device, std::size_t reduce_
 
 // The element type travels with the spans: 16-bit spans make 16-bit collectives (half the bytes
 // on the wire, each element summed in f32 in rank order and rounded once).
-Handle Collectives::reduce_scatter(const DeviceSpan& send, const DeviceSpan& recv) {
+Handle Collectives::reduce_scatter(const DeviceSpan& send, const DeviceSpan& recv, const std::string& unit) {
+  const CollectiveLabel label("unit " + unit);
   if (predivide_ != 1.0f) device_.divide(device_.compute(), send, predivide_);
   ZERO_CHECK(send.dtype() == recv.dtype() && send.size() == recv.size() * static_cast<std::size_t>(size()),
              "reduce_scatter of ", send.size(), " ", dtype_label(send.dtype()), " into ", recv.size(), " ", dtype_label(recv.dtype()));
@@ -35,14 +36,16 @@ Handle Collectives::reduce_scatter(const DeviceSpan& send, const DeviceSpan& rec
   return settle(reserve_scratch(Collective::kReduceScatter, recv.size(), reduce_segment_, recv.dtype(), std::move(h)));
 }
 
-Handle Collectives::all_gather(const DeviceSpan& send, const DeviceSpan& recv) {
+Handle Collectives::all_gather(const DeviceSpan& send, const DeviceSpan& recv, const std::string& unit) {
+  const CollectiveLabel label("unit " + unit);
   ZERO_CHECK(send.dtype() == recv.dtype() && recv.size() == send.size() * static_cast<std::size_t>(size()),
              "all_gather of ", send.size(), " ", dtype_label(send.dtype()), " into ", recv.size(), " ", dtype_label(recv.dtype()));
   Handle h = comm_.all_gather_async(device_.transport(send), device_.transport(recv), send.size(), send.dtype(), gather_segment_);
   return reserve_scratch(Collective::kAllGather, send.size(), gather_segment_, send.dtype(), std::move(h));
 }
 
-Handle Collectives::all_reduce(const DeviceSpan& data) {
+Handle Collectives::all_reduce(const DeviceSpan& data, const std::string& unit) {
+  const CollectiveLabel label("unit " + unit);
   if (predivide_ != 1.0f) device_.divide(device_.compute(), data, predivide_);
   Handle h = comm_.all_reduce_async(device_.transport(data), data.size(), data.dtype(), reduce_segment_);
   return settle(reserve_scratch(Collective::kAllReduce, data.size() / static_cast<std::size_t>(comm_.size()), reduce_segment_, data.dtype(),

@@ -32,10 +32,12 @@ class Collectives {
   Communicator& communicator() { return comm_; }
 
   // As Communicator's (communicator.h): send N*k -> recv k (rank order sum), send k -> recv N*k,
-  // data N*k summed everywhere. recv of reduce_scatter may be this rank's slot of send.
-  Handle reduce_scatter(const DeviceSpan& send, const DeviceSpan& recv);
-  Handle all_gather(const DeviceSpan& send, const DeviceSpan& recv);
-  Handle all_reduce(const DeviceSpan& data);
+  // data N*k summed everywhere. recv of reduce_scatter may be this rank's slot of send. `unit`
+  // (the unit's name) labels the collective for the order check (comm/order_check.h), so ranks
+  // that diverge are told at which unit.
+  Handle reduce_scatter(const DeviceSpan& send, const DeviceSpan& recv, const std::string& unit);
+  Handle all_gather(const DeviceSpan& send, const DeviceSpan& recv, const std::string& unit);
+  Handle all_reduce(const DeviceSpan& data, const std::string& unit);
 
  private:
   // A reduction as issued, waited for at once without overlap.

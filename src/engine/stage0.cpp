@@ -24,7 +24,7 @@ class Stage0 final : public Stage {
 
   void reduce_gradients(int u) override {
     if (!boundary_) return;  // accumulate locally until the last micro-batch
-    optimizer_->reduced(u, grads(u), ctx_.comm.all_reduce(grads(u)));
+    optimizer_->reduced(u, grads(u), ctx_.comm.all_reduce(grads(u), ctx_.layout.unit(u).name));
   }
 
   void finish_reduction() override {}  // the optimizer waits for the reductions it was handed

@@ -25,7 +25,7 @@ class Stage1 final : public Stage {
 
   void reduce_gradients(int u) override {
     if (!boundary_) return;  // accumulate locally until the last micro-batch
-    optimizer_->reduced(u, my_slice(u), ctx_.comm.reduce_scatter(grads(u), my_slice(u)));
+    optimizer_->reduced(u, my_slice(u), ctx_.comm.reduce_scatter(grads(u), my_slice(u), ctx_.layout.unit(u).name));
   }
 
   void finish_reduction() override { params_.wait_all(); }  // the optimizer writes the slices next

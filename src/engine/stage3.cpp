@@ -96,7 +96,7 @@ class Stage3 final : public Stage {
 
   void gather_parameters() override {
     for (int u = 0; u < ctx_.layout.num_units(); ++u)
-      if (persistent(u)) persistent_gathers_[u] = ctx_.comm.all_gather(persistent_slice(u), persistent_[u].span());
+      if (persistent(u)) persistent_gathers_[u] = ctx_.comm.all_gather(persistent_slice(u), persistent_[u].span(), ctx_.layout.unit(u).name);
   }
 
  private:
@@ -189,7 +189,7 @@ class Stage3 final : public Stage {
     Gathered& g = gathered_[u].emplace();
     g.whole = std::move(whole);
     g.staging = std::move(staging);
-    g.done = ctx_.comm.all_gather(source, g.whole.span());
+    g.done = ctx_.comm.all_gather(source, g.whole.span(), ctx_.layout.unit(u).name);
     live_ += padded(u);
   }
 

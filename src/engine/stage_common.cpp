@@ -68,7 +68,7 @@ DeviceSpan WholeParameters::slice(int u) const {
 }
 
 void WholeParameters::start_gather() {
-  for (int u = 0; u < ctx_.layout.num_units(); ++u) gathers_[u] = ctx_.comm.all_gather(slice(u), unit(u));
+  for (int u = 0; u < ctx_.layout.num_units(); ++u) gathers_[u] = ctx_.comm.all_gather(slice(u), unit(u), ctx_.layout.unit(u).name);
 }
 
 void WholeParameters::wait(int u) {
@@ -102,7 +102,7 @@ void TransientGradients::reduce(int u, ShardOptimizer& optimizer) {
   wait_pending();
   const DeviceSpan whole = get(u);  // a unit whose parameters got no gradient still reduces zeros
   const DeviceSpan target = optimizer.reduce_target(u);
-  pending_ = ctx_.comm.reduce_scatter(whole, target);
+  pending_ = ctx_.comm.reduce_scatter(whole, target, ctx_.layout.unit(u).name);
   pending_unit_ = u;
   optimizer.reduced(u, target, pending_);
 }

@@ -1,0 +1,22 @@
+#!/bin/sh
+# netns_rsh.sh [SSH-OPTIONS] HOST COMMAND...: Open MPI's launcher agent (OMPI_MCA_plm_rsh_agent)
+# for "hosts" that are network namespaces of this machine: where mpirun would run `ssh HOST
+# COMMAND`, this runs COMMAND (a shell command line, as ssh would) inside the namespace that
+# holds HOST's address. ZERO_NETNS_HOSTS lists them: "ADDRESS=NAMESPACE ADDRESS=NAMESPACE".
+while [ $# -gt 0 ]; do
+  case $1 in
+    -x|-T|-q|-n|-a|-A) shift ;;
+    -o|-p|-l|-i) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+host=$1
+shift
+for pair in $ZERO_NETNS_HOSTS; do
+  if [ "${pair%%=*}" = "$host" ]; then
+    exec ip netns exec "${pair#*=}" /bin/sh -c "$*"
+  fi
+done
+echo "netns_rsh.sh: no namespace for host '$host' in ZERO_NETNS_HOSTS='$ZERO_NETNS_HOSTS'" >&2
+exit 255

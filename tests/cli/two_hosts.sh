@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# two_hosts.sh ZERO: `zero train` across two "hosts" on this machine, and bit-identical weights.
+# The hosts are two network namespaces joined by a veth pair (10.201.0.1 and 10.201.0.2); Open
+# MPI runs over TCP only, and its launcher reaches the second host through `ip netns exec`
+# (tests/cli/netns_rsh.sh as OMPI_MCA_plm_rsh_agent) instead of ssh. The run must place one rank
+# on each host, and its final weights' SHA-256 must equal that of the same run on one host.
+# Exits 77 (CTest's SKIP_RETURN_CODE) when this machine cannot create network namespaces (not
+# root, no iproute2, or no permission in a container): a skip, never a pass.
+set -u
+zero=$1
+here=$(cd "$(dirname "$0")" && pwd)
+a=zero2h_a_$$ b=zero2h_b_$$
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "not root: creating network namespaces needs root"
+command -v ip >/dev/null || skip "no 'ip' command (install iproute2: scripts/setup.sh does)"
+cleanup() { ip netns del "$a" 2>/dev/null; ip netns del "$b" 2>/dev/null; rm -rf "$work"; }
+work=$(mktemp -d)
+trap cleanup EXIT
+ip netns add "$a" 2>"$work/err" || skip "ip netns add failed: $(cat "$work/err")"
+ip netns add "$b" || skip "ip netns add failed for the second namespace"
+set -e
+ip link add "v$$a" netns "$a" type veth peer name "v$$b" netns "$b"
+ip -n "$a" addr add 10.201.0.1/24 dev "v$$a"
+ip -n "$b" addr add 10.201.0.2/24 dev "v$$b"
+for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
+ip -n "$a" link set "v$$a" up
+ip -n "$b" link set "v$$b" up
+set +e
+
+train=(train --comm mpi --steps 3 --sample 0 --stage 2 --set model.n_embd=32 --set model.n_layer=2
+       --set train_micro_batch_size_per_gpu=2)
+export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
+# One host: two ranks on this machine, as usual.
+mpirun --allow-run-as-root --oversubscribe -np 2 "$zero" "${train[@]}" >"$work/one.txt" 2>&1 \
+  || { echo "FAIL: the one-host run failed"; cat "$work/one.txt"; exit 1; }
+# Two hosts: mpirun in the first namespace, one rank per host, TCP over the veth pair only.
+export ZERO_NETNS_HOSTS="10.201.0.1=$a 10.201.0.2=$b"
+ip netns exec "$a" env OMPI_MCA_plm_rsh_agent="$here/netns_rsh.sh" \
+  mpirun --allow-run-as-root --host 10.201.0.1:1,10.201.0.2:1 -np 2 --display-map \
+  --mca btl tcp,self --mca btl_tcp_if_include 10.201.0.0/24 --mca oob_tcp_if_include 10.201.0.0/24 \
+  -x OMP_NUM_THREADS -x OMPI_MCA_mpi_yield_when_idle \
+  "$zero" "${train[@]}" >"$work/two.txt" 2>&1 \
+  || { echo "FAIL: the two-host run failed"; cat "$work/two.txt"; exit 1; }
+
+sha() { grep -oiE 'sha-?256[^0-9a-f]*[0-9a-f]{64}' "$1" | grep -oE '[0-9a-f]{64}' | tail -1; }
+one=$(sha "$work/one.txt") two=$(sha "$work/two.txt")
+grep -q "Data for node: 10.201.0.2" "$work/two.txt" || { echo "FAIL: no rank was placed on the second host"; cat "$work/two.txt"; exit 1; }
+[ -n "$one" ] || { echo "FAIL: no weights SHA-256 in the one-host output"; cat "$work/one.txt"; exit 1; }
+if [ "$one" != "$two" ]; then
+  echo "FAIL: the weights differ: one host $one, two hosts ${two:-(none)}"; cat "$work/two.txt"; exit 1
+fi
+echo "ok: two hosts (network namespaces $a, $b over TCP) and one host give the same weights: sha256 $one"
