@@ -37,7 +37,11 @@ std::vector<FlagSpec> train_flags() {
           {"device-memory", "device tier capacity per rank, e.g. 16GiB (overrides device_memory)", true, ""},
           {"host-memory", "host tier capacity per rank (overrides host_memory)", true, ""},
           {"trace", "write a Chrome trace (compute, communication, copies, CPU optimizer per rank) to this file", true, ""},
-          {"sample", "bytes of text to generate after training (text data only)", true, "300"}};
+          {"sample", "bytes of text to generate after training (text data only)", true, "300"},
+          {"save", "save sharded checkpoints into this directory (DIR/step-N/, DIR/latest); always a final one", true, ""},
+          {"save-every", "also save after every N optimizer steps", true, "0"},
+          {"keep", "keep only the newest K checkpoints (0: all)", true, "0"},
+          {"resume", "continue from a checkpoint: a --save directory (its latest) or one step-N directory, any world size or stage", true, ""}};
 }
 
 // The setup used without --config: a small character-level GPT on the default text.
@@ -53,7 +57,7 @@ nlohmann::json default_config() {
           {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 64}, {"n_embd", 128}, {"n_layer", 4}, {"n_head", 4}}}};
 }
 
-TrainConfig build_config(const Flags& flags, int world_size) {
+TrainConfig build_config(const Flags& flags, int world_size, std::string* document = nullptr) {
   nlohmann::json j = default_config();
   if (!flags.get("config").empty()) j = read_config_file(flags.get("config"));  // syntax, duplicates
   const std::pair<const char*, const char*> simple[] = {{"stage", "zero_optimization.stage"}, {"steps", "train_steps"},
@@ -74,7 +78,9 @@ TrainConfig build_config(const Flags& flags, int world_size) {
     apply_override(j, "zero_optimization.offload_param.device", o == "optimizer+param" ? "cpu" : "none");
   }
   for (const std::string& assignment : flags.get_all("set")) apply_override(j, assignment);
-  return parse_config(j, world_size);
+  TrainConfig c = parse_config(j, world_size);
+  if (document) *document = j.dump();  // recorded in checkpoints
+  return c;
 }
 
 std::string mib(std::uint64_t bytes) { return format_bytes(bytes); }
@@ -137,7 +143,7 @@ void print_overlap(const TrainResult& r, int ranks, bool clipping) {
 }
 
 void print_summary(const TrainConfig& c, const TrainResult& r, const std::string& data) {
-  std::printf("\nsummary: %lld steps, %.1f ms/step, %.0f tokens/s; train loss %.4f -> %.4f", static_cast<long long>(c.train_steps),
+  std::printf("\nsummary: %lld steps, %.1f ms/step, %.0f tokens/s; train loss %.4f -> %.4f", static_cast<long long>(c.train_steps - r.first_step),
               r.mean_step_seconds * 1e3, r.tokens_per_second, r.losses.front(), r.losses.back());
   if (r.final_val_loss >= 0) std::printf("; validation loss %.4f -> %.4f", r.first_val_loss, r.final_val_loss);
   std::printf("\ndata: %s\n", data.c_str());
@@ -161,10 +167,18 @@ int train_main(const std::vector<std::string>& args) {
   return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
     TrainOptions o;
     o.ledger = &ledger;
-    o.config = build_config(flags, comm.size());
+    o.config = build_config(flags, comm.size(), &o.checkpoints.config_json);
     comm.set_timeout(std::chrono::milliseconds(std::llround(o.config.comm_timeout_seconds * 1000)));
     o.data_path = o.config.data.path.empty() ? data::default_text_path() : o.config.data.path;
     o.sample_chars = sample;
+    o.checkpoints.save_dir = flags.get("save");
+    o.checkpoints.save_every = flags.get_int("save-every", 0, 1LL << 40);
+    o.checkpoints.keep = static_cast<int>(flags.get_int("keep", 0, 1 << 20));
+    o.checkpoints.resume = flags.get("resume");
+    o.on_note = [](const std::string& line) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    };
     const TrainConfig& c = o.config;
     o.trace = !trace_path.empty() || c.zero.offload_optimizer.device == OffloadDevice::cpu;
     std::ofstream metrics;

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ namespace zero {
 
 class Collectives;
 class Device;
+class DeviceBuffer;
+class DeviceSpan;
 class ShardOptimizer;
 class Stage;
 class Tracer;
@@ -60,6 +63,12 @@ struct EngineConfig {
   // memory the host cannot dereference); "counting" (the planner's dry run: nothing computed).
   std::string device = "cpu";
 };
+
+// The optimizer state a checkpoint holds per element: the f32 master parameters (the parameters
+// themselves while they are f32) and Adam's moments. Masters and moments stay f32 whatever the
+// compute dtype.
+enum class StateTensor { kMaster, kExpAvg, kExpAvgSq };
+inline constexpr int kNumStateTensors = 3;
 
 struct StepReport {
   float lr = 0.0f;
@@ -97,6 +106,23 @@ class Engine {
   // Every parameter, whole and unpadded, in layout order. A collective in stage 3.
   std::vector<float> full_parameters();
 
+  // ---- checkpoints (checkpoint/): this rank's optimizer state, read and written unit by unit ----
+  // The elements of unit u's flat (padded) buffer whose state this rank holds, as [first, first +
+  // count): its slice in stages 1-3, the whole unit in stage 0.
+  struct HeldRange {
+    std::size_t first = 0, count = 0;
+  };
+  HeldRange held_state(int u) const;
+  // Elements [first, first + out.size()) of unit u's `tensor`, which must lie in held_state(u),
+  // copied to or from host memory through the device seam (offloaded state never visits the
+  // device tier). Call between steps, after synchronize().
+  void read_state(StateTensor tensor, int u, std::size_t first, std::span<float> out);
+  void write_state(StateTensor tensor, int u, std::size_t first, std::span<const float> in);
+  // After write_state of every held element: the parameters the stage computes with are made
+  // from the masters (and gathered where the stage keeps them whole), and the next step is
+  // optimizer step `steps_done` + 1 (Adam's bias correction, the schedule).
+  void state_written(std::int64_t steps_done);
+
   const FlatLayout& layout() const { return layout_; }
   const EngineConfig& config() const { return config_; }
   std::int64_t steps_done() const { return step_; }
@@ -112,6 +138,7 @@ class Engine {
   void backward();
   double global_grad_norm();
   void run_unit(int u, bool backward);
+  DeviceSpan state_span(StateTensor tensor, int u, std::size_t first, std::size_t count);
 
   EngineConfig config_;
   Module& module_;
@@ -121,6 +148,7 @@ class Engine {
   std::unique_ptr<Collectives> collectives_;
   std::unique_ptr<Stage> stage_;
   std::unique_ptr<ShardOptimizer> optimizer_;
+  std::unique_ptr<DeviceBuffer> state_staging_;  // (largest held part) f32, host tier: checkpoint reads and writes
   std::int64_t step_ = 0;
   int micro_batches_ = 0;  // since the last optimizer step
   bool last_seen_ = false;  // forward_backward(true) ran since the last optimizer step

@@ -174,6 +174,7 @@ void check_plan_fits(const TrainConfig& c, const Communicator& comm, Ledger& led
 
 TrainResult train(const TrainOptions& o, Communicator& comm) {
   const TrainConfig& c = o.config;
+  TrainCheckpoints checkpoints(o.checkpoints, c, comm, comm.rank() == 0 ? o.on_note : nullptr);  // --save, --resume: checked first
   const data::TokenData tokens = load_data(o);
   const int T = c.model.shape.seq_len, B = c.micro_batch_size, A = c.gradient_accumulation_steps;
   const data::TokenSplit split = data::split_tokens(tokens, c.data.val_fraction, T);
@@ -200,7 +201,14 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     if (windows->count() < per_world) windows.reset();  // too short to give every rank a full micro-batch
   }
 
+  const auto train_tokens = static_cast<std::int64_t>(split.train.size());
+  const std::int64_t first_step = checkpoints.resume(engine, train_tokens);
+  if (first_step >= c.train_steps) {
+    throw ConfigError(cat("[train] the checkpoint is at step ", first_step, " and train_steps is ", c.train_steps,
+                          ": nothing to train. Raise --steps above ", first_step));
+  }
   TrainResult result;
+  result.first_step = first_step;
   result.num_parameters = engine.layout().numel();
   result.padded_parameters = engine.layout().padded_numel();
   result.largest_unit = engine.layout().largest_unit();
@@ -209,7 +217,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
   const double tokens_per_step = static_cast<double>(c.train_batch_size) * T;
   double timed = 0;
-  for (std::int64_t step = 0; step < c.train_steps; ++step) {
+  for (std::int64_t step = first_step; step < c.train_steps; ++step) {
     const auto t0 = Clock::now();
     double loss_sum = 0;
     engine.set_learning_rate(c.scheduler.lr_at(step, c.adam.lr));  // before the backward: offload may start Adam there
@@ -236,15 +244,16 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     for (const RankFigures& f : m.ranks) loss += f.loss;
     m.loss = static_cast<float>(loss / comm.size());
     m.tokens_per_second = tokens_per_step / m.step_seconds;
-    if (step > 0 || c.train_steps == 1) timed += m.step_seconds;
+    if (step > first_step || c.train_steps == first_step + 1) timed += m.step_seconds;
     result.losses.push_back(m.loss);
     if (comm.rank() == 0) {
       result.final_ranks = m.ranks;
       if (o.on_step) o.on_step(m);
     }
+    checkpoints.after_step(engine, step + 1, m.loss, train_tokens, step + 1 == c.train_steps);
   }
   engine.synchronize();  // the delayed update's last step lands
-  result.mean_step_seconds = timed / std::max<std::int64_t>(1, c.train_steps - 1);
+  result.mean_step_seconds = timed / std::max<std::int64_t>(1, c.train_steps - first_step - 1);
   result.tokens_per_second = tokens_per_step / result.mean_step_seconds;
   if (windows) result.final_val_loss = validation_loss(*windows, gpt, engine, comm);
   if (o.sample_chars > 0 && tokens.format == "text") {  // byte-level text: the sample is readable

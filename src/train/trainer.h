@@ -14,6 +14,7 @@
 #include "common/trace.h"
 #include "config/config.h"
 #include "memory/ledger.h"
+#include "train/checkpointing.h"
 
 namespace zero {
 
@@ -48,10 +49,13 @@ struct TrainOptions {
   // at the start). Null: a ledger of the run's own.
   Ledger* ledger = nullptr;
   bool trace = false;  // record the timeline (compute, communication, copies, CPU optimizer)
+  CheckpointOptions checkpoints;                        // --save, --save-every, --keep, --resume
+  std::function<void(const std::string&)> on_note;     // rank 0 only: checkpoint messages
 };
 
 struct TrainResult {
-  std::vector<float> losses;           // per step, mean over ranks
+  std::vector<float> losses;           // per step run (after a resumed one's start), mean over ranks
+  std::int64_t first_step = 0;         // steps already taken before this run (--resume)
   float first_val_loss = -1, final_val_loss = -1;  // -1: no validation split
   std::string sample;                  // generated text (printable)
   std::vector<RankFigures> final_ranks;  // rank 0 only: every rank's figures after the last step
