@@ -88,7 +88,7 @@ nlohmann::json TrainCheckpoints::info(const Engine& engine, std::int64_t step, f
                          {"eps", a.eps}, {"weight_decay", a.weight_decay}, {"decoupled_weight_decay", a.decoupled}}},
           {"schedule", schedule_json(c.scheduler)},
           {"lr_next", c.scheduler.lr_at(step, a.lr)},
-          {"data", {{"path", c.data.path}, {"seed", c.data.seed}, {"val_fraction", c.data.val_fraction}, {"tokens", data_tokens},
+          {"data", {{"path", options_.data_path}, {"seed", c.data.seed}, {"val_fraction", c.data.val_fraction}, {"tokens", data_tokens},
                     {"next_batch", step}, {"train_batch_size", c.train_batch_size}}},
           {"seed", c.seed},
           {"loss", loss},

@@ -20,6 +20,7 @@ struct CheckpointOptions {
   int keep = 0;                 // keep the newest K checkpoints; 0: all
   std::string resume;           // a save directory or a checkpoint directory; empty: a fresh run
   std::string config_json;      // the effective config document, recorded in the manifest
+  std::string data_path;        // the file trained on (resolved), recorded in the manifest
 };
 
 // The model's description in a manifest ({"type": "gpt", "vocab_size", ...}) and back.

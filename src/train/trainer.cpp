@@ -174,7 +174,9 @@ void check_plan_fits(const TrainConfig& c, const Communicator& comm, Ledger& led
 
 TrainResult train(const TrainOptions& o, Communicator& comm) {
   const TrainConfig& c = o.config;
-  TrainCheckpoints checkpoints(o.checkpoints, c, comm, comm.rank() == 0 ? o.on_note : nullptr);  // --save, --resume: checked first
+  CheckpointOptions checkpoint_options = o.checkpoints;
+  checkpoint_options.data_path = o.data_path;
+  TrainCheckpoints checkpoints(checkpoint_options, c, comm, comm.rank() == 0 ? o.on_note : nullptr);  // --save, --resume: checked first
   const data::TokenData tokens = load_data(o);
   const int T = c.model.shape.seq_len, B = c.micro_batch_size, A = c.gradient_accumulation_steps;
   const data::TokenSplit split = data::split_tokens(tokens, c.data.val_fraction, T);
