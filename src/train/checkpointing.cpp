@@ -90,6 +90,7 @@ nlohmann::json TrainCheckpoints::info(const Engine& engine, std::int64_t step, f
           {"lr_next", c.scheduler.lr_at(step, a.lr)},
           {"data", {{"path", options_.data_path}, {"seed", c.data.seed}, {"val_fraction", c.data.val_fraction}, {"tokens", data_tokens},
                     {"next_batch", step}, {"train_batch_size", c.train_batch_size}}},
+          {"validation", {{"windows", val_windows_}, {"micro_batch", c.micro_batch_size}}},
           {"seed", c.seed},
           {"loss", loss},
           {"config", options_.config_json.empty() ? nlohmann::json() : nlohmann::json::parse(options_.config_json)}};

@@ -37,6 +37,8 @@ class TrainCheckpoints {
   // Loads --resume's checkpoint into the engine; the step to continue from (0 without --resume).
   // Differences from the checkpoint's run that do not change the model are printed.
   std::int64_t resume(Engine& engine, std::int64_t data_tokens);
+  // The validation windows the run evaluates (recorded, so that zero eval can repeat them).
+  void set_validation_windows(int windows) { val_windows_ = windows; }
   // After optimizer step `step` (1-based) with mean loss `loss`: saves when due, and publishes
   // finished saves. `last`: the run's final step (always saved; waits for the write).
   void after_step(Engine& engine, std::int64_t step, float loss, std::int64_t data_tokens, bool last);
@@ -52,6 +54,7 @@ class TrainCheckpoints {
   std::unique_ptr<checkpoint::Saver> saver_;
   std::string resume_dir_;
   std::int64_t last_saved_ = -1;
+  int val_windows_ = 0;
 };
 
 }  // namespace zero

@@ -11,6 +11,7 @@
 #include "data/tokenizer.h"
 #include "engine/engine.h"
 #include "model/gpt.h"
+#include "model/gpt_decoder.h"
 #include "partition/init.h"
 #include "planner/byte_size.h"
 #include "planner/model_shapes.h"
@@ -57,47 +58,18 @@ float mean_over_ranks(Communicator& comm, float x, std::vector<float>* all = nul
   return static_cast<float>(s / comm.size());
 }
 
-// Mean loss over the validation windows, spread over the ranks B at a time. Every rank runs the
-// same number of forward passes (stage 3 gathers in each).
-float validation_loss(const data::ValidationWindows& windows, Gpt& gpt, Engine& engine, Communicator& comm) {
-  const int B = gpt.micro_batch(), T = gpt.shape().seq_len;
-  const data::SequenceRange mine = data::batch_slice(windows.count(), comm.size(), comm.rank());
-  std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
-  double sum = 0;
-  for (int w = 0; w < mine.count; w += B) {
-    windows.fill(mine.first + w, B, in.data(), tgt.data());
-    gpt.set_batch(in.data(), tgt.data());
-    sum += engine.evaluate();
-  }
-  const int passes = mine.count / B;
-  return mean_over_ranks(comm, passes ? static_cast<float>(sum / passes) : 0.0f);
-}
-
-// Generates text after a prompt, one byte at a time, sampling the model's distribution with a
-// counter-based draw (the same on every rank, which all run each forward pass together).
-std::string generate(Gpt& gpt, Engine& engine, std::span<const std::uint16_t> prompt, int chars, std::uint64_t seed) {
-  const int B = gpt.micro_batch(), T = gpt.shape().seq_len, V = gpt.shape().vocab_size;
-  std::vector<std::int32_t> ctx(prompt.begin(), prompt.end());
-  std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T, 0), tgt(in.size(), 0);
+// Generates text after a prompt, one byte at a time, from the whole weights with the KV-cached
+// decoder (one sequence; each byte costs one position, not a forward of the micro-batch).
+std::string generate(const GptShape& shape, std::vector<float> weights, std::span<const std::uint16_t> prompt, int chars,
+                     std::uint64_t seed) {
+  GptDecoder decoder(shape, std::move(weights));
+  const float* p = nullptr;
+  for (std::uint16_t t : prompt) p = decoder.feed(t);
   std::vector<std::uint16_t> out;
   for (int i = 0; i < chars; ++i) {
-    const int n = std::min<int>(static_cast<int>(ctx.size()), T);
-    std::copy(ctx.end() - n, ctx.end(), in.begin());
-    gpt.set_batch(in.data(), tgt.data());
-    engine.evaluate();
-    const float* p = gpt.probs(0, n - 1);
-    const double u = counter_uniform(seed, static_cast<std::uint64_t>(i));
-    double acc = 0;
-    int tok = V - 1;
-    for (int v = 0; v < V; ++v) {
-      acc += p[v];
-      if (u < acc) {
-        tok = v;
-        break;
-      }
-    }
-    ctx.push_back(tok);
+    const int tok = sample_token(p, shape.vocab_size, 1.0, 0, counter_uniform(seed, static_cast<std::uint64_t>(i)));
     out.push_back(static_cast<std::uint16_t>(tok));
+    p = decoder.feed(tok);
   }
   return data::printable_text(data::ByteTokenizer::decode(out));
 }
@@ -172,6 +144,22 @@ void check_plan_fits(const TrainConfig& c, const Communicator& comm, Ledger& led
 
 }  // namespace
 
+// Mean loss over the validation windows, spread over the ranks B at a time. Every rank runs the
+// same number of forward passes (stage 3 gathers in each).
+float validation_loss(const data::ValidationWindows& windows, Gpt& gpt, Engine& engine, Communicator& comm) {
+  const int B = gpt.micro_batch(), T = gpt.shape().seq_len;
+  const data::SequenceRange mine = data::batch_slice(windows.count(), comm.size(), comm.rank());
+  std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
+  double sum = 0;
+  for (int w = 0; w < mine.count; w += B) {
+    windows.fill(mine.first + w, B, in.data(), tgt.data());
+    gpt.set_batch(in.data(), tgt.data());
+    sum += engine.evaluate();
+  }
+  const int passes = mine.count / B;
+  return mean_over_ranks(comm, passes ? static_cast<float>(sum / passes) : 0.0f);
+}
+
 TrainResult train(const TrainOptions& o, Communicator& comm) {
   const TrainConfig& c = o.config;
   CheckpointOptions checkpoint_options = o.checkpoints;
@@ -202,6 +190,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     windows = std::make_unique<data::ValidationWindows>(split.validation, T, n);
     if (windows->count() < per_world) windows.reset();  // too short to give every rank a full micro-batch
   }
+  checkpoints.set_validation_windows(windows ? windows->count() : 0);
 
   const auto train_tokens = static_cast<std::int64_t>(split.train.size());
   const std::int64_t first_step = checkpoints.resume(engine, train_tokens);
@@ -258,12 +247,13 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   result.mean_step_seconds = timed / std::max<std::int64_t>(1, c.train_steps - first_step - 1);
   result.tokens_per_second = tokens_per_step / result.mean_step_seconds;
   if (windows) result.final_val_loss = validation_loss(*windows, gpt, engine, comm);
-  if (o.sample_chars > 0 && tokens.format == "text") {  // byte-level text: the sample is readable
-    const auto prompt = split.validation.empty() ? split.train.first(T / 2) : split.validation.first(T / 2);
-    result.sample = data::printable_text(data::ByteTokenizer::decode(prompt)) + generate(gpt, engine, prompt, o.sample_chars, c.seed);
-  }
-  const std::vector<float> weights = engine.full_parameters();  // a collective in stage 3
+  std::vector<float> weights = engine.full_parameters();  // a collective in stage 3
   result.weights_sha256 = sha256_hex(weights.data(), weights.size() * sizeof(float));
+  if (o.sample_chars > 0 && tokens.format == "text" && comm.rank() == 0) {  // byte-level text: the sample is readable
+    const auto prompt = split.validation.empty() ? split.train.first(T / 2) : split.validation.first(T / 2);
+    result.sample = data::printable_text(data::ByteTokenizer::decode(prompt)) +
+                    generate(c.model.shape, std::move(weights), prompt, o.sample_chars, c.seed);
+  }
   if (tracer) gather_trace(*tracer, comm, result);
   return result;
 }

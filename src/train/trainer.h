@@ -66,6 +66,15 @@ struct TrainResult {
   std::vector<TraceEvent> trace;       // every rank's spans, when traced
 };
 
+class Engine;
+class Gpt;
+namespace data {
+class ValidationWindows;
+}
+// The mean loss over the windows, spread over the ranks a micro-batch at a time (a collective:
+// every rank runs the same number of forward passes). zero eval runs it on one rank.
+float validation_loss(const data::ValidationWindows& windows, Gpt& gpt, Engine& engine, Communicator& comm);
+
 // Trains as the options say. Before allocating anything, a run the planner says will not fit
 // the configured device memory is refused with the planner's table (OutOfMemoryError).
 TrainResult train(const TrainOptions& options, Communicator& comm);
