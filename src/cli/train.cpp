@@ -38,6 +38,8 @@ std::vector<FlagSpec> train_flags() {
           {"host-memory", "host tier capacity per rank (overrides host_memory)", true, ""},
           {"trace", "write a Chrome trace (compute, communication, copies, CPU optimizer per rank) to this file", true, ""},
           {"sample", "bytes of text to generate after training (text data only)", true, "300"},
+          {"eval-every", "also print and record (--metrics) the validation loss after every N steps", true, "0"},
+          {"eval-batches", "validation micro-batches per rank in each evaluation", true, "64 windows over all ranks"},
           {"save", "save sharded checkpoints into this directory (DIR/step-N/, DIR/latest); always a final one", true, ""},
           {"save-every", "also save after every N optimizer steps", true, "0"},
           {"keep", "keep only the newest K checkpoints (0: all)", true, "0"},
@@ -106,6 +108,10 @@ void print_step(const StepMetrics& m, std::int64_t total, int every) {
     std::printf("\r[%s%s] %lld/%lld loss %.4f", std::string(done, '#').c_str(), std::string(width - done, '.').c_str(),
                 static_cast<long long>(m.step), static_cast<long long>(total), m.loss);
   }
+  if (m.val_loss >= 0) {
+    std::printf("%sstep %6lld/%lld | validation loss %.4f\n", tty ? "\r\033[K" : "", static_cast<long long>(m.step),
+                static_cast<long long>(total), m.val_loss);
+  }
   std::fflush(stdout);
 }
 
@@ -126,7 +132,8 @@ nlohmann::json metrics_json(const StepMetrics& m) {
     ranks.push_back({{"rank", r}, {"loss", f.loss}, {"memory_bytes", mem}, {"sent_bytes", sent}});
   }
   return {{"step", m.step}, {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm}, {"step_seconds", m.step_seconds},
-          {"tokens_per_second", m.tokens_per_second}, {"ranks", ranks}};
+          {"tokens_per_second", m.tokens_per_second}, {"val_loss", m.val_loss >= 0 ? nlohmann::json(m.val_loss) : nlohmann::json()},
+          {"ranks", ranks}};
 }
 
 void print_overlap(const TrainResult& r, int ranks, bool clipping) {
@@ -171,6 +178,8 @@ int train_main(const std::vector<std::string>& args) {
     comm.set_timeout(std::chrono::milliseconds(std::llround(o.config.comm_timeout_seconds * 1000)));
     o.data_path = o.config.data.path.empty() ? data::default_text_path() : o.config.data.path;
     o.sample_chars = sample;
+    o.eval_every = flags.get_int("eval-every", 0, 1LL << 40);
+    if (flags.has("eval-batches")) o.val_windows = static_cast<int>(flags.get_int("eval-batches", 1, 1 << 20)) * comm.size() * o.config.micro_batch_size;
     o.checkpoints.save_dir = flags.get("save");
     o.checkpoints.save_every = flags.get_int("save-every", 0, 1LL << 40);
     o.checkpoints.keep = static_cast<int>(flags.get_int("keep", 0, 1 << 20));

@@ -237,6 +237,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     m.tokens_per_second = tokens_per_step / m.step_seconds;
     if (step > first_step || c.train_steps == first_step + 1) timed += m.step_seconds;
     result.losses.push_back(m.loss);
+    if (windows && o.eval_every > 0 && (step + 1) % o.eval_every == 0) m.val_loss = validation_loss(*windows, gpt, engine, comm);
     if (comm.rank() == 0) {
       result.final_ranks = m.ranks;
       if (o.on_step) o.on_step(m);

@@ -36,6 +36,7 @@ struct StepMetrics {
   double grad_norm = -1.0;     // global, before clipping
   double step_seconds = 0.0;   // max over ranks
   double tokens_per_second = 0.0;
+  float val_loss = -1.0f;      // the validation loss after this step, where --eval-every ran it; -1 elsewhere
   std::vector<RankFigures> ranks;  // (world size) on rank 0; empty elsewhere
 };
 
@@ -44,6 +45,7 @@ struct TrainOptions {
   std::string data_path;       // resolved: the file to train on
   int sample_chars = 0;        // after training, generate this many bytes of text (0: none)
   int val_windows = 64;        // validation sequences per evaluation (rounded to the world)
+  std::int64_t eval_every = 0; // also evaluate after every N steps (0: at the start and the end only)
   std::function<void(const StepMetrics&)> on_step;  // rank 0 only
   // This rank's ledger, which its communicator also accounts its scratch in (its peaks are reset
   // at the start). Null: a ledger of the run's own.
