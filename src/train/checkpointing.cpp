@@ -135,6 +135,7 @@ void TrainCheckpoints::after_step(Engine& engine, std::int64_t step, float loss,
   if (!saver_) return;
   const bool due = last || (options_.save_every > 0 && step % options_.save_every == 0);
   if (due && step != last_saved_) {
+    publish(true);  // a save still being written is published first (waiting for it)
     const checkpoint::SaveStarted s = saver_->save(engine, step, info(engine, step, loss, data_tokens));
     last_saved_ = step;
     if (note_) {
