@@ -2,7 +2,10 @@
 // resharding across world sizes and stages reading only overlapping byte ranges, and bad input.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <csignal>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -215,6 +218,50 @@ TEST_F(BadCheckpoint, FreshRunIntoCheckpoints) {
   EXPECT_THROW(run_training(setup_, data_, o), CheckpointError);
 }
 
+// Another learning rate does not change the model: the run resumes and says what differs.
+TEST_F(BadCheckpoint, AnotherLearningRateIsAllowedAndPrinted) {
+  setup_.lr = 1e-3;
+  CheckpointOptions o;
+  o.resume = dir_ + "/ck";
+  const RunOutcome out = run_training(setup_, data_, o);
+  EXPECT_EQ(out.steps_run, 2);
+  ASSERT_FALSE(out.notes.empty());
+  EXPECT_NE(out.notes[0].find("resumed from " + step_dir_ + " at step 2"), std::string::npos) << out.notes[0];
+  EXPECT_NE(out.notes[0].find("learning rate: 0.004999"), std::string::npos) << out.notes[0];
+  EXPECT_NE(out.notes[0].find("0.0010000000474974513 now"), std::string::npos) << out.notes[0];
+}
+
+// A disk that fills during a save (here: a file-size limit, RLIMIT_FSIZE, so writes past 20 KB
+// fail as on a full disk): every rank gets an error that says the previous checkpoint is still
+// good, and it is: `latest` names it and a resume from it works.
+TEST_F(BadCheckpoint, DiskFullDuringSave) {
+  CheckpointOptions o;
+  o.resume = o.save_dir = dir_ + "/ck";
+  std::signal(SIGXFSZ, SIG_IGN);
+  rlimit before{};
+  getrlimit(RLIMIT_FSIZE, &before);
+  rlimit small = before;
+  small.rlim_cur = 20000;
+  setrlimit(RLIMIT_FSIZE, &small);
+  std::string message;
+  try {
+    run_training(setup_, data_, o);
+  } catch (const CheckpointError& e) {
+    message = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, SIG_DFL);
+  EXPECT_NE(message.find("could not write"), std::string::npos) << message;
+  EXPECT_NE(message.find("The previous checkpoint, if any, is still good and `latest` names it"), std::string::npos) << message;
+  std::ifstream latest(dir_ + "/ck/latest");
+  std::string name;
+  latest >> name;
+  EXPECT_EQ(name, "step-00000002");
+  CheckpointOptions again;
+  again.resume = dir_ + "/ck";
+  EXPECT_EQ(run_training(setup_, data_, again).steps_run, 2);
+}
+
 // --keep K leaves the newest K checkpoints; --resume + --save continue in place.
 TEST_F(BadCheckpoint, KeepsTheNewest) {
   CheckpointOptions o;
@@ -337,7 +384,13 @@ INSTANTIATE_TEST_SUITE_P(WorldsAndStages, Resharding,
                          ::testing::Values(Reshape{4, 3, "none", 2, 1, "none"}, Reshape{2, 2, "none", 3, 2, "none"},
                                            Reshape{2, 1, "optimizer", 3, 3, "optimizer+param"},
                                            Reshape{4, 3, "optimizer+param", 2, 1, "optimizer"}, Reshape{3, 0, "none", 4, 3, "none"},
-                                           Reshape{2, 3, "none", 1, 0, "none"}, Reshape{1, 0, "none", 3, 1, "none"}));
+                                           Reshape{2, 3, "none", 1, 0, "none"}, Reshape{1, 0, "none", 3, 1, "none"}),
+                         [](const ::testing::TestParamInfo<Reshape>& i) {
+                           const Reshape& p = i.param;
+                           auto off = [](const char* o) { return std::string(o[0] == 'n' ? "" : o[9] == '+' ? "_offload_param" : "_offload"); };
+                           return cat("N", p.from_ranks, "_stage", p.from_stage, off(p.from_offload), "_to_N", p.to_ranks, "_stage",
+                                      p.to_stage, off(p.to_offload));
+                         });
 
 }  // namespace
 }  // namespace zero

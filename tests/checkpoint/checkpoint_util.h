@@ -45,12 +45,13 @@ struct TrainSetup {
   int steps = 6;
   int n_layer = 2;
   int n_embd = 16;
+  double lr = 5e-3;
 };
 
 inline TrainConfig make_config(const TrainSetup& s) {
   nlohmann::json j = {{"train_micro_batch_size_per_gpu", 12 / s.ranks},
                       {"gradient_accumulation_steps", 1},
-                      {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 5e-3}, {"weight_decay", 0.1}}}}},
+                      {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", s.lr}, {"weight_decay", 0.1}}}}},
                       {"scheduler", {{"type", "WarmupLR"}, {"params", {{"warmup_min_lr", 0}, {"warmup_max_lr", 5e-3}, {"warmup_num_steps", 4}, {"warmup_type", "linear"}}}}},
                       {"gradient_clipping", 1.0},
                       {"zero_optimization", {{"stage", s.stage}}},
@@ -66,6 +67,7 @@ inline TrainConfig make_config(const TrainSetup& s) {
 struct RunOutcome {
   TrainResult result;  // rank 0's
   int steps_run = 0;   // on_step calls on rank 0
+  std::vector<std::string> notes;  // rank 0's checkpoint messages
 };
 
 // Trains on thread ranks with the options (data and checkpoint options filled in by the caller).
@@ -80,6 +82,7 @@ inline RunOutcome run_training(const TrainSetup& s, const std::string& data, con
     o.val_windows = 12;
     o.checkpoints = ck;
     o.on_step = [&](const StepMetrics&) { ++out.steps_run; };
+    o.on_note = [&](const std::string& note) { out.notes.push_back(note); };
     TrainResult res = train(o, *comm);
     if (r == 0) out.result = std::move(res);
   });
