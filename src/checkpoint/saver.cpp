@@ -100,15 +100,19 @@ SaveStarted Saver::save(Engine& engine, std::int64_t step, nlohmann::json info) 
   p->manifest.block_bytes = options_.block_bytes;
   p->manifest.info = std::move(info);
   const FlatLayout& layout = engine.layout();
-  snapshot_.resize(kNumStateTensors * layout.shard_numel());
+  const std::size_t numel = kNumStateTensors * layout.shard_numel();
+  if (snapshot_size_ != numel) {
+    snapshot_.reset(new float[numel]);  // default-initialised: no zero-fill pass
+    snapshot_size_ = numel;
+  }
   for (int u = 0; u < layout.num_units(); ++u) {
     const UnitPlace& unit = layout.unit(u);
     for (int t = 0; t < kNumStateTensors; ++t) {
-      const std::span<float> out(snapshot_.data() + p->manifest.tensor_byte(u, t) / sizeof(float), unit.slice);
+      const std::span<float> out(snapshot_.get() + p->manifest.tensor_byte(u, t) / sizeof(float), unit.slice);
       engine.read_state(static_cast<StateTensor>(t), u, layout.slice_begin(u, comm_.rank()), out);
     }
   }
-  SaveStarted started{step, 0, snapshot_.size() * sizeof(float)};
+  SaveStarted started{step, 0, snapshot_size_ * sizeof(float)};
   started.stall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
   const std::string path = (fs::path(dir) / rank_file_name(comm_.rank(), comm_.size())).string();
@@ -119,8 +123,8 @@ SaveStarted Saver::save(Engine& engine, std::int64_t step, nlohmann::json info) 
     const auto w0 = Clock::now();
     try {
       ShardWriter w(path, block);
-      const std::size_t bytes = snapshot_.size() * sizeof(float), half = bytes / 2;
-      const auto* data = reinterpret_cast<const unsigned char*>(snapshot_.data());
+      const std::size_t bytes = snapshot_size_ * sizeof(float), half = bytes / 2;
+      const auto* data = reinterpret_cast<const unsigned char*>(snapshot_.get());
       w.append(data, half);
       if (rank == 0) maybe_kill("rank-file", step);
       w.append(data + half, bytes - half);

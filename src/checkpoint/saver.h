@@ -64,7 +64,10 @@ class Saver {
   SaveOptions options_;
   Communicator& comm_;
   std::unique_ptr<Pending> pending_;
-  std::vector<float> snapshot_;  // (kNumStateTensors * shard_numel) f32, host: the file's bytes, reused
+  // (kNumStateTensors * shard_numel) f32, host: the file's bytes; reused, and not zero-filled
+  // (every element is written by the copy), so a save's stall is the copy alone.
+  std::unique_ptr<float[]> snapshot_;
+  std::size_t snapshot_size_ = 0;
 };
 
 }  // namespace zero::checkpoint
