@@ -109,7 +109,7 @@ SaveStarted Saver::save(Engine& engine, std::int64_t step, nlohmann::json info) 
     const UnitPlace& unit = layout.unit(u);
     for (int t = 0; t < kNumStateTensors; ++t) {
       const std::span<float> out(snapshot_.get() + p->manifest.tensor_byte(u, t) / sizeof(float), unit.slice);
-      engine.read_state(static_cast<StateTensor>(t), u, layout.slice_begin(u, comm_.rank()), out);
+      engine.read_state(static_cast<StateTensor>(t), u, layout.slice_offset(u, comm_.rank()), out);
     }
   }
   SaveStarted started{step, 0, snapshot_size_ * sizeof(float)};

@@ -71,6 +71,7 @@ ZeroSettings read_zero(const json& z) {
   if (auto v = integer(z, "stage3_prefetch_bucket_size", at)) s.stage3_prefetch_bucket_size = *v;
   if (auto v = integer(z, "stage3_max_live_parameters", at)) s.stage3_max_live_parameters = *v;
   if (auto v = integer(z, "stage3_param_persistence_threshold", at)) s.stage3_param_persistence_threshold = *v;
+  if (auto v = integer(z, "stage3_max_reuse_distance", at)) s.stage3_max_reuse_distance = *v;
   return s;
 }
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -32,6 +33,7 @@ std::vector<FlagSpec> train_flags() {
           {"seed", "initialisation seed (overrides seed)", true, ""},
           {"comm-timeout", "seconds a collective may wait for the other ranks before failing (overrides comm_timeout_seconds; default 300)", true, ""},
           {"set", "any config key, dotted: --set zero_optimization.reduce_bucket_size=2e8 (repeatable)", true, ""},
+          {"strict-config", "refuse top-level config keys that are not DeepSpeed's (by default they are ignored with a warning, as DeepSpeed does)", false, ""},
           {"metrics", "write one JSON object per step (all ranks' figures) to this file", true, ""},
           {"offload", "ZeRO-Offload: none, optimizer, or optimizer+param (sets zero_optimization.offload_*)", true, ""},
           {"device-memory", "device tier capacity per rank, e.g. 16GiB (overrides device_memory)", true, ""},
@@ -59,6 +61,14 @@ nlohmann::json default_config() {
           {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 64}, {"n_embd", 128}, {"n_layer", 4}, {"n_head", 4}}}};
 }
 
+// Whether the document holds "auto" at the dotted key.
+bool is_auto_at(const nlohmann::json& j, const std::string& dotted) {
+  std::string pointer = "/" + dotted;
+  std::replace(pointer.begin(), pointer.end(), '.', '/');
+  const nlohmann::json::json_pointer p(pointer);
+  return j.is_object() && j.contains(p) && j.at(p) == "auto";
+}
+
 TrainConfig build_config(const Flags& flags, int world_size, std::string* document = nullptr) {
   nlohmann::json j = default_config();
   if (!flags.get("config").empty()) j = read_config_file(flags.get("config"));  // syntax, duplicates
@@ -66,8 +76,12 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
                                                          {"micro-batch", "train_micro_batch_size_per_gpu"},
                                                          {"lr", "optimizer.params.lr"}, {"seed", "seed"},
                                                          {"comm-timeout", "comm_timeout_seconds"}};
-  for (const auto& [flag, key] : simple)
-    if (flags.has(flag)) apply_override(j, cat(key, "=", flags.get(flag)));
+  std::vector<std::string> from_flags;  // "auto" values that a flag gives, as the Trainer's flags give them
+  for (const auto& [flag, key] : simple) {
+    if (!flags.has(flag)) continue;
+    if (is_auto_at(j, key)) from_flags.push_back(cat(key, " = \"auto\" -> ", flags.get(flag), " (from --", flag, ")"));
+    apply_override(j, cat(key, "=", flags.get(flag)));
+  }
   if (flags.has("data")) apply_override(j, "data.path", flags.get("data"));
   if (flags.has("device-memory")) apply_override(j, "device_memory", flags.get("device-memory"));
   if (flags.has("host-memory")) apply_override(j, "host_memory", flags.get("host-memory"));
@@ -80,7 +94,11 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
     apply_override(j, "zero_optimization.offload_param.device", o == "optimizer+param" ? "cpu" : "none");
   }
   for (const std::string& assignment : flags.get_all("set")) apply_override(j, assignment);
-  TrainConfig c = parse_config(j, world_size);
+  ConfigOptions options;
+  options.strict = flags.has("strict-config");
+  options.source = flags.get("config");
+  TrainConfig c = parse_config(j, world_size, options);
+  c.auto_values.insert(c.auto_values.begin(), from_flags.begin(), from_flags.end());
   if (document) *document = j.dump();  // recorded in checkpoints
   return c;
 }
@@ -197,6 +215,10 @@ int train_main(const std::vector<std::string>& args) {
                   comm.size(), comm.backend().c_str(), c.train_batch_size, c.micro_batch_size, c.gradient_accumulation_steps,
                   comm.size(), static_cast<long long>(c.train_steps));
       for (const std::string& k : c.ignored_keys) std::printf("config: %s has no effect here and is ignored\n", k.c_str());
+      for (const std::string& k : c.unknown_keys) {
+        std::printf("config: warning: '%s' is not a DeepSpeed key; ignored, as DeepSpeed ignores it (--strict-config refuses it)\n", k.c_str());
+      }
+      for (const std::string& a : c.auto_values) std::printf("config: %s\n", a.c_str());
       if (!metrics_path.empty()) {
         std::filesystem::remove(metrics_path);  // an earlier run's file must not pass for this run's
         metrics.open(metrics_path + ".partial");

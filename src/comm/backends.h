@@ -3,7 +3,10 @@
 
 #include <memory>
 
+#include <climits>
+
 #include "comm/communicator.h"
+#include "comm/segmented.h"
 
 namespace zero::detail {
 
@@ -11,5 +14,14 @@ std::unique_ptr<Communicator> make_self_communicator(CommOptions options);
 // Defined by mpi_comm.cpp, or by no_mpi.cpp in a build without MPI (where it throws).
 std::unique_ptr<Communicator> make_mpi_communicator(CommOptions options);
 bool built_with_mpi();
+
+// The MPI backend's transport limits, shared with the counting backend that mimics it: an int
+// count per call, and reduce_scatter's all-to-all receiving every rank's piece for this rank.
+inline std::size_t mpi_max_transport_elements(std::size_t element_bytes) {
+  return max_segment_elements(element_bytes, INT_MAX);
+}
+inline std::uint64_t mpi_transport_scratch_bytes(Collective kind, std::size_t k, int size) {
+  return kind == Collective::kReduceScatter ? static_cast<std::uint64_t>(size) * k * sizeof(float) : 0;
+}
 
 }  // namespace zero::detail

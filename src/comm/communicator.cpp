@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "common/error.h"
 #include "common/trace.h"
@@ -132,6 +133,7 @@ Handle Communicator::enqueue(Collective kind, std::uint64_t sent, std::uint64_t 
   // Counted when issued, so that a step's traffic includes the gathers it leaves running into
   // the next forward (a collective that then fails ends the run anyway).
   count(kind, sent, received);
+  if (!executes()) return Handle();  // counted, never run: complete at once
   return Handle(worker_->push([this, kind, op = std::move(op)] {
     running_ = kind;
     TraceSpan span(tracer_, Lane::kComm, collective_name(kind));
@@ -223,6 +225,9 @@ Handle Communicator::barrier_async() {
 void Communicator::all_gather_bytes(const void* send, std::size_t bytes, void* recv) {
   const std::uint64_t b = bytes * static_cast<std::uint64_t>(size_ - 1);
   const std::size_t s = resolve_segment(0, 1);
+  if (!executes()) {  // every rank of a dry run describes the same thing: this one
+    for (int r = 0; r < size_; ++r) std::memcpy(static_cast<char*>(recv) + static_cast<std::size_t>(r) * bytes, send, bytes);
+  }
   enqueue(Collective::kAllGather, b, b, [this, send, bytes, recv, s] {
     run_pieces([&](Scratch& scratch) { segmented_all_gather(send, recv, bytes, 1, s, scratch); });
   }).wait();

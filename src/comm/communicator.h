@@ -189,6 +189,9 @@ class Communicator {
   // Scratch the backend allocates (comm_buffers) for one transport call of `k` elements per rank
   // of `kind` (kReduceScatter, kAllGather or kBroadcast); the default is none.
   virtual std::uint64_t transport_scratch_bytes(Collective kind, std::size_t k) const;
+  // False for a backend that only counts (the planner's dry run): collectives are counted when
+  // issued and never run; all_gather_bytes copies this rank's record into every slot.
+  virtual bool executes() const { return true; }
   // The communicator of split(); runs on the comm thread. The default refuses (CommError).
   virtual std::unique_ptr<Communicator> do_split(int color, int key);
   // Called by a backend's constructor when it knows more than "every rank on one node".
@@ -244,6 +247,11 @@ NodeTopology node_topology(int rank, std::span<const int> node_leader);
 // The one factory. `name` is "self", "threads" or "mpi". For "threads", use ThreadWorld instead
 // (N communicators share one world); make_communicator("threads") is an error that says so.
 std::unique_ptr<Communicator> make_communicator(const std::string& name, CommOptions options = {});
+
+// The planner's dry run: rank 0 of `size` ranks whose collectives are counted (traffic, calls)
+// and never run, so the engine's schedule can be run without peers or memory. Its segment limits
+// and scratch_bytes() are the MPI backend's if `like_mpi`, else those of the threads backend.
+std::unique_ptr<Communicator> make_counting_communicator(int size, bool like_mpi, CommOptions options = {});
 
 // True if this process was started by mpirun/mpiexec (Open MPI, MPICH or PMIx environment);
 // *size receives the job's process count.

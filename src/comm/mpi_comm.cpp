@@ -231,12 +231,11 @@ class MpiCommunicator final : public Communicator {
   }
 
   std::size_t max_transport_elements(std::size_t element_bytes) const override {
-    return max_segment_elements(element_bytes, INT_MAX);
+    return mpi_max_transport_elements(element_bytes);
   }
 
-  // The all-to-all of reduce_scatter receives every rank's piece for this rank.
   std::uint64_t transport_scratch_bytes(Collective kind, std::size_t k) const override {
-    return kind == Collective::kReduceScatter ? static_cast<std::uint64_t>(size()) * k * sizeof(float) : 0;
+    return mpi_transport_scratch_bytes(kind, k, size());
   }
 
   // Every rank shows up first, in a timed all-gather of (color, key): a missing rank is a

@@ -1,17 +1,14 @@
-// The top level of the config, the batch, the optimizer, precision, and our own sections; the file
-// and the command-line overrides. zero_optimization is in zero_section.cpp, the scheduler in
-// schedule.cpp, the key-table machinery in reader.cpp.
+// The top level of the config, the batch, the optimizer, precision, and our own sections, and
+// parse_config, which runs every reader and reports all their problems at once. zero_optimization
+// is in zero_section.cpp, the scheduler in schedule.cpp, the key-table machinery in reader.cpp, the
+// file and the command-line overrides in file.cpp.
 #include "config/config.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cctype>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <memory>
 #include <set>
-#include <sstream>
 
 #include "common/error.h"
 #include "config/reader.h"
@@ -30,7 +27,7 @@ constexpr JsonType kBool = JsonType::boolean, kInt = JsonType::integer, kNum = J
 // The top level. Ignored keys change no number zero computes (logging and monitoring, and
 // permissions for optimizers zero does not have); "disabled only" sections are accepted with
 // "enabled": false and are otherwise known but not supported yet (read_disabled_only).
-std::vector<KeyRule> top_rules() {
+std::vector<KeyRule> top_rules_table() {
   const Use R = Use::read, I = Use::ignore, U = Use::unsupported;
   return {
       {"train_batch_size", R, kInt, ""},
@@ -50,6 +47,8 @@ std::vector<KeyRule> top_rules() {
       {"device_memory", R, kStr, ""},  // ours: the device tier's capacity, "80GiB"
       {"host_memory", R, kStr, ""},    // ours: the host tier's capacity per rank
       {"comm_timeout_seconds", R, kNum, ""},  // ours: a collective waiting longer fails
+      {"prescale_gradients", R, kBool, ""},
+      {"gradient_predivide_factor", R, kNum, ""},
       {"model", R, kObj, ""},        // ours
       {"data", R, kObj, ""},         // ours
       // Disabled only (read_disabled_only below).
@@ -62,46 +61,62 @@ std::vector<KeyRule> top_rules() {
       {"curriculum_learning", R, kObj, ""},
       {"progressive_layer_drop", R, kObj, ""},
       {"eigenvalue", R, kObj, ""},
+      {"data_efficiency", R, kObj, ""},
       // Accepted and ignored: no numerical effect.
       {"wall_clock_breakdown", I, kBool, "DeepSpeed's per-phase timing log; zero train prints step time"},
       {"memory_breakdown", I, kBool, "DeepSpeed's memory log; zero train prints the ledger"},
       {"dump_state", I, kBool, "prints DeepSpeed's state at start-up"},
+      {"log_level", I, kAny, "DeepSpeed's logging level"},
       {"flops_profiler", I, kObj, "a profiler; it only measures"},
       {"tensorboard", I, kObj, "a monitor; zero train --metrics writes the same numbers as JSON"},
       {"wandb", I, kObj, "a monitor; zero train --metrics writes the same numbers as JSON"},
       {"csv_monitor", I, kObj, "a monitor; zero train --metrics writes the same numbers as JSON"},
+      {"comet", I, kObj, "a monitor; zero train --metrics writes the same numbers as JSON"},
       {"comms_logger", I, kObj, "a communication log; zero counts traffic itself"},
       {"timers", I, kObj, "DeepSpeed's timer synchronisation"},
       {"zero_allow_untested_optimizer", I, kBool, "permits client optimizers with ZeRO; zero only has Adam/AdamW"},
       {"zero_force_ds_cpu_optimizer", I, kBool, "DeepSpeed's check that offload uses its CPU Adam; zero's always does"},
+      {"disable_allgather", I, kBool, "DeepSpeed reads it, but nothing in DeepSpeed uses it"},
+      {"graph_harvesting", I, kBool, "captures the optimizer's kernels in CUDA graphs; the arithmetic is the same"},
+      {"use_data_before_expert_parallelism", I, kBool, "the order of process groups for expert parallelism; zero's models have no experts"},
+      {"seq_parallel_communication_data_type", I, kAny, "the gradient data type of sequence parallelism, which zero does not have"},
+      {"seq_parallel_comm_data_type", I, kAny, "the gradient data type of sequence parallelism, which zero does not have"},
+      {"vocabulary_size", I, kInt, "DeepSpeed only warns when it is not a multiple of 8; zero's model section has vocab_size"},
+      {"checkpoint", I, kObj, "how DeepSpeed saves, tags and loads checkpoints; training computes the same numbers"},
+      {"datastates_ckpt", I, kObj, "an asynchronous checkpoint engine; training computes the same numbers"},
+      {"aio", I, kObj, "asynchronous I/O of the NVMe tier, used only with offload device \"nvme\""},
+      {"activation_checkpointing", I, kObj, "configures deepspeed.checkpointing for models that call it; recomputation gives the same "
+                                            "numbers, but zero's GPT keeps its activations, so memory use is not reduced"},
       // Known but not supported yet, accepted at their no-op value.
-      {"gradient_predivide_factor", U, kNum, "dividing before the all-reduce and multiplying after changes rounding; zero averages once after a deterministic sum", 1.0},
-      {"prescale_gradients", U, kBool, "scaling before the all-reduce changes rounding; zero averages once after a deterministic sum", false},
       {"sparse_gradients", U, kBool, "sparse embedding gradients; zero reduces dense gradients", false},
+      {"gradient_allreduce_op", U, kStr, "\"sum\" leaves the reduced gradients summed over the ranks instead of averaged", "mean"},
+      {"managed_gradient_accumulation", U, kBool, "false hands the accumulation boundary to the client's loop; zero's loop owns it", true},
+      {"dataloader_drop_last", U, kBool, "DeepSpeed's data loader option; zero's loader is configured in the \"data\" section", false},
       // Known but not supported yet.
-      {"activation_checkpointing", U, kObj, "activation checkpointing; zero's GPT keeps its activations"},
-      {"sparse_attention", U, kObj, "sparse attention kernels"},
+      {"sparse_attention", U, kObj, "sparse attention kernels (they change what attention computes)"},
       {"pipeline", U, kObj, "pipeline parallelism; zero is data-parallel"},
       {"tensor_parallel", U, kObj, "tensor parallelism; zero is data-parallel"},
-      {"data_efficiency", U, kObj, "DeepSpeed's data sampling and routing"},
+      {"expert_parallel", U, kObj, "expert parallelism; zero's models have no experts"},
       {"compression_training", U, kObj, "compression (quantization, pruning) during training"},
       {"quantize_training", U, kObj, "quantized training"},
       {"weight_quantization", U, kObj, "weight quantization"},
-      {"aio", U, kObj, "asynchronous I/O for the NVMe tier, which is on the roadmap"},
-      {"compile", U, kObj, "torch.compile"},
-      {"checkpoint", U, kObj, "DeepSpeed's checkpoint options; zero's checkpoints are always reshardable"},
+      {"compile", U, kObj, "torch.compile and DeepCompile"},
       {"data_types", U, kObj, "other gradient-accumulation data types; zero accumulates in fp32"},
-      {"dataloader_drop_last", U, kBool, "DeepSpeed's data loader option; zero's loader is configured in the \"data\" section"},
   };
 }
 
+// The keys the Hugging Face Trainer fills in when they are "auto" (trainer_config_process).
+std::vector<KeyRule> top_rules() {
+  return allow_auto(top_rules_table(), {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "gradient_clipping"});
+}
+
 // A DeepSpeed feature zero does not have, accepted only when the file switches it off.
-void read_disabled_only(const Section& top, const std::string& key, const std::string& what, std::vector<std::string>& ignored) {
+void read_disabled_only(const Section& top, const std::string& key, const std::string& what) {
   if (!top.has(key)) return;
   const nlohmann::json& s = top.at(key);
   const auto it = s.find("enabled");
   if (it != s.end() && it->is_boolean() && !it->get<bool>()) {
-    ignored.push_back(top.path_of(key));
+    top.log().ignored.push_back(top.path_of(key));
     return;
   }
   top.fail(key, cat("is known but not supported yet: ", what, "; set \"enabled\": false or remove the section"));
@@ -112,7 +127,20 @@ std::optional<std::int64_t> positive_batch(const Section& top, const std::string
   const std::int64_t v = top.get_int(key, 0, std::numeric_limits<std::int64_t>::min(), kMaxInt64);
   if (v <= 0) top.fail(key, cat("is ", v, "; it must be a positive integer (", meaning, ")"));
   if (v > kMaxInt) top.fail(key, cat("is ", v, ", more than ", kMaxInt));
+  if (top.is_bad(key)) return std::nullopt;
   return v;
+}
+
+// "auto" batch keys are resolved as if absent, by DeepSpeed's rules below (the Trainer fills them
+// from its batch size, accumulation steps and world size, which is the same arithmetic).
+void log_batch_autos(const Section& top, std::int64_t train, std::int64_t micro, std::int64_t accum, int world) {
+  const std::string rule = cat("train_micro_batch_size_per_gpu * gradient_accumulation_steps * world size = ", micro, " * ", accum, " * ", world);
+  top.set_auto("train_batch_size", train, rule);
+  top.set_auto("train_micro_batch_size_per_gpu", micro, "from the other batch keys and the world size (--micro-batch sets it)");
+  top.set_auto("gradient_accumulation_steps", accum, "from the other batch keys and the world size; 1 when they do not give it");
+  for (const char* key : {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"}) {
+    if (top.is_auto(key)) top.resolve_auto(key, 0);
+  }
 }
 
 [[noreturn]] void batch_error(const std::string& what) {
@@ -127,6 +155,9 @@ void read_batch(const Section& top, int world, TrainConfig& c) {
   const auto tb = positive_batch(top, "train_batch_size", "samples per optimizer step, over all ranks");
   const auto mb = positive_batch(top, "train_micro_batch_size_per_gpu", "samples per rank per forward/backward");
   const auto ga = positive_batch(top, "gradient_accumulation_steps", "micro-batches per optimizer step");
+  for (const char* key : {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"}) {
+    if (top.is_bad(key)) return;  // reported; the others cannot be checked against it
+  }
   const std::int64_t w = world;
   if (static_cast<double>(mb.value_or(1)) * static_cast<double>(ga.value_or(1)) * static_cast<double>(w) > kMaxInt) {
     batch_error(cat("train_micro_batch_size_per_gpu * gradient_accumulation_steps * world size is more than ", kMaxInt));
@@ -166,11 +197,16 @@ void read_batch(const Section& top, int world, TrainConfig& c) {
     micro = train / w;
   } else if (mb) {
     micro = *mb, train = micro * w;
+  } else if (top.is_auto("train_micro_batch_size_per_gpu") || top.is_auto("train_batch_size")) {
+    throw ConfigError(cat("[config] ", top.is_auto("train_micro_batch_size_per_gpu") ? "train_micro_batch_size_per_gpu" : "train_batch_size",
+                          " is \"auto\" and no other batch key gives the micro-batch: give --micro-batch N (what the Hugging Face "
+                          "Trainer fills in from --per_device_train_batch_size) or write a number"));
   } else {
-    throw ConfigError("[config] set train_batch_size or train_micro_batch_size_per_gpu (or both); as in DeepSpeed, "
-                      "gradient_accumulation_steps alone cannot give the batch size");
+    throw ConfigError("[config] set train_batch_size or train_micro_batch_size_per_gpu (or both), or give --micro-batch N; as in "
+                      "DeepSpeed, gradient_accumulation_steps alone cannot give the batch size");
   }
   if (train > kMaxInt) batch_error(cat("train_batch_size ", train, " is more than ", kMaxInt));
+  log_batch_autos(top, train, micro, accum, world);
   c.train_batch_size = static_cast<int>(train);
   c.micro_batch_size = static_cast<int>(micro);
   c.gradient_accumulation_steps = static_cast<int>(accum);
@@ -178,69 +214,109 @@ void read_batch(const Section& top, int world, TrainConfig& c) {
 
 std::vector<KeyRule> adam_param_rules() {
   const Use R = Use::read, I = Use::ignore, U = Use::unsupported;
-  return {
+  return allow_auto({
       {"lr", R, kNum, ""},
       {"betas", R, kArr, ""},
       {"eps", R, kNum, ""},
       {"weight_decay", R, kNum, ""},
       {"adam_w_mode", R, kBool, ""},
+      {"bias_correction", R, kBool, ""},
+      {"torch_adam", R, kBool, ""},
       {"set_grad_none", I, kBool, "whether DeepSpeed's FusedAdam frees gradients with None or zeros"},
-      {"torch_adam", U, kBool, "selects PyTorch's Adam instead of DeepSpeed's fused one; zero has one Adam (optim/adamw.h)", false},
-      {"bias_correction", U, kBool, "Adam without bias correction", true},
+      {"fp32_optimizer_states", I, kBool, "DeepSpeed's CPU Adam keeps its moments in fp32 or in the parameters' type; zero's are fp32"},
       {"amsgrad", U, kBool, "the AMSGrad variant of Adam", false},
-      {"max_grad_norm", U, kNum, "DeepSpeed rejects it too; use the top-level \"gradient_clipping\""},
-  };
+      {"max_grad_norm", U, kNum, "DeepSpeed refuses it too (ValueError since v0.3.0: \"not supported as an optimizer parameter\"); "
+                                 "move the value to the top-level \"gradient_clipping\""},
+  }, {"lr", "betas", "eps", "weight_decay"});
 }
 
 void read_betas(const Section& params, AdamConfig& adam) {
-  if (!params.has("betas")) return;
-  const nlohmann::json& b = params.at("betas");
+  params.set_auto("betas", {adam.beta1, adam.beta2}, "zero's default, as if the key were absent");
+  if (!params.has("betas") && !params.is_auto("betas")) return;
+  const nlohmann::json& b = params.has("betas") ? params.at("betas") : params.resolve_auto("betas", nullptr);
   if (b.size() != 2 || !b[0].is_number() || !b[1].is_number()) {
     params.fail("betas", cat("must be two numbers [beta1, beta2], found ", describe_value(b)));
+    return;
   }
   for (int i = 0; i < 2; ++i) {
     const double v = b[i].get<double>();
     if (!(v >= 0.0 && v < 1.0)) params.fail("betas", cat("[", i, "] is ", v, "; each beta must be in [0, 1)"));
   }
+  if (params.is_bad("betas")) return;
   adam.beta1 = b[0].get<float>();
   adam.beta2 = b[1].get<float>();
 }
 
-// The optimizer's name, checked. DeepSpeed lower-cases it; only Adam and AdamW are implemented.
-std::string optimizer_type(const Section& opt) {
-  if (!opt.has("type")) opt.fail("type", "is missing; set \"AdamW\" or \"Adam\"");
-  const std::string name = opt.get_string("type", "");
+// Why an optimizer DeepSpeed has is refused here, by DeepSpeed's lower-case name.
+std::string refused_optimizer(const std::string& low) {
+  if (low == "lamb") return "DeepSpeed's FusedLamb scales each layer's step by a trust ratio; zero implements Adam and AdamW";
+  if (low == "onebitadam" || low == "zerooneadam" || low == "onebitlamb") {
+    return "it compresses the gradient all-reduce with error feedback, which zero's exact collectives do not do (DeepSpeed itself "
+           "allows it only without ZeRO); zero implements Adam and AdamW";
+  }
+  return "zero implements Adam and AdamW";
+}
+
+// The optimizer's name, checked ("" when refused; *name: as written). DeepSpeed lower-cases it.
+std::string optimizer_type(const Section& opt, std::string* written) {
+  if (!opt.present("type")) opt.fail("type", "is missing; set \"AdamW\" or \"Adam\"");
+  if (!opt.has("type")) return "";
+  const std::string name = *written = opt.get_string("type", "");
   std::string low = name;
   for (char& ch : low) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   if (low == "adam") return "Adam";
   if (low == "adamw") return "AdamW";
   static const std::set<std::string> known = {"lamb", "onebitadam", "onebitlamb", "zerooneadam", "adagrad", "lion",
                                               "muon", "muadam", "muadamw", "musgd", "sgd"};
-  if (known.count(low)) opt.fail("type", cat("\"", name, "\" is known but not supported yet: zero implements Adam and AdamW; use one of them"));
-  opt.fail("type", cat("\"", name, "\" is not an optimizer zero knows; did you mean \"", nearest(name, {"Adam", "AdamW"}),
-                       "\"? (zero implements Adam and AdamW)"));
+  if (known.count(low)) {
+    opt.fail("type", cat("\"", name, "\" is known but not supported yet: ", refused_optimizer(low), "; use \"AdamW\" (or \"Adam\")"));
+  } else {
+    opt.fail("type", cat("\"", name, "\" is not an optimizer zero knows; did you mean \"", nearest(name, {"Adam", "AdamW"}),
+                         "\"? (zero implements Adam and AdamW)"));
+  }
+  return "";
+}
+
+// torch_adam selects torch.optim.Adam/AdamW: the same arithmetic as DeepSpeed's fused Adam (and
+// zero's), but it takes no bias_correction, so DeepSpeed fails with a TypeError on both together.
+void read_adam_variant(const Section& p, AdamConfig& adam) {
+  const bool torch_adam = p.get_bool("torch_adam", false);
+  adam.bias_correction = p.get_bool("bias_correction", true);
+  if (torch_adam && p.has("bias_correction")) {
+    p.fail("bias_correction", "is not a parameter of PyTorch's Adam, which torch_adam: true selects (DeepSpeed fails with a "
+                              "TypeError on it too); remove bias_correction or torch_adam");
+  }
 }
 
 // "optimizer": {"type", "params"}. Defaults are DeepSpeed's FusedAdam's: lr 1e-3, betas
 // (0.9, 0.999), eps 1e-8, weight_decay 0. For type Adam DeepSpeed's adam_w_mode defaults to true,
 // so "Adam" means decoupled decay (AdamW) unless adam_w_mode is false; for type AdamW it is
 // always decoupled, and adam_w_mode: false (which DeepSpeed quietly overrides) is an error.
+// With a refused type the parameters are still checked against Adam's, so that switching the
+// type to AdamW shows every parameter to remove at once.
 void read_optimizer(const Section& top, TrainConfig& c) {
   if (!top.has("optimizer")) return;  // no section: AdamW with the defaults
-  const Section opt = top.child("optimizer", {{"type", Use::read, kStr, ""}, {"params", Use::read, kObj, ""}});
-  c.optimizer_type = optimizer_type(opt);
+  const Section opt = top.child("optimizer", {{"type", Use::read, kStr, ""}, {"params", Use::read, kObj, ""},
+                                              {"legacy_fusion", Use::ignore, kBool, "the fused fp16 optimizer's mode; zero trains in fp32"}});
+  std::string written;
+  const std::string type = optimizer_type(opt, &written);
+  c.optimizer_type = type.empty() ? c.optimizer_type : type;
   c.adam.decoupled = true;
   if (!opt.has("params")) return;
-  const Section p = opt.child("params", adam_param_rules());
-  c.adam.lr = static_cast<float>(p.get_number("lr", c.adam.lr));
-  c.adam.eps = static_cast<float>(p.get_number("eps", c.adam.eps));
-  c.adam.weight_decay = static_cast<float>(p.get_number("weight_decay", c.adam.weight_decay));
+  const std::string hint = type.empty() && !written.empty()
+                               ? cat(" (a parameter of ", written, " that Adam and AdamW do not have: remove it when you switch the type)")
+                               : std::string();
+  const Section p = opt.child("params", adam_param_rules(), hint);
+  c.adam.lr = p.get_float("lr", c.adam.lr);
+  c.adam.eps = p.get_float("eps", c.adam.eps);
+  c.adam.weight_decay = p.get_float("weight_decay", c.adam.weight_decay);
   read_betas(p, c.adam);
-  if (c.adam.lr < 0) p.fail("lr", cat("is ", p.at("lr").dump(), "; the learning rate must be >= 0"));
-  if (c.adam.eps < 0) p.fail("eps", cat("is ", p.at("eps").dump(), "; eps must be >= 0"));
-  if (c.adam.weight_decay < 0) p.fail("weight_decay", cat("is ", p.at("weight_decay").dump(), "; weight_decay must be >= 0"));
+  read_adam_variant(p, c.adam);
+  if (c.adam.lr < 0) p.fail("lr", cat("is ", c.adam.lr, "; the learning rate must be >= 0"));
+  if (c.adam.eps < 0) p.fail("eps", cat("is ", c.adam.eps, "; eps must be >= 0"));
+  if (c.adam.weight_decay < 0) p.fail("weight_decay", cat("is ", c.adam.weight_decay, "; weight_decay must be >= 0"));
   const bool w_mode = p.get_bool("adam_w_mode", true);
-  if (c.optimizer_type == "AdamW" && !w_mode) {
+  if (type == "AdamW" && !w_mode) {
     p.fail("adam_w_mode", "is false, but type \"AdamW\" always uses decoupled weight decay (DeepSpeed ignores this flag for AdamW); "
                           "for L2 decay added to the gradient use type \"Adam\" with adam_w_mode false");
   }
@@ -297,6 +373,7 @@ void read_communication(const Section& top) {
 ModelSection read_model(const Section& top) {
   ModelSection m;
   if (!top.has("model")) return m;
+  const std::size_t before = top.log().problems.size();
   const Use R = Use::read;
   const Section s = top.child("model", {{"type", R, kStr, ""}, {"vocab_size", R, kInt, ""}, {"n_ctx", R, kInt, ""},
                                         {"seq_len", R, kInt, ""}, {"n_embd", R, kInt, ""}, {"n_layer", R, kInt, ""},
@@ -310,12 +387,13 @@ ModelSection read_model(const Section& top) {
   g.channels = static_cast<int>(s.get_int("n_embd", g.channels, 1, kMaxInt));
   g.layers = static_cast<int>(s.get_int("n_layer", g.layers, 1, kMaxInt));
   g.heads = static_cast<int>(s.get_int("n_head", g.heads, 1, kMaxInt));
+  if (s.log().problems.size() != before) return m;  // a shape from reported values would only repeat them
   try {
     g.validate();
   } catch (const ConfigError& e) {
     std::string what = e.what();
     if (what.rfind("[model] ", 0) == 0) what = what.substr(8);
-    throw ConfigError(cat("[config] in \"model\": ", what));
+    s.log().problem(cat("[config] in \"model\": ", what));
   }
   return m;
 }
@@ -338,28 +416,36 @@ DataSection read_data(const Section& top, std::uint64_t seed) {
   return d;
 }
 
-}  // namespace
+// Runs one reader; a ConfigError it throws is one more problem. A JSON library exception that
+// follows a problem already reported is its consequence; one that does not is reported as it is.
+template <class Read>
+void attempt(ReadLog& log, Read&& read) {
+  const std::size_t before = log.problems.size();
+  try {
+    read();
+  } catch (const ConfigError& e) {
+    log.problem(e.what());
+  } catch (const nlohmann::json::exception& e) {
+    if (log.problems.size() == before) log.problem(cat("[config] a value of an unexpected kind: ", e.what(), "; check the file against the README"));
+  }
+}
 
-TrainConfig parse_config(const nlohmann::json& j, int world_size) {
-  if (world_size < 1) throw ConfigError(cat("[config] world size must be at least 1, not ", world_size));
-  TrainConfig c;
-  const Section top(j, "", top_rules(), &c.ignored_keys);
-  read_batch(top, world_size, c);
-  read_optimizer(top, c);
-  c.scheduler = read_scheduler(top);
-  c.gradient_clipping = static_cast<float>(top.get_number("gradient_clipping", 0.0));
+// All problems in one error: the first alone as it is, several numbered.
+[[noreturn]] void throw_problems(const std::vector<std::string>& problems, const std::string& source) {
+  auto body = [](const std::string& m) { return m.rfind("[config] ", 0) == 0 ? m.substr(9) : m; };
+  const std::string where = source.empty() ? std::string() : cat(source, ": ");
+  if (problems.size() == 1) throw ConfigError(cat("[config] ", where, body(problems[0])));
+  std::string msg = cat("[config] ", where, problems.size(), " problems; fix them all, then run again:");
+  for (std::size_t i = 0; i < problems.size(); ++i) msg += cat("\n  ", i + 1, ". ", body(problems[i]));
+  throw ConfigError(msg);
+}
+
+void read_top_scalars(const Section& top, TrainConfig& c) {
+  top.set_auto("gradient_clipping", 0.0, "zero's default: off; the Hugging Face Trainer would fill in its --max_grad_norm (1.0 by default): "
+                                         "write a number to clip");
+  c.gradient_clipping = top.get_float("gradient_clipping", 0.0f);
   if (c.gradient_clipping < 0) top.fail("gradient_clipping", cat("is ", c.gradient_clipping, "; it must be >= 0 (0 turns clipping off)"));
   c.steps_per_print = static_cast<int>(top.get_int("steps_per_print", 10, 1, kMaxInt));
-  c.zero = read_zero(top);
-  read_precision(top, c);
-  read_communication(top);
-  const std::vector<std::pair<const char*, const char*>> disabled_only = {
-      {"amp", "NVIDIA Apex mixed precision"},          {"autotuning", "DeepSpeed's autotuner"},
-      {"elasticity", "elastic training"},              {"nebula", "Nebula checkpointing"},
-      {"hybrid_engine", "the RLHF hybrid engine"},     {"torch_autocast", "torch.autocast mixed precision"},
-      {"curriculum_learning", "curriculum learning"},  {"progressive_layer_drop", "progressive layer dropping"},
-      {"eigenvalue", "eigenvalue computation"}};
-  for (const auto& [key, what] : disabled_only) read_disabled_only(top, key, what, c.ignored_keys);
   c.train_steps = top.get_int("train_steps", c.train_steps, 1, kMaxInt64);
   c.seed = static_cast<std::uint64_t>(top.get_int("seed", static_cast<std::int64_t>(c.seed), 0, kMaxInt64));
   c.device_memory = top.get_string("device_memory", "");
@@ -370,111 +456,74 @@ TrainConfig parse_config(const nlohmann::json& j, int world_size) {
     top.fail("comm_timeout_seconds", cat("is ", c.comm_timeout_seconds,
                                          "; it must be a positive, finite number of seconds (0.001 to 1e9), e.g. 300"));
   }
-  c.model = read_model(top);
-  c.data = read_data(top, c.seed);
-  std::sort(c.ignored_keys.begin(), c.ignored_keys.end());
-  return c;
 }
 
-namespace {
-
-// Line and column (1-based) of the byte nlohmann reports: the 1-based index of the last byte read.
-std::pair<std::size_t, std::size_t> line_column(const std::string& text, std::size_t byte) {
-  const std::size_t at = std::min(byte == 0 ? 0 : byte - 1, text.size());
-  std::size_t line = 1, line_start = 0;
-  for (std::size_t i = 0; i < at; ++i) {
-    if (text[i] == '\n') ++line, line_start = i + 1;
+// DeepSpeed's engine (allreduce_bucket): with prescale_gradients each rank's gradient is divided
+// by the world size before the sum; otherwise by gradient_predivide_factor before and by
+// world size / factor after. Both are one predivide here (EngineConfig::gradient_predivide_factor).
+void read_predivide(const Section& top, int world, TrainConfig& c) {
+  const double f = top.get_number("gradient_predivide_factor", 1.0);
+  if (!(f > 0.0) || f > 3.4e38) {
+    top.fail("gradient_predivide_factor", cat("is ", f, "; it must be a positive number (1 divides only once, after the sum)"));
   }
-  return {line, at - line_start + 1};
+  c.gradient_predivide_factor = top.get_bool("prescale_gradients", false) ? world : f;
 }
 
-// nlohmann keeps the last of two equal keys; DeepSpeed (and we) reject the file instead, since the
-// first value would be silently dropped.
-nlohmann::json::parser_callback_t duplicate_key_check(const std::string& path) {
-  struct Frame {
-    std::set<std::string> keys;
-    std::string key;  // the key being read, for paths
-  };
-  auto frames = std::make_shared<std::vector<Frame>>();
-  return [frames, path](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    if (event == E::object_start || event == E::array_start) frames->push_back({{}, "[]"});
-    if (event == E::object_end || event == E::array_end) frames->pop_back();
-    if (event == E::key) {
-      Frame& f = frames->back();
-      f.key = parsed.get<std::string>();
-      if (!f.keys.insert(f.key).second) {
-        std::string full;
-        for (const Frame& fr : *frames) full += (full.empty() || fr.key == "[]" ? "" : ".") + fr.key;
-        throw ConfigError(cat("[config] ", path, ": key '", full, "' appears twice; keep one"));
-      }
-    }
-    return true;
-  };
+void read_disabled_sections(const Section& top) {
+  const std::vector<std::pair<const char*, const char*>> disabled_only = {
+      {"amp", "NVIDIA Apex mixed precision"},          {"autotuning", "DeepSpeed's autotuner"},
+      {"elasticity", "elastic training"},              {"nebula", "Nebula checkpointing"},
+      {"hybrid_engine", "the RLHF hybrid engine"},     {"torch_autocast", "torch.autocast mixed precision"},
+      {"curriculum_learning", "curriculum learning"},  {"progressive_layer_drop", "progressive layer dropping"},
+      {"eigenvalue", "eigenvalue computation"},        {"data_efficiency", "DeepSpeed's data sampling and routing"}};
+  for (const auto& [key, what] : disabled_only) read_disabled_only(top, key, what);
 }
 
 }  // namespace
 
-nlohmann::json read_config_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw ConfigError(cat("[config] config file '", path, "' ", std::filesystem::exists(path, ec) ? "is not a regular file" : "does not exist",
-                          "; check the path"));
+TrainConfig parse_config(const nlohmann::json& j, int world_size, const ConfigOptions& options) {
+  if (world_size < 1) throw ConfigError(cat("[config] world size must be at least 1, not ", world_size));
+  const std::string where = options.source.empty() ? std::string("the config") : options.source;
+  if (nesting_depth(j) > kMaxConfigDepth) {
+    throw ConfigError(cat("[config] ", where, " nests objects or arrays more than ", kMaxConfigDepth,
+                          " deep; a DeepSpeed config nests 4 levels: check the file"));
   }
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (!in) throw ConfigError(cat("[config] cannot read config file '", path, "'"));
-  const std::string text = buffer.str();
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    throw ConfigError(cat("[config] config file '", path, "' is empty; it must hold a JSON object such as {\"train_batch_size\": 8}"));
-  }
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text, duplicate_key_check(path));
-  } catch (const nlohmann::json::parse_error& e) {
-    const auto [line, column] = line_column(text, e.byte);
-    std::string what = e.what();  // "[json.exception.parse_error.101] parse error at line 1, column 2: <reason>"
-    const auto reason = what.find(": ", what.find("parse error"));
-    if (reason != std::string::npos) what = what.substr(reason + 2);
-    throw ConfigError(cat("[config] ", path, ":", line, ":", column, ": JSON syntax error: ", what,
-                          ". Fix the file (often a trailing comma, a missing comma or quote; JSON has no comments)"));
-  }
-  return j;
+  TrainConfig c;
+  ReadLog log;
+  log.strict = options.strict;
+  const Section top(j, "", top_rules(), &log);
+  AutoContext ctx;
+  attempt(log, [&] { read_top_scalars(top, c); });
+  attempt(log, [&] { c.model = read_model(top); });
+  attempt(log, [&] { read_batch(top, world_size, c); });
+  attempt(log, [&] { read_optimizer(top, c); });
+  ctx.train_steps = c.train_steps, ctx.lr = c.adam.lr, ctx.hidden = c.model.shape.channels;
+  attempt(log, [&] { c.scheduler = read_scheduler(top, ctx); });
+  attempt(log, [&] { c.zero = read_zero(top, ctx); });
+  attempt(log, [&] { read_precision(top, c); });
+  attempt(log, [&] { read_communication(top); });
+  attempt(log, [&] { read_disabled_sections(top); });
+  attempt(log, [&] { read_predivide(top, world_size, c); });
+  attempt(log, [&] { c.data = read_data(top, c.seed); });
+  if (!log.problems.empty()) throw_problems(log.problems, options.source);
+  c.ignored_keys = log.ignored;
+  std::sort(c.ignored_keys.begin(), c.ignored_keys.end());
+  c.unknown_keys = log.unknown;
+  c.auto_values = log.autos;
+  return c;
 }
 
-TrainConfig load_config(const std::string& path, int world_size) { return parse_config(read_config_file(path), world_size); }
-
-void apply_override(nlohmann::json& j, const std::string& dotted_key, const nlohmann::json& value) {
-  std::vector<std::string> parts;
-  std::stringstream ss(dotted_key);
-  for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
-  if (dotted_key.empty() || dotted_key.back() == '.' || std::find(parts.begin(), parts.end(), "") != parts.end()) {
-    throw ConfigError(cat("[config] override key '", dotted_key, "' is not a dotted key path like zero_optimization.stage"));
-  }
-  nlohmann::json* node = &j;
-  std::string walked;
-  for (const std::string& part : parts) {
-    if (node->is_null()) *node = nlohmann::json::object();
-    if (!node->is_object()) {
-      throw ConfigError(cat("[config] override ", dotted_key, ": '", walked, "' is ", describe_value(*node),
-                            ", not an object, so it has no key '", part, "'"));
-    }
-    walked += (walked.empty() ? "" : ".") + part;
-    node = &(*node)[part];
-  }
-  *node = value;
-}
-
-void apply_override(nlohmann::json& j, const std::string& assignment) {
-  const auto eq = assignment.find('=');
-  if (eq == std::string::npos) {
-    throw ConfigError(cat("[config] override '", assignment, "' must look like key=value, e.g. zero_optimization.stage=2"));
-  }
-  const std::string text = assignment.substr(eq + 1);
-  nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) value = text;  // not JSON: a plain string such as a path
-  apply_override(j, assignment.substr(0, eq), value);
+std::vector<std::string> known_config_keys() {
+  std::vector<std::string> keys;
+  auto add = [&](const std::string& prefix, const std::vector<KeyRule>& rules) {
+    for (const KeyRule& r : rules) keys.push_back(prefix + r.name);
+  };
+  add("", top_rules());
+  add("zero_optimization.", zero_rules());
+  add("zero_optimization.offload_optimizer.", offload_rules(true));
+  add("zero_optimization.offload_param.", offload_rules(false));
+  add("optimizer.params.", adam_param_rules());
+  return keys;
 }
 
 }  // namespace zero

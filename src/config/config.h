@@ -11,8 +11,15 @@
 //   - unsupported: known (DeepSpeed has it) but not supported yet: an error that says so and what
 //                  to do. Some are accepted at their no-op value only (e.g. "prescale_gradients":
 //                  false, "zero_quantized_weights": false, "fp16": {"enabled": false}).
-// Anything else is an unknown key: an error naming its full path (zero_optimization.stgae) and
-// the nearest known key at that level. Nothing with a numerical effect is ever silently dropped.
+// Anything else is an unknown key: inside a section, an error naming its full path
+// (zero_optimization.stgae) and the nearest known key at that level; at the top level, an error
+// only when it is a typo of a known key (two edits or fewer), else accepted with a warning, as
+// DeepSpeed ignores top-level keys it does not read ("_comment"), unless ConfigOptions::strict.
+// Nothing with a numerical effect is ever silently dropped. Every problem of a file is reported
+// in one ConfigError, each with its key path and what to do.
+//
+// "auto", the Hugging Face Trainer's placeholder, is accepted at the keys the Trainer fills in,
+// and resolved as zero's settings give it (README: "auto"); each resolution is in auto_values.
 //
 // Besides DeepSpeed's keys the file may hold sections of our own: "model", "data",
 // "train_steps", "seed", "device_memory", "host_memory" and "comm_timeout_seconds" (DeepSpeed
@@ -51,10 +58,13 @@ struct ZeroConfig {
   std::int64_t allgather_bucket_size = 500'000'000;        // elements all-gathered at a time
   bool overlap_comm = false;                               // DeepSpeed: default true for stage 3 only
   bool contiguous_gradients = true;
-  std::int64_t stage3_prefetch_bucket_size = 50'000'000;   // code default 5e7 (the docs table says 5e8)
-  std::int64_t stage3_param_persistence_threshold = 100'000;  // parameters this small stay whole
+  // Stage 3's schedule (engine.h: Stage3Options). zero's defaults, not DeepSpeed's (prefetch 5e7,
+  // persistence 1e5 and reuse 1e9 elements, which keep a small model whole between uses): the
+  // next unit ahead (-1), nothing persistent, nothing kept for reuse; set the keys for DeepSpeed's.
+  std::int64_t stage3_prefetch_bucket_size = -1;
+  std::int64_t stage3_param_persistence_threshold = 0;   // units this small stay whole
   std::int64_t stage3_max_live_parameters = 1'000'000'000;
-  std::int64_t stage3_max_reuse_distance = 1'000'000'000;
+  std::int64_t stage3_max_reuse_distance = 0;
   std::int64_t sub_group_size = 1'000'000'000;             // optimizer-step tile (elements)
   OffloadConfig offload_optimizer;                         // stages 1-3
   OffloadConfig offload_param;                             // stage 3 only
@@ -114,6 +124,9 @@ struct TrainConfig {
   std::string optimizer_type = "AdamW"; // "Adam" or "AdamW" (as written in DeepSpeed's spelling)
   Schedule scheduler;
   float gradient_clipping = 0.0f;       // global-norm clip; 0 = off (DeepSpeed's code default)
+  // Each rank's gradient is divided by this before the sum (prescale_gradients: the world size;
+  // else gradient_predivide_factor, 1 by default) and the sum by N * micro-batches / it after.
+  double gradient_predivide_factor = 1.0;
   int steps_per_print = 10;
   ZeroConfig zero;
   ModelSection model;
@@ -129,18 +142,34 @@ struct TrainConfig {
   // Paths of keys present in the file that were accepted and ignored (no numerical effect), e.g.
   // "wall_clock_breakdown", "zero_optimization.round_robin_gradients", for the CLI to mention.
   std::vector<std::string> ignored_keys;
+  // Top-level keys that are not DeepSpeed's (nor typos of them), accepted as DeepSpeed accepts
+  // them ("_comment", "cuda_visible_devices"), for the CLI to warn about.
+  std::vector<std::string> unknown_keys;
+  // Each "auto" resolved, in reading order: "optimizer.params.lr = \"auto\" -> 0.001 (why)".
+  std::vector<std::string> auto_values;
 };
 
-// Reads, parses and validates a JSON config file: parse_config(read_config_file(path), world_size).
-TrainConfig load_config(const std::string& path, int world_size);
+struct ConfigOptions {
+  bool strict = false;  // unknown top-level keys are errors too (zero train --strict-config)
+  std::string source;   // the file's name, for messages ("" for a document built in code)
+};
+
+// Reads, parses and validates a JSON config file: parse_config(read_config_file(path), ...).
+TrainConfig load_config(const std::string& path, int world_size, ConfigOptions options = {});
 
 // The document in a config file, not yet validated (to apply overrides to before parse_config).
-// ConfigError for a missing or empty file, a JSON syntax error (with file:line:column), or a key
-// written twice in one object (nlohmann would silently keep the last; DeepSpeed rejects it too).
+// ConfigError for a missing or empty file, a JSON syntax error (with file:line:column), a key
+// written twice in one object (nlohmann would silently keep the last; DeepSpeed rejects it too),
+// nesting deeper than 64 levels, or a number beyond a double (1e400), naming its key.
 nlohmann::json read_config_file(const std::string& path);
 
-// Validates a parsed document. world_size is the number of data-parallel ranks.
-TrainConfig parse_config(const nlohmann::json& j, int world_size);
+// Validates a parsed document. world_size is the number of data-parallel ranks. ConfigError with
+// every problem found, numbered when there are several.
+TrainConfig parse_config(const nlohmann::json& j, int world_size, const ConfigOptions& options = {});
+
+// Every key path zero's tables know (top level, zero_optimization and its offload blocks,
+// optimizer.params), for the test that compares them with DeepSpeed's schema.
+std::vector<std::string> known_config_keys();
 
 // Command-line overrides, applied to the document before parse_config so that they are validated
 // exactly like the file: sets j["a"]["b"]["c"] = value for dotted_key "a.b.c", creating objects on

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -62,10 +63,53 @@ std::string describe_type(JsonType type) {
   return "?";
 }
 
+// A number as written: a double that came from a float (zero's defaults are floats) in the
+// float's shortest form, 0.001 rather than 0.0010000000474974513.
+std::string number_text(double d) {
+  const float f = static_cast<float>(d);
+  if (std::isfinite(d) && static_cast<double>(f) == d && d != std::floor(d)) {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, f);
+    return std::string(buf, r.ptr);
+  }
+  return nlohmann::json(d).dump();
+}
+
 std::string describe_value(const nlohmann::json& value) {
-  std::string s = value.dump();
+  if (value.is_number_float()) return number_text(value.get<double>());
+  if (value.is_array() && !value.empty() && std::all_of(value.begin(), value.end(), [](const auto& v) { return v.is_number_float(); })) {
+    std::string s = "[";
+    for (const nlohmann::json& v : value) s += (s.size() > 1 ? ", " : "") + number_text(v.get<double>());
+    return s.size() > 60 ? s.substr(0, 57) + "..." : s + "]";
+  }
+  if (value.is_structured() && nesting_depth(value) > kMaxConfigDepth) return value.is_object() ? "{...}" : "[...]";  // dump() recurses
+  // replace: a string from the command line may hold bytes that are not UTF-8.
+  std::string s = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
+}
+
+int nesting_depth(const nlohmann::json& j) {
+  int deepest = 0;
+  std::vector<std::pair<const nlohmann::json*, int>> todo = {{&j, 0}};
+  while (!todo.empty()) {
+    const auto [node, depth] = todo.back();
+    todo.pop_back();
+    if (!node->is_structured()) continue;
+    deepest = std::max(deepest, depth + 1);
+    if (deepest > kMaxConfigDepth) return deepest;  // deep enough to refuse: stop counting
+    for (const nlohmann::json& child : *node) todo.push_back({&child, depth + 1});
+  }
+  return deepest;
+}
+
+std::vector<KeyRule> allow_auto(std::vector<KeyRule> rules, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    auto it = std::find_if(rules.begin(), rules.end(), [&](const KeyRule& r) { return r.name == name; });
+    ZERO_CHECK(it != rules.end(), "allow_auto: no rule '", name, "'");
+    it->auto_ok = true;
+  }
+  return rules;
 }
 
 int edit_distance(const std::string& a_in, const std::string& b_in) {
@@ -106,24 +150,56 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
   return best;
 }
 
-Section::Section(const nlohmann::json& j, std::string path, std::vector<KeyRule> rules, std::vector<std::string>* ignored)
-    : j_(j), path_(std::move(path)), rules_(std::move(rules)), ignored_(ignored) {
-  if (!j_.is_object()) {
-    throw ConfigError(cat("[config] ", path_.empty() ? std::string("the config") : path_, " must be a JSON object ({...}), found ",
-                          describe_value(j_), " (", kind_of(j_), ")"));
+namespace {
+
+const nlohmann::json& object_or_empty(const nlohmann::json& j) {
+  static const nlohmann::json empty = nlohmann::json::object();
+  return j.is_object() ? j : empty;
+}
+
+bool is_auto_string(const nlohmann::json& v) { return v.is_string() && v.get_ref<const std::string&>() == "auto"; }
+
+// A typo of a top-level key is at most two edits away (or a key cut short); anything further is a
+// key DeepSpeed would silently ignore, so zero accepts it with a warning.
+bool close_enough_for_a_typo(const std::string& key, const std::string& near) {
+  return suggestion_distance(key, near) <= (key.size() <= 4 ? 1 : 2);
+}
+
+// The keys the Hugging Face Trainer (integrations/deepspeed.py) and accelerate fill in when "auto".
+bool trainer_fills(const std::string& path) {
+  static const std::set<std::string> kFilled = {
+      "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "gradient_clipping",
+      "optimizer.params.lr", "optimizer.params.betas", "optimizer.params.eps", "optimizer.params.weight_decay",
+      "scheduler.params.warmup_min_lr", "scheduler.params.warmup_max_lr", "scheduler.params.warmup_num_steps",
+      "scheduler.params.total_num_steps", "fp16.enabled", "bf16.enabled", "amp.enabled", "amp.opt_level",
+      "zero_optimization.reduce_bucket_size", "zero_optimization.stage3_prefetch_bucket_size",
+      "zero_optimization.stage3_param_persistence_threshold", "zero_optimization.stage3_gather_16bit_weights_on_model_save"};
+  return kFilled.count(path) > 0;
+}
+
+}  // namespace
+
+Section::Section(const nlohmann::json& j, std::string path, std::vector<KeyRule> rules, ReadLog* log, std::string unknown_hint)
+    : j_(object_or_empty(j)), path_(std::move(path)), rules_(std::move(rules)), log_(log), unknown_hint_(std::move(unknown_hint)) {
+  ZERO_CHECK(log_ != nullptr, "a Section needs a ReadLog");
+  if (!j.is_object()) {
+    log_->problem(cat("[config] ", path_.empty() ? std::string("the config") : path_, " must be a JSON object ({...}), found ",
+                      describe_value(j), " (", kind_of(j), ")"));
+    return;
   }
-  // Three passes, so that the most useful message wins: a typo first, then an unsupported feature,
-  // then a bad type.
-  for (const auto& [key, value] : j_.items()) rule(key);
   for (const auto& [key, value] : j_.items()) {
-    const KeyRule& r = rule(key);
-    if (r.use == Use::unsupported && !(r.accepted && value == *r.accepted)) {
-      const std::string fix = r.accepted ? cat("; set it to ", r.accepted->dump(), " or remove it") : std::string("; remove it");
-      throw ConfigError(cat("[config] ", path_of(key), " = ", describe_value(value),
-                            " is known but not supported yet: ", r.why, fix));
+    if (find_rule(key) == nullptr) {
+      check_unknown(key);
+      continue;
     }
+    const KeyRule& r = *find_rule(key);
+    if (r.use == Use::unsupported && !(r.accepted && value == *r.accepted) && !value.is_null()) {
+      const std::string fix = r.accepted ? cat("; set it to ", describe_value(*r.accepted), " or remove it") : std::string("; remove it");
+      fail(key, cat("= ", describe_value(value), " is known but not supported yet: ", r.why, fix));
+      continue;
+    }
+    check_key(key, value);
   }
-  for (const auto& [key, value] : j_.items()) check_key(key, value);
 }
 
 const KeyRule* Section::find_rule(const std::string& key) const {
@@ -131,40 +207,71 @@ const KeyRule* Section::find_rule(const std::string& key) const {
   return it == rules_.end() ? nullptr : &*it;
 }
 
-const KeyRule& Section::rule(const std::string& key) const {
-  if (const KeyRule* r = find_rule(key)) return *r;
+void Section::check_unknown(const std::string& key) const {
   std::vector<std::string> names;
   for (const KeyRule& r : rules_) names.push_back(r.name);
-  const std::string near = nearest(key, names);
-  const std::string where = path_.empty() ? std::string("at the top level") : cat("in '", path_, "'");
-  std::string msg = cat("[config] unknown key '", path_of(key), "';");
-  if (suggestion_distance(key, near) <= std::max<int>(2, static_cast<int>(key.size()) / 2)) {
+  const std::string near = names.empty() ? std::string() : nearest(key, names);
+  const bool top = path_.empty();
+  if (top && !log_->strict && (near.empty() || !close_enough_for_a_typo(key, near))) {
+    log_->unknown.push_back(key);  // DeepSpeed reads the keys it knows and ignores the rest
+    return;
+  }
+  const std::string where = top ? std::string("at the top level") : cat("in '", path_, "'");
+  std::string msg = cat("[config] unknown key '", path_of(key), "'", unknown_hint_, ";");
+  if (!near.empty() && suggestion_distance(key, near) <= std::max<int>(2, static_cast<int>(key.size()) / 2)) {
     msg += cat(" did you mean '", path_of(near), "'?");
-  } else {  // nothing close: the whole list is the better hint
+  } else if (top) {
+    msg += " it is not a DeepSpeed key (--strict-config refuses unknown top-level keys).";
+  } else if (unknown_hint_.empty()) {  // nothing close: the whole list is the better hint
     std::string all;
     for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
     msg += cat(" no known key is close to it. The keys known ", where, " are: ", all, ".");
   }
-  throw ConfigError(msg + " Fix or remove the key.");
+  log_->problem(msg + " Fix or remove the key.");
 }
 
 void Section::check_key(const std::string& key, const nlohmann::json& value) const {
-  const KeyRule& r = rule(key);
-  if (has_type(value, r.type)) {
-    if (r.use == Use::ignore && ignored_ != nullptr) ignored_->push_back(path_of(key));
+  const KeyRule& r = *find_rule(key);
+  if (is_auto_string(value) && r.type != JsonType::string && r.type != JsonType::any) {
+    if (r.auto_ok) {
+      if (r.use == Use::ignore) log_->ignored.push_back(path_of(key));
+      return;
+    }
+    if (trainer_fills(path_of(key))) {
+      fail(key, cat("is \"auto\", which the Hugging Face Trainer fills in, but zero does not resolve it here yet; write ",
+                    describe_type(r.type), " instead", r.type == JsonType::boolean ? " (zero trains in fp32 for now: false)" : ""));
+    } else {
+      fail(key, cat("is \"auto\", a Hugging Face Trainer placeholder, but the Trainer does not fill in this key either; write ",
+                    describe_type(r.type), " instead"));
+    }
     return;
   }
-  if (value.is_string() && value.get<std::string>() == "auto") {
-    fail(key, cat("is \"auto\", a Hugging Face Trainer placeholder that only the Trainer fills in; write ",
-                  describe_type(r.type), " instead"));
+  if (has_type(value, r.type)) {
+    if (r.use == Use::ignore) log_->ignored.push_back(path_of(key));
+    return;
+  }
+  if (r.type == JsonType::integer && value.is_number_float() && std::isfinite(value.get<double>()) &&
+      value.get<double>() == std::floor(value.get<double>())) {
+    fail(key, cat("is ", describe_value(value), ", too large for an integer (at most 9.2e18)"));
+    return;
   }
   fail(key, cat("must be ", describe_type(r.type), ", found ", describe_value(value), " (", kind_of(value), ")"));
 }
 
+bool Section::present(const std::string& key) const { return j_.contains(key); }
+
 bool Section::has(const std::string& key) const {
   auto it = j_.find(key);
-  return it != j_.end() && !it->is_null();
+  return it != j_.end() && !it->is_null() && !is_bad(key) && !is_auto(key);
 }
+
+bool Section::is_auto(const std::string& key) const {
+  const KeyRule* r = find_rule(key);
+  auto it = j_.find(key);
+  return r != nullptr && r->auto_ok && it != j_.end() && is_auto_string(*it) && !is_bad(key);
+}
+
+bool Section::is_bad(const std::string& key) const { return bad_.count(key) > 0; }
 
 const nlohmann::json& Section::at(const std::string& key) const {
   ZERO_CHECK(has(key), "no key ", path_of(key));
@@ -174,33 +281,66 @@ const nlohmann::json& Section::at(const std::string& key) const {
 std::string Section::path_of(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
 void Section::fail(const std::string& key, const std::string& what) const {
-  throw ConfigError(cat("[config] ", path_of(key), " ", what));
+  if (!bad_.insert(key).second) return;  // one message per key
+  log_->problem(cat("[config] ", path_of(key), " ", what));
+}
+
+void Section::set_auto(const std::string& key, const nlohmann::json& value, const std::string& source) const {
+  auto_values_[key] = {value, source};
+}
+
+const nlohmann::json& Section::resolve_auto(const std::string& key, const nlohmann::json& fallback) const {
+  auto it = auto_values_.find(key);
+  if (it == auto_values_.end()) it = auto_values_.emplace(key, std::make_pair(fallback, std::string("zero's default, as if the key were absent"))).first;
+  const std::string path = path_of(key);
+  if (log_->auto_logged.insert(path).second) {
+    log_->autos.push_back(cat(path, " = \"auto\" -> ", describe_value(it->second.first), " (", it->second.second, ")"));
+  }
+  return it->second.first;
+}
+
+std::optional<nlohmann::json> Section::auto_or_none(const std::string& key, const nlohmann::json& fallback) const {
+  if (!is_auto(key)) return std::nullopt;
+  return resolve_auto(key, fallback);
 }
 
 bool Section::get_bool(const std::string& key, bool fallback) const {
   ZERO_CHECK(find_rule(key) && find_rule(key)->type == JsonType::boolean, path_of(key), " is not a boolean key");
+  if (auto a = auto_or_none(key, fallback)) return a->get<bool>();
   return has(key) ? at(key).get<bool>() : fallback;
 }
 
 std::int64_t Section::get_int(const std::string& key, std::int64_t fallback, std::int64_t min, std::int64_t max) const {
   ZERO_CHECK(find_rule(key) && find_rule(key)->type == JsonType::integer, path_of(key), " is not an integer key");
+  if (auto a = auto_or_none(key, fallback)) return a->get<std::int64_t>();
   if (!has(key)) return fallback;
   const nlohmann::json& v = at(key);
-  std::int64_t x = 0;
   if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
     fail(key, cat("is too large: ", v.dump()));
+    return fallback;
   }
-  x = v.is_number_float() ? static_cast<std::int64_t>(v.get<double>()) : v.get<std::int64_t>();
+  const std::int64_t x = v.is_number_float() ? static_cast<std::int64_t>(v.get<double>()) : v.get<std::int64_t>();
   if (x < min || x > max) {
     if (max == std::numeric_limits<std::int64_t>::max()) fail(key, cat("must be at least ", min, ", not ", x));
-    fail(key, cat("must be between ", min, " and ", max, ", not ", x));
+    else fail(key, cat("must be between ", min, " and ", max, ", not ", x));
+    return fallback;
   }
   return x;
 }
 
 double Section::get_number(const std::string& key, double fallback) const {
   ZERO_CHECK(find_rule(key) && find_rule(key)->type == JsonType::number, path_of(key), " is not a number key");
+  if (auto a = auto_or_none(key, fallback)) return a->get<double>();
   return has(key) ? at(key).get<double>() : fallback;
+}
+
+float Section::get_float(const std::string& key, float fallback) const {
+  const double v = get_number(key, fallback);
+  if (!std::isfinite(v) || std::fabs(v) > std::numeric_limits<float>::max()) {
+    fail(key, cat("is ", v, ", beyond the range of a 32-bit float (about 3.4e38); write a smaller number"));
+    return fallback;
+  }
+  return static_cast<float>(v);
 }
 
 std::string Section::get_string(const std::string& key, const std::string& fallback) const {
@@ -208,9 +348,9 @@ std::string Section::get_string(const std::string& key, const std::string& fallb
   return has(key) ? at(key).get<std::string>() : fallback;
 }
 
-Section Section::child(const std::string& key, std::vector<KeyRule> rules) const {
+Section Section::child(const std::string& key, std::vector<KeyRule> rules, std::string unknown_hint) const {
   ZERO_CHECK(has(key), "no section ", path_of(key));
-  return Section(at(key), path_of(key), std::move(rules), ignored_);
+  return Section(at(key), path_of(key), std::move(rules), log_, std::move(unknown_hint));
 }
 
 }  // namespace zero::config_detail

@@ -72,20 +72,37 @@ std::vector<KeyRule> schedule_rules(ScheduleType type) {
     rules.insert(rules.end(), {{"warmup_min_lr", R, kNum, ""}, {"warmup_max_lr", R, kNum, ""}});
     if (type == ScheduleType::warmup_decay) rules.push_back({"total_num_steps", R, kInt, ""});
   }
+  // The Hugging Face Trainer fills these in (trainer_config_process and _finalize).
+  std::vector<const char*> autos = {"warmup_num_steps"};
+  if (type != ScheduleType::warmup_cosine) autos.insert(autos.end(), {"warmup_min_lr", "warmup_max_lr"});
+  if (type != ScheduleType::warmup) autos.push_back("total_num_steps");
+  for (KeyRule& r : rules) {
+    for (const char* a : autos) r.auto_ok = r.auto_ok || r.name == a;
+  }
   return rules;
 }
 
+void declare_autos(const Section& p, const AutoContext& ctx) {
+  p.set_auto("warmup_num_steps", 1000, "zero's default, DeepSpeed's; the Trainer would use its --warmup_steps: set it with --set scheduler.params.warmup_num_steps=N");
+  p.set_auto("warmup_min_lr", 0.0, "as the Hugging Face Trainer fills it in");
+  p.set_auto("warmup_max_lr", static_cast<double>(ctx.lr), "the optimizer's lr, as the Hugging Face Trainer fills it in from its learning rate");
+  p.set_auto("total_num_steps", ctx.train_steps, "the run's train_steps (--steps), as the Hugging Face Trainer fills in its number of training steps");
+}
+
 ScheduleType schedule_type(const Section& sched) {
-  if (!sched.has("type")) sched.fail("type", "is missing; set \"WarmupLR\", \"WarmupDecayLR\" or \"WarmupCosineLR\"");
+  if (!sched.present("type")) sched.fail("type", "is missing; set \"WarmupLR\", \"WarmupDecayLR\" or \"WarmupCosineLR\"");
+  if (!sched.has("type")) return ScheduleType::none;
   const std::string name = sched.get_string("type", "");
   if (name == "WarmupLR") return ScheduleType::warmup;
   if (name == "WarmupDecayLR") return ScheduleType::warmup_decay;
   if (name == "WarmupCosineLR") return ScheduleType::warmup_cosine;
   if (name == "OneCycle" || name == "LRRangeTest") {
     sched.fail("type", cat("\"", name, "\" is known but not supported yet: zero has WarmupLR, WarmupDecayLR and WarmupCosineLR; use one of them"));
+    return ScheduleType::none;
   }
   sched.fail("type", cat("\"", name, "\" is not a DeepSpeed scheduler zero knows; did you mean \"",
                          nearest(name, {"WarmupLR", "WarmupDecayLR", "WarmupCosineLR", "OneCycle", "LRRangeTest"}), "\"?"));
+  return ScheduleType::none;
 }
 
 double non_negative(const Section& p, const std::string& key, double fallback) {
@@ -102,7 +119,7 @@ void read_schedule_params(const Section& p, Schedule& s) {
   else if (wt == "linear") s.warmup_type = WarmupType::linear;
   else p.fail("warmup_type", cat("is \"", wt, "\"; it must be \"log\" or \"linear\" (DeepSpeed would fall back to log)"));
   if (s.type != ScheduleType::warmup) {
-    if (!p.has("total_num_steps")) p.fail("total_num_steps", "is missing; this schedule needs it (for example the train_steps of the run)");
+    if (!p.present("total_num_steps")) p.fail("total_num_steps", "is missing; this schedule needs it (for example the train_steps of the run)");
     s.total_num_steps = p.get_int("total_num_steps", 0, 1, kMax);
   }
   if (s.type == ScheduleType::warmup_cosine) {
@@ -112,20 +129,22 @@ void read_schedule_params(const Section& p, Schedule& s) {
   }
   s.warmup_min_lr = non_negative(p, "warmup_min_lr", s.warmup_min_lr);
   // WarmupLR defaults warmup_max_lr to the optimizer's lr; WarmupDecayLR's constructor to 0.001.
-  if (p.has("warmup_max_lr")) s.warmup_max_lr = non_negative(p, "warmup_max_lr", 0.0);
+  if (p.has("warmup_max_lr") || p.is_auto("warmup_max_lr")) s.warmup_max_lr = non_negative(p, "warmup_max_lr", 0.0);
   else if (s.type == ScheduleType::warmup_decay) s.warmup_max_lr = 0.001;
 }
 
 }  // namespace
 
-Schedule read_scheduler(const Section& top) {
+Schedule read_scheduler(const Section& top, const AutoContext& ctx) {
   Schedule s;
   if (!top.has("scheduler")) return s;
   const Section sched = top.child("scheduler", {{"type", Use::read, JsonType::string, ""}, {"params", Use::read, JsonType::object, ""}});
   s.type = schedule_type(sched);
+  if (s.type == ScheduleType::none) return s;  // reported; its parameters cannot be checked without a type
   const nlohmann::json none = nlohmann::json::object();
   const Section p = sched.has("params") ? sched.child("params", schedule_rules(s.type))
-                                        : Section(none, sched.path_of("params"), schedule_rules(s.type), nullptr);
+                                        : Section(none, sched.path_of("params"), schedule_rules(s.type), &top.log());
+  declare_autos(p, ctx);
   read_schedule_params(p, s);
   return s;
 }

@@ -41,6 +41,8 @@ constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 constexpr JsonType kBool = JsonType::boolean, kInt = JsonType::integer, kNum = JsonType::number,
                    kStr = JsonType::string, kObj = JsonType::object;
 
+}  // namespace
+
 std::vector<KeyRule> zero_rules() {
   const Use R = Use::read, I = Use::ignore, U = Use::unsupported;
   const std::string fetch = "when and in what pieces parameters are fetched; the same values arrive";
@@ -101,7 +103,7 @@ std::vector<KeyRule> zero_rules() {
       {"zeropp_loco_param", U, kObj, "LoCo-ZeRO++ error feedback", nullptr},
       {"mics_shard_size", U, kInt, "MiCS sub-group sharding", -1},
       {"mics_hierarchical_params_gather", U, kBool, "MiCS hierarchical gathers", false},
-      {"zenflow", U, kObj, "ZenFlow", nullptr},
+      {"zenflow", U, kObj, "ZenFlow (stall-free offload: important gradients updated on the device, the rest later on the CPU)", nullptr},
   };
 }
 
@@ -131,12 +133,14 @@ std::vector<KeyRule> offload_rules(bool optimizer) {
   return rules;
 }
 
+namespace {
+
 // An offload block; DeepSpeed's docs say a missing device is an error, so it is one here too.
 OffloadConfig read_offload(const Section& zero, const std::string& key) {
   OffloadConfig o;
   if (!zero.has(key)) return o;
   const Section s = zero.child(key, offload_rules(key == "offload_optimizer"));
-  if (!s.has("device")) s.fail("device", "is missing; set \"cpu\" to offload, or \"none\"");
+  if (!s.present("device")) s.fail("device", "is missing; set \"cpu\" to offload, or \"none\"");
   const std::string device = s.get_string("device", "none");
   if (device == "cpu") o.device = OffloadDevice::cpu;
   else if (device == "nvme") s.fail("device", "= \"nvme\" is known but not supported yet: the NVMe tier is on the roadmap; use \"cpu\"");
@@ -152,8 +156,18 @@ OffloadConfig read_offload(const Section& zero, const std::string& key) {
 
 // A key DeepSpeed accepts under two names (pydantic's field name and its stage3_ alias).
 std::int64_t read_aliased(const Section& s, const std::string& key, const std::string& alias, std::int64_t fallback) {
-  if (s.has(key) && s.has(alias)) s.fail(alias, cat("and ", key, " are the same setting; keep one"));
-  return s.get_int(s.has(alias) ? alias : key, fallback, 0, kMax);
+  if (s.present(key) && s.present(alias)) s.fail(alias, cat("and ", key, " are the same setting; keep one"));
+  return s.get_int(s.present(alias) ? alias : key, fallback, 0, kMax);
+}
+
+// The Hugging Face Trainer's model-dependent "auto" sizes (trainer_config_finalize), from the
+// model's hidden size.
+void declare_auto_sizes(const Section& s, std::int64_t hidden) {
+  const std::string h = cat("hidden size ", hidden);
+  s.set_auto("reduce_bucket_size", hidden * hidden, cat(h, " squared, as the Hugging Face Trainer computes it"));
+  s.set_auto("stage3_prefetch_bucket_size", static_cast<std::int64_t>(0.9 * static_cast<double>(hidden * hidden)),
+             cat("0.9 * ", h, " squared, as the Hugging Face Trainer computes it"));
+  s.set_auto("stage3_param_persistence_threshold", 10 * hidden, cat("10 * ", h, ", as the Hugging Face Trainer computes it"));
 }
 
 // DeepSpeed's deprecated booleans, mapped the way its new_param_fn does.
@@ -179,12 +193,20 @@ void check_offload_stage(const Section& s, const ZeroConfig& z) {
   }
   if (z.offload_param.device == OffloadDevice::cpu && z.stage != 3) {
     s.fail("offload_param", cat("offloads parameters, which only stage 3 shards; stage is ", z.stage, ": set stage 3 or remove offload_param"));
+  } else if (z.offload_param.device == OffloadDevice::cpu && z.offload_optimizer.device != OffloadDevice::cpu) {
+    // DeepSpeed allows it: its fp32 master weights and Adam stay on the device and only the 16-bit
+    // parameter shard moves to the host. In zero's fp32 training the parameter shard IS the
+    // master copy Adam updates, so this placement needs Adam on the device updating a host-tier
+    // shard (copied in and out every step), in the engine and in the planner: not built yet.
+    s.fail("offload_param", "without offload_optimizer is known but not supported yet: zero trains in fp32, where the parameter "
+                            "shard is the master copy Adam updates, and Adam on the device updating a host-tier shard is not "
+                            "built yet; add \"offload_optimizer\": {\"device\": \"cpu\"} or remove offload_param");
   }
 }
 
 }  // namespace
 
-ZeroConfig read_zero(const Section& top) {
+ZeroConfig read_zero(const Section& top, const AutoContext& ctx) {
   ZeroConfig z;
   if (!top.has("zero_optimization")) return z;
   const nlohmann::json& v = top.at("zero_optimization");
@@ -192,13 +214,24 @@ ZeroConfig read_zero(const Section& top) {
     z.stage = v.get<bool>() ? 1 : 0;
     return z;
   }
-  const Section s = top.child("zero_optimization", zero_rules());
+  const Section s = top.child("zero_optimization",
+                              allow_auto(zero_rules(), {"reduce_bucket_size", "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold",
+                                                        "stage3_gather_16bit_weights_on_model_save"}));  // accelerate fills the last
+  declare_auto_sizes(s, ctx.hidden);
   const std::int64_t stage = s.get_int("stage", 0, std::numeric_limits<std::int64_t>::min(), kMax);
   if (stage < 0 || stage > 3) {
     s.fail("stage", cat("is ", stage, "; ZeRO stages are 0-3 (0: data parallel, 1: + optimizer state sharded, "
                         "2: + gradients, 3: + parameters)"));
+  } else {
+    z.stage = static_cast<int>(stage);
   }
-  z.stage = static_cast<int>(stage);
+  for (const char* key : {"reduce_bucket_size", "allgather_bucket_size"}) {
+    if (s.has(key) && s.at(key) == 0) {  // DeepSpeed accepts 0: then every parameter moves on its own
+      s.fail(key, "= 0 is known but not supported yet: DeepSpeed then moves each parameter on its own, while zero's buckets bound "
+                  "the pieces of a unit's collective and have no size-0 meaning; write a positive size (DeepSpeed's default is 5e8) "
+                  "or remove the key");
+    }
+  }
   z.reduce_bucket_size = s.get_int("reduce_bucket_size", z.reduce_bucket_size, 1, kMax);
   z.allgather_bucket_size = s.get_int("allgather_bucket_size", z.allgather_bucket_size, 1, kMax);
   z.overlap_comm = s.get_bool("overlap_comm", z.stage == 3);  // DeepSpeed's overlap_comm_valid

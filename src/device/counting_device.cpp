@@ -2,14 +2,50 @@
 // category, exactly as a computing device accounts them, but hold no memory; operations do
 // nothing. The engine's schedule runs against it unchanged (the dry run), so a prediction is
 // what the engine allocates, by construction.
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <memory>
+
 #include "device/device.h"
 
 namespace zero {
 namespace {
 
+// The counting device's copy and host streams. An operation waits in the stream until something
+// waits for it (an event recorded after it, or synchronize), as late as a real stream may run it,
+// so a buffer an operation ends (a reduction's scratch the copy stream waits on) lives as long as
+// it could on a real device: the dry run's figures are the upper bound, and deterministic.
+class LazyStream final : public Stream {
+ public:
+  void run(std::function<void()> op) override { q_->ops.push_back(std::move(op)); }
+  Handle record() override {
+    const std::size_t upto = q_->ran + q_->ops.size();
+    return Handle(std::async(std::launch::deferred, [q = q_, upto] { q->drain(upto); }).share());
+  }
+  void wait(const Handle& event) override {
+    run([event] { event.wait(); });
+  }
+
+ private:
+  struct Queue {
+    std::deque<std::function<void()>> ops;
+    std::size_t ran = 0;  // operations run so far, in issue order
+    void drain(std::size_t upto) {
+      while (ran < upto) {
+        std::function<void()> op = std::move(ops.front());
+        ops.pop_front();
+        ++ran;
+        op();
+      }
+    }
+  };
+  std::shared_ptr<Queue> q_ = std::make_shared<Queue>();  // shared with its events, which may outlive it
+};
+
 class CountingDevice final : public Device {
  public:
-  explicit CountingDevice(Ledger& ledger) : Device(ledger, make_inline_stream(), make_inline_stream(), make_inline_stream()) {}
+  explicit CountingDevice(Ledger& ledger) : Device(ledger, make_inline_stream(), std::make_unique<LazyStream>(), std::make_unique<LazyStream>()) {}
 
   std::string name() const override { return "counting"; }
   bool computes() const override { return false; }
@@ -26,10 +62,19 @@ class CountingDevice final : public Device {
   std::span<float> transport(const DeviceSpan& x) override { return {static_cast<float*>(nullptr), x.size()}; }
 
  protected:
-  float* allocate(Tier, std::size_t, bool) override { return nullptr; }
+  // Addresses that are never dereferenced but are distinct, so that views of different buffers
+  // compare as different (DeviceSpan::same_as) exactly as they do on a computing device.
+  float* allocate(Tier, std::size_t bytes, bool) override {
+    const std::uintptr_t p = next_;
+    next_ += (bytes + 63) / 64 * 64 + 64;
+    return reinterpret_cast<float*>(p);
+  }
   void deallocate(Tier, float*, std::size_t) override {}
   bool lock(Tier, float*, std::size_t) override { return true; }
   void unlock(Tier, float*, std::size_t) override {}
+
+ private:
+  std::uintptr_t next_ = std::uintptr_t{1} << 40;  // the next address handed out; none is reused
 };
 
 }  // namespace

@@ -1,6 +1,11 @@
 #include "engine/collectives.h"
 
 #include <algorithm>
+#include <future>
+#include <memory>
+#include <set>
+
+#include "memory/ledger.h"
 
 namespace zero {
 namespace {
@@ -13,18 +18,78 @@ std::size_t per_rank(std::size_t bucket, int ranks) {
 
 }  // namespace
 
-Collectives::Collectives(Communicator& comm, Device& device, std::size_t reduce_bucket, std::size_t gather_bucket)
+Collectives::Collectives(Communicator& comm, Device& device, std::size_t reduce_bucket, std::size_t gather_bucket, double predivide)
     : comm_(comm), device_(device), reduce_segment_(per_rank(reduce_bucket, comm.size())),
-      gather_segment_(per_rank(gather_bucket, comm.size())) {}
+      gather_segment_(per_rank(gather_bucket, comm.size())), predivide_(static_cast<float>(predivide)) {}
 
 Handle Collectives::reduce_scatter(const DeviceSpan& send, const DeviceSpan& recv) {
-  return comm_.reduce_scatter_async(device_.transport(send), device_.transport(recv), reduce_segment_);
+  if (predivide_ != 1.0f) device_.divide(device_.compute(), send, predivide_);
+  Handle h = comm_.reduce_scatter_async(device_.transport(send), device_.transport(recv), reduce_segment_);
+  return reserve_scratch(Collective::kReduceScatter, recv.size(), reduce_segment_, std::move(h));
 }
 
 Handle Collectives::all_gather(const DeviceSpan& send, const DeviceSpan& recv) {
-  return comm_.all_gather_async(device_.transport(send), device_.transport(recv), gather_segment_);
+  Handle h = comm_.all_gather_async(device_.transport(send), device_.transport(recv), gather_segment_);
+  return reserve_scratch(Collective::kAllGather, send.size(), gather_segment_, std::move(h));
 }
 
-Handle Collectives::all_reduce(const DeviceSpan& data) { return comm_.all_reduce_async(device_.transport(data), reduce_segment_); }
+Handle Collectives::all_reduce(const DeviceSpan& data) {
+  if (predivide_ != 1.0f) device_.divide(device_.compute(), data, predivide_);
+  Handle h = comm_.all_reduce_async(device_.transport(data), reduce_segment_);
+  return reserve_scratch(Collective::kAllReduce, data.size() / static_cast<std::size_t>(comm_.size()), reduce_segment_, std::move(h));
+}
+
+// The scratch of the outstanding collectives, held in the ledger as the largest of them.
+class Collectives::DryScratch {
+ public:
+  explicit DryScratch(Ledger& ledger) : ledger_(ledger) {}
+  ~DryScratch() { set_held(0); }
+  void add(std::uint64_t bytes) {
+    outstanding_.insert(bytes);
+    update();
+  }
+  void remove(std::uint64_t bytes) {
+    outstanding_.erase(outstanding_.find(bytes));
+    update();
+  }
+
+ private:
+  void update() { set_held(outstanding_.empty() ? 0 : *outstanding_.rbegin()); }
+  void set_held(std::uint64_t bytes) {
+    if (bytes > held_) ledger_.on_alloc(Tier::kDevice, Category::kCommBuffers, bytes - held_, "communication scratch");
+    if (bytes < held_) ledger_.on_free(Tier::kDevice, Category::kCommBuffers, held_ - bytes);
+    held_ = bytes;
+  }
+  Ledger& ledger_;
+  std::multiset<std::uint64_t> outstanding_;
+  std::uint64_t held_ = 0;
+};
+
+Handle Collectives::reserve_scratch(Collective kind, std::size_t k, std::size_t segment, Handle issued) {
+  if (device_.computes()) return issued;  // a running backend accounts its own scratch
+  const std::uint64_t bytes = comm_.scratch_bytes(kind, k, segment);
+  if (bytes == 0) return issued;
+  if (!dry_) dry_ = std::make_shared<DryScratch>(device_.ledger());
+  // Outstanding until the first wait; or until the last handle goes, if none ever waits.
+  struct Token {
+    Token(std::shared_ptr<DryScratch> s, std::uint64_t b) : scratch(std::move(s)), bytes(b) {}
+    Token(const Token&) = delete;
+    Token& operator=(const Token&) = delete;
+    std::shared_ptr<DryScratch> scratch;
+    std::uint64_t bytes;
+    bool done = false;
+    void end() {
+      if (!done) scratch->remove(bytes);
+      done = true;
+    }
+    ~Token() { end(); }
+  };
+  dry_->add(bytes);
+  auto token = std::make_shared<Token>(dry_, bytes);
+  return Handle(std::async(std::launch::deferred, [issued, token] {
+    issued.wait();
+    token->end();
+  }).share());
+}
 
 }  // namespace zero

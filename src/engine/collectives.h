@@ -1,7 +1,16 @@
 // Internal to the engine: the collectives the stages issue, on engine memory. Every collective
 // of the engine goes through here, so this is the one place where device spans become what the
 // transport reads (Device::transport), and where bucket sizes bound each collective's pieces.
+//
+// In the planner's dry run (a device that does not compute, over the counting communicator)
+// nothing runs, so the communication scratch a backend would allocate while a collective runs
+// (Communicator::scratch_bytes) is reserved here instead. A collective is outstanding from its
+// issue until something first waits for it; the comm thread runs one collective at a time, one
+// of the outstanding ones, so the ledger holds the largest outstanding scratch: never less than a
+// running backend holds at that moment.
 #pragma once
+
+#include <memory>
 
 #include "comm/communicator.h"
 #include "device/device.h"
@@ -10,8 +19,10 @@ namespace zero {
 
 class Collectives {
  public:
-  // Buckets in elements of all ranks together (DeepSpeed's meaning); 0: unbounded.
-  Collectives(Communicator& comm, Device& device, std::size_t reduce_bucket, std::size_t gather_bucket);
+  // Buckets in elements of all ranks together (DeepSpeed's meaning); 0: unbounded. Every
+  // reduction here is of gradients: each send is divided by predivide first (when not 1), on the
+  // compute stream, so every stage divides the same numbers before the same rank-order sum.
+  Collectives(Communicator& comm, Device& device, std::size_t reduce_bucket, std::size_t gather_bucket, double predivide = 1.0);
 
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
@@ -24,10 +35,17 @@ class Collectives {
   Handle all_reduce(const DeviceSpan& data);
 
  private:
+  // The dry run's reservation around `issued`: a collective of k elements per rank.
+  Handle reserve_scratch(Collective kind, std::size_t k, std::size_t segment, Handle issued);
+
+  class DryScratch;  // the dry run's outstanding scratch
+
   Communicator& comm_;
   Device& device_;
+  std::shared_ptr<DryScratch> dry_;  // shared with the handles it gives out, which may outlive this
   std::size_t reduce_segment_;  // elements per rank per piece of a reduction (0: the transport's limit)
   std::size_t gather_segment_;  // of a gather
+  float predivide_;             // gradients are divided by this before they are summed
 };
 
 }  // namespace zero

@@ -31,7 +31,9 @@ void check_offload(const EngineConfig& config) {
                       "set zero_optimization.stage to 1 or more, or turn offload off");
   }
   if (o.params && (config.stage != 3 || !o.optimizer)) {
-    throw ConfigError("[engine] offload_param needs stage 3 with offload_optimizer too, as in DeepSpeed");
+    throw ConfigError("[engine] offload_param needs stage 3 and, here (DeepSpeed allows it alone), offload_optimizer too: in fp32 "
+                      "training the parameter shard is the master copy Adam updates, and Adam on the device updating a host-tier "
+                      "shard is not built yet");
   }
   if (!o.optimizer && (o.delayed_update || o.pin_memory)) {
     throw ConfigError("[engine] delayed_update and pin_memory are settings of offload_optimizer: turn offload_optimizer on");
@@ -46,10 +48,23 @@ void check_offload(const EngineConfig& config) {
 void check_config(const EngineConfig& config, const FlatLayout& layout) {
   check_stage(config.stage);
   check_offload(config);
+  const double f = config.gradient_predivide_factor;
+  if (!(f > 0.0) || !std::isfinite(f) || f > 3.4e38) {
+    throw ConfigError(cat("[engine] gradient_predivide_factor must be a positive, finite number, not ", f));
+  }
   if (!(config.gradient_clipping >= 0.0f)) {
     throw ConfigError(cat("[engine] gradient_clipping must be >= 0 (0 turns it off), not ", config.gradient_clipping));
   }
   adam_step_scalars(config.adam, 1);  // validates the hyperparameters
+  const Stage3Options& s3 = config.stage3;
+  if (s3.prefetch_bucket < -1) {
+    throw ConfigError(cat("[engine] stage3_prefetch_bucket_size must be >= 0 elements (0: no prefetch), not ", s3.prefetch_bucket));
+  }
+  for (const auto& [key, value] : {std::pair<const char*, std::int64_t>{"stage3_max_live_parameters", s3.max_live},
+                                   {"stage3_param_persistence_threshold", s3.persistence_threshold},
+                                   {"stage3_max_reuse_distance", s3.max_reuse_distance}}) {
+    if (value < 0) throw ConfigError(cat("[engine] ", key, " must be >= 0 elements, not ", value));
+  }
   const int n = layout.world_size();
   for (int u = 0; u < layout.num_units(); ++u) {
     const UnitPlace& unit = layout.unit(u);
@@ -109,11 +124,12 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   check_ranks_agree(layout_, comm_);
   device_ = make_device(config_.device, ledger);
   device_->set_tracer(config_.tracer);
-  collectives_ = std::make_unique<Collectives>(comm_, *device_, config_.reduce_bucket_elements, config_.allgather_bucket_elements);
+  collectives_ = std::make_unique<Collectives>(comm_, *device_, config_.reduce_bucket_elements, config_.allgather_bucket_elements,
+                                               config_.gradient_predivide_factor);
   // The placement: where the stage-3 parameter shard and the optimizer live.
   if (config_.offload.optimizer) check_host_room(*device_, layout_.shard_numel(), config_.offload, ranks_on_this_node(comm_));
   const Tier shard_tier = config_.offload.params ? Tier::kHost : Tier::kDevice;
-  stage_ = make_stage(config_.stage, {layout_, *collectives_, *device_, config_.seed, shard_tier});
+  stage_ = make_stage(config_.stage, {layout_, *collectives_, *device_, config_.seed, shard_tier, config_.stage3});
   OptimizerContext octx{layout_, *device_, stage_->optimizer_parts()};
   for (const OptimizerPart& p : octx.parts) octx.state_numel = std::max(octx.state_numel, p.offset + p.params.size());
   octx.sheds_gradients = stage_->sheds_gradients();
@@ -121,6 +137,7 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   octx.seed = config_.seed;
   octx.offload = config_.offload;
   octx.local_ranks = ranks_on_this_node(comm_);
+  octx.predivide = config_.gradient_predivide_factor;
   optimizer_ = make_optimizer(octx);
   stage_->set_optimizer(optimizer_.get());
 }

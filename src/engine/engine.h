@@ -45,11 +45,35 @@ struct OffloadOptions {
   int warmup_steps = 0;
 };
 
+// Stage 3's schedule: DeepSpeed's stage3_* keys, counted in elements, with zero's defaults. Where
+// DeepSpeed defaults to a persistence threshold of 1e5 and a reuse distance of 1e9, which keep a
+// small model whole between uses, zero keeps stage 3's promise (one unit whole at a time, the
+// next one on its way) unless asked.
+struct Stage3Options {
+  // While a unit computes, the units used next (in the schedule's order of use, forward then
+  // backward) are gathered ahead as long as they add up to at most this many elements.
+  // -1: the next unit only, when the current one borrows none (zero's default); 0: none ahead.
+  std::int64_t prefetch_bucket = -1;
+  // No gather ahead starts that would make more elements whole at once than this.
+  std::int64_t max_live = 1'000'000'000;
+  // Units of fewer elements stay whole for the whole run, on the device: never gathered before
+  // use, their slices updated by the optimizer and all-gathered once after the step (as in
+  // stage 2): less traffic, more memory. 0: none.
+  std::int64_t persistence_threshold = 0;
+  // A unit used again within this micro-batch after fewer than this many elements of other
+  // uses stays whole in between instead of being freed and gathered again. 0: none.
+  std::int64_t max_reuse_distance = 0;
+};
+
 struct EngineConfig {
   int stage = 0;            // ZeRO stage: 0 (DDP), 1, 2 or 3
   AdamConfig adam;
   std::uint64_t seed = 1234;  // initialisation (counter-based: the same whatever the world size)
   float gradient_clipping = 0.0f;  // max global gradient norm; 0: no clipping
+  // DeepSpeed's gradient_predivide_factor f (prescale_gradients: f = world size): each rank's
+  // gradient is divided by f before the sum, and the sum by N * micro-batches / f after it, in
+  // place of the one division by N * micro-batches. 1: that one division, as without it.
+  double gradient_predivide_factor = 1.0;
   bool report_grad_norm = false;   // compute the global norm every step even without clipping
   OffloadOptions offload;
   // DeepSpeed's reduce_bucket_size and allgather_bucket_size: at most this many elements (all
@@ -58,6 +82,7 @@ struct EngineConfig {
   // bucket, not the unit; the bits do not change. 0: no bound but the transport's own.
   std::size_t reduce_bucket_elements = 0;
   std::size_t allgather_bucket_elements = 0;
+  Stage3Options stage3;
   Tracer* tracer = nullptr;  // records compute, communication, copies and the CPU optimizer, if set
   // The device backend holding engine memory (device/device.h): "cpu"; "strict" (tests: device
   // memory the host cannot dereference); "counting" (the planner's dry run: nothing computed).

@@ -38,6 +38,7 @@ struct OptimizerContext {
   std::uint64_t seed = 0;
   OffloadOptions offload;
   int local_ranks = 1;           // ranks sharing this node's host memory
+  double predivide = 1.0;        // the reductions' inputs were divided by this (EngineConfig::gradient_predivide_factor)
 };
 
 class ShardOptimizer {
@@ -51,7 +52,7 @@ class ShardOptimizer {
   // Unit u's reduced gradient (this rank's part) is written to `region` by `done`: a span from
   // reduce_target, or the stage's own (stages that keep their gradients reduce in place).
   virtual void reduced(int u, const DeviceSpan& region, const Handle& done) = 0;
-  // Every reduced gradient has landed, averaged over N * micro-batches.
+  // Every reduced gradient has landed, averaged over N * micro-batches (averaging_divisor).
   virtual void finish() = 0;
 
   // The gradient norm's partial sum over this rank's slices; clipping.
@@ -72,6 +73,12 @@ class ShardOptimizer {
   // from the masters where the two differ; `steps_done` optimizer steps have been taken.
   virtual void state_written(std::int64_t steps_done) = 0;
 };
+
+// What the summed gradients are divided by at the step's last micro-batch: N * micro-batches,
+// less the predivide the reductions' inputs already had. 1: nothing to do.
+inline float averaging_divisor(const OptimizerContext& ctx, int micro_batches) {
+  return static_cast<float>(static_cast<double>(ctx.layout.world_size()) * micro_batches / ctx.predivide);
+}
 
 // Throws OutOfMemoryError when this node's host memory cannot hold the offloaded state of
 // `state_numel` elements per rank: called before anything is allocated.

@@ -56,7 +56,7 @@ class DeviceOptimizer final : public ShardOptimizer {
 
   void reduced(int u, const DeviceSpan& region, const Handle& done) override {
     if (!ctx_.sheds_gradients) grads_[u] = region;
-    pending_.push_back({u, region, done, boundary_ ? ctx_.layout.world_size() * micro_batches_ : 0});
+    pending_.push_back({u, region, done, boundary_ ? averaging_divisor(ctx_, micro_batches_) : 1.0f});
   }
 
   void finish() override { land_all(); }
@@ -91,7 +91,7 @@ class DeviceOptimizer final : public ShardOptimizer {
     int unit;
     DeviceSpan region;
     Handle done;
-    int divisor;  // N * micro-batches at the step's last micro-batch; 0 before it
+    float divisor;  // averaging_divisor at the step's last micro-batch; 1 before it
   };
 
   const OptimizerPart& part(int u) const { return ctx_.parts.at(u); }  // one part per unit, in unit order
@@ -108,7 +108,7 @@ class DeviceOptimizer final : public ShardOptimizer {
         dev_.add(dev_.compute(), grads_[p.unit], p.region);
         transient_.reset();
       }
-      if (p.divisor > 1) dev_.divide(dev_.compute(), grads_[p.unit], static_cast<float>(p.divisor));
+      if (p.divisor != 1.0f) dev_.divide(dev_.compute(), grads_[p.unit], p.divisor);
     }
   }
 

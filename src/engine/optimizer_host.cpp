@@ -110,9 +110,7 @@ class HostOptimizer final : public ShardOptimizer {
       dev_.copy(copies, staged, region);
       dev_.add(copies, g, staged);
     }
-    if (boundary_ && micro_batches_ * ctx_.layout.world_size() > 1) {
-      dev_.divide(copies, g, static_cast<float>(micro_batches_ * ctx_.layout.world_size()));
-    }
+    if (boundary_ && averaging_divisor(ctx_, micro_batches_) != 1.0f) dev_.divide(copies, g, averaging_divisor(ctx_, micro_batches_));
     p.landed = copies.record();
     if (boundary_ && adam_during_backward()) {
       adam_on_current_ = true;

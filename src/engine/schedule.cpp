@@ -1,7 +1,7 @@
 // The step's schedule: units forward first to last, backward last to first. Before a unit runs,
 // it and the units it borrows are fetched (stage 3 gathers them; stages 1 and 2 wait for the
-// unit's all-gather from the last step) and the neighbour's gather is started meanwhile, unless
-// this unit borrows others, which already makes more than one unit whole. A unit's gradient is
+// unit's all-gather from the last step), and the stage is told where in the order of use the
+// step is (stage.h: use_position), so that stage 3 gathers what comes next meanwhile. A unit's gradient is
 // reduced as soon as the last unit that reads it has run backward; the reduction overlaps the
 // backward of the units before it. The model runs as a kernel on the device's compute stream.
 #include "common/error.h"
@@ -57,7 +57,7 @@ void Engine::forward() {
   const int units = layout_.num_units();
   for (int u = 0; u < units; ++u) {
     const UnitsInUse in_use(*stage_, layout_.units_read_by(u));
-    if (u + 1 < units && layout_.unit(u).borrows.empty()) stage_->prefetch(u + 1);
+    stage_->in_use(use_position(layout_, u, false));
     run_unit(u, false);
   }
 }
@@ -67,7 +67,7 @@ void Engine::backward() {
     const auto read = layout_.units_read_by(u);
     {
       const UnitsInUse in_use(*stage_, read);
-      if (u > 0 && read.size() == 1) stage_->prefetch(u - 1);
+      stage_->in_use(use_position(layout_, u, true));
       run_unit(u, true);
     }
     for (int v : read)

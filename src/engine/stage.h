@@ -12,6 +12,7 @@
 #include "common/trace.h"
 #include "device/device.h"
 #include "engine/collectives.h"
+#include "engine/engine.h"
 #include "engine/optimizer.h"
 #include "partition/layout.h"
 
@@ -23,7 +24,13 @@ struct StageContext {
   Device& device;
   std::uint64_t seed;
   Tier param_shard_tier = Tier::kDevice;  // stage 3: where the parameter shard lives (host: offload_param)
+  Stage3Options stage3 = {};              // stage 3: prefetch, live cap, persistence, reuse
 };
+
+// The order in which one micro-batch uses its units (schedule.cpp): position u < U is unit u's
+// forward, position U + i is the backward of unit U-1-i; each reads its unit and its borrows.
+int use_position(const FlatLayout& layout, int unit, bool backward);
+std::vector<int> units_used_at(const FlatLayout& layout, int position);
 
 class Stage {
  public:
@@ -33,8 +40,9 @@ class Stage {
   // Makes unit u whole and readable through params(u) until the matching release(u).
   virtual void fetch(int u) = 0;
   virtual void release(int u) = 0;
-  // Starts making unit u whole ahead of its fetch (stage 3 gathers asynchronously).
-  virtual void prefetch(int /*u*/) {}
+  // The schedule is at `position` of its order of use (use_position), the units it reads
+  // fetched: a stage may start making what comes next whole (stage 3 gathers ahead).
+  virtual void in_use(int /*position*/) {}
   virtual DeviceSpan params(int u) = 0;  // (unit padded) f32, device: between fetch and release
 
   // ---- gradients ----

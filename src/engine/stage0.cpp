@@ -34,7 +34,7 @@ class Stage0 final : public Stage {
     for (int u = 0; u < ctx_.layout.num_units(); ++u) {
       const UnitPlace& unit = ctx_.layout.unit(u);
       parts.push_back({u, params_.unit(u), ctx_.layout.unit_segments(u), unit.flat_offset,
-                       static_cast<std::size_t>(ctx_.comm.rank()) * unit.slice, unit.slice});
+                       ctx_.layout.slice_offset(u, ctx_.comm.rank()), unit.slice});
     }
     return parts;
   }

@@ -41,7 +41,7 @@ class Stage1 final : public Stage {
   // This rank's slice of unit u's gradient, inside the whole buffer.
   DeviceSpan my_slice(int u) {
     const UnitPlace& unit = ctx_.layout.unit(u);
-    return grads(u).sub(static_cast<std::size_t>(ctx_.comm.rank()) * unit.slice, unit.slice);
+    return grads(u).sub(ctx_.layout.slice_offset(u, ctx_.comm.rank()), unit.slice);
   }
 
   StageContext ctx_;

@@ -1,10 +1,16 @@
 // Stage 3: parameters sharded too. A rank keeps only its slice of every unit's parameters (in
 // the tier the placement gives it: the host with offload_param), and the optimizer its slice of
 // the gradients and state. A unit is all-gathered into a temporary whole buffer (category
-// gathered_parameters) just before its forward, and again just before its backward, and freed
-// after; the next unit's gather starts while the current one computes (prefetch). A shard in the
-// host tier is first copied to a device staging slice, freed once the gather has completed.
-// Gradients are reduce-scattered unit by unit as in stage 2. Nothing to gather after the step.
+// gathered_parameters) before its forward, and again before its backward, and freed after its
+// use; a shard in the host tier is first copied to a device staging slice, freed once the gather
+// has completed. Gradients are reduce-scattered unit by unit as in stage 2.
+//
+// The schedule (Stage3Options, DeepSpeed's stage3_* keys): while a unit computes, the units used
+// next are gathered ahead (prefetch bucket), never beyond the live cap; a unit used again soon
+// (reuse distance) stays whole in between; a unit below the persistence threshold stays whole
+// for the run and is all-gathered once after each step, as stage 2 does for every unit.
+#include <cstdint>
+
 #include "common/error.h"
 #include "engine/stage.h"
 
@@ -15,17 +21,43 @@ class Stage3 final : public Stage {
  public:
   explicit Stage3(const StageContext& ctx)
       : ctx_(ctx),
+        o_(ctx.stage3),
         shard_(ctx.device.alloc(ctx.param_shard_tier, Category::kParameters, ctx.layout.shard_numel(), "parameter shard")),
         grads_(ctx),
-        gathered_(ctx.layout.num_units()) {
+        gathered_(ctx.layout.num_units()),
+        persistent_(ctx.layout.num_units()),
+        persistent_gathers_(ctx.layout.num_units()) {
     for (int u = 0; u < ctx.layout.num_units(); ++u) {
-      ctx.device.init(ctx.device.compute(), ctx.layout.unit(u), ctx.layout.slice_segments(u, ctx.comm.rank()), ctx.seed, my_params(u));
+      const UnitPlace& unit = ctx.layout.unit(u);
+      if (static_cast<std::int64_t>(unit.numel) < o_.persistence_threshold) {
+        persistent_[u] = ctx.device.alloc(Tier::kDevice, Category::kParameters, unit.padded, cat("parameters of unit '", unit.name, "' (persistent)"));
+        ctx.device.init(ctx.device.compute(), unit, ctx.layout.unit_segments(u), ctx.seed, persistent_[u].span());
+      } else {
+        ctx.device.init(ctx.device.compute(), unit, ctx.layout.slice_segments(u, ctx.comm.rank()), ctx.seed, my_params(u));
+      }
     }
   }
 
-  void prefetch(int u) override { start_gather(u); }
+  ~Stage3() override {
+    for (const Handle& h : persistent_gathers_) {
+      try {
+        h.wait();
+      } catch (...) {
+      }
+    }
+  }
+
+  void in_use(int position) override {
+    position_ = position;
+    if (o_.prefetch_bucket < 0) prefetch_next(position);
+    else prefetch_bucket(position);
+  }
 
   void fetch(int u) override {
+    if (persistent(u)) {
+      wait_persistent(u);
+      return;
+    }
     start_gather(u);
     Gathered& g = *gathered_[u];
     g.done.wait();
@@ -34,12 +66,14 @@ class Stage3 final : public Stage {
   }
 
   void release(int u) override {
+    if (persistent(u)) return;
     Gathered& g = gathered_.at(u).value();
     ZERO_CHECK(g.users > 0, "release without fetch of unit ", u);
-    if (--g.users == 0) gathered_[u].reset();
+    if (--g.users == 0 && !reused_soon(u)) free_gathered(u);
   }
 
   DeviceSpan params(int u) override {
+    if (persistent(u)) return persistent_[u].span();
     ZERO_CHECK(gathered_.at(u) && gathered_[u]->users > 0, "unit ", u, " read while not fetched");
     return gathered_[u]->whole.span();
   }
@@ -47,12 +81,22 @@ class Stage3 final : public Stage {
   void begin_micro_batch(bool, bool) override {}
   DeviceSpan grads(int u) override { return grads_.get(u); }
   void reduce_gradients(int u) override { grads_.reduce(u, *optimizer_); }
-  void finish_reduction() override { grads_.finish(); }
+  void finish_reduction() override {
+    grads_.finish();
+    position_ = -1;  // the micro-batches' uses are over: nothing is reused across a step
+    for (int u = 0; u < ctx_.layout.num_units(); ++u)
+      if (persistent(u)) wait_persistent(u);  // the optimizer writes the slices next
+  }
 
   std::vector<OptimizerPart> optimizer_parts() override {
-    return slice_parts(ctx_.layout, ctx_.comm.rank(), [this](int u) { return my_params(u); });
+    return slice_parts(ctx_.layout, ctx_.comm.rank(), [this](int u) { return persistent(u) ? persistent_slice(u) : my_params(u); });
   }
   bool sheds_gradients() const override { return true; }
+
+  void gather_parameters() override {
+    for (int u = 0; u < ctx_.layout.num_units(); ++u)
+      if (persistent(u)) persistent_gathers_[u] = ctx_.comm.all_gather(persistent_slice(u), persistent_[u].span());
+  }
 
  private:
   struct Gathered {
@@ -71,7 +115,60 @@ class Stage3 final : public Stage {
     }
   };
 
+  bool persistent(int u) const { return !persistent_[u].empty(); }
   DeviceSpan my_params(int u) const { return shard_.sub(ctx_.layout.unit(u).shard_offset, ctx_.layout.unit(u).slice); }
+  DeviceSpan persistent_slice(int u) const {
+    const UnitPlace& p = ctx_.layout.unit(u);
+    return persistent_[u].sub(ctx_.layout.slice_offset(u, ctx_.comm.rank()), p.slice);
+  }
+  std::int64_t padded(int u) const { return static_cast<std::int64_t>(ctx_.layout.unit(u).padded); }
+
+  void wait_persistent(int u) {
+    Handle h = std::move(persistent_gathers_[u]);
+    persistent_gathers_[u] = Handle();
+    h.wait();
+  }
+
+  // Zero's default: the next unit, when the current use reads one unit only (a unit that borrows
+  // another already has two whole), and only within the pass (forward or backward).
+  void prefetch_next(int position) {
+    const int units = ctx_.layout.num_units();
+    const int next = position + 1;
+    if (next == units || next == 2 * units || units_used_at(ctx_.layout, position).size() != 1) return;
+    const int u = next < units ? next : 2 * units - 1 - next;
+    if (!persistent(u)) start_gather(u);
+  }
+
+  // The uses after `position`, in order, while they add up to at most the bucket; those not whole
+  // yet are gathered, unless that would pass the live cap.
+  void prefetch_bucket(int position) {
+    std::int64_t ahead = 0;
+    for (int q = position + 1; q < 2 * ctx_.layout.num_units(); ++q) {
+      for (int v : units_used_at(ctx_.layout, q)) {
+        if (persistent(v)) continue;
+        if (ahead + padded(v) > o_.prefetch_bucket) return;
+        if (!gathered_[v]) {
+          if (live_ + padded(v) > o_.max_live) return;
+          start_gather(v);
+        }
+        ahead += padded(v);
+      }
+    }
+  }
+
+  // Unit u is used again in this micro-batch after fewer than max_reuse_distance elements of
+  // other uses.
+  bool reused_soon(int u) const {
+    if (o_.max_reuse_distance == 0 || position_ < 0) return false;
+    std::int64_t between = 0;
+    for (int q = position_ + 1; q < 2 * ctx_.layout.num_units() && between < o_.max_reuse_distance; ++q) {
+      const std::vector<int> used = units_used_at(ctx_.layout, q);
+      for (int v : used)
+        if (v == u) return true;
+      for (int v : used) between += padded(v);
+    }
+    return false;
+  }
 
   void start_gather(int u) {
     if (gathered_.at(u)) return;  // already whole or on its way
@@ -92,12 +189,23 @@ class Stage3 final : public Stage {
     g.whole = std::move(whole);
     g.staging = std::move(staging);
     g.done = ctx_.comm.all_gather(source, g.whole.span());
+    live_ += padded(u);
+  }
+
+  void free_gathered(int u) {
+    gathered_[u].reset();
+    live_ -= padded(u);
   }
 
   StageContext ctx_;
+  Stage3Options o_;
   DeviceBuffer shard_;  // (shard_numel) f32, param_shard_tier: this rank's parameters
   TransientGradients grads_;
-  std::vector<std::optional<Gathered>> gathered_;  // (num_units) whole units now alive
+  std::vector<std::optional<Gathered>> gathered_;  // (num_units) whole units now alive or on their way
+  std::vector<DeviceBuffer> persistent_;           // (num_units) (unit padded) f32, device: persistent units, whole
+  std::vector<Handle> persistent_gathers_;         // (num_units) their all-gathers after the step
+  std::int64_t live_ = 0;                          // elements of gathered_ alive
+  int position_ = -1;                              // where the schedule is in its order of use; -1 outside a micro-batch
 };
 
 }  // namespace

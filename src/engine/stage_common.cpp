@@ -19,6 +19,15 @@ void copy_full_parameters(Stage& stage, const FlatLayout& layout, Device& device
   }
 }
 
+int use_position(const FlatLayout& layout, int unit, bool backward) {
+  return backward ? 2 * layout.num_units() - 1 - unit : unit;
+}
+
+std::vector<int> units_used_at(const FlatLayout& layout, int position) {
+  const int units = layout.num_units();
+  return layout.units_read_by(position < units ? position : 2 * units - 1 - position);
+}
+
 std::vector<OptimizerPart> slice_parts(const FlatLayout& layout, int rank, const std::function<DeviceSpan(int)>& params) {
   std::vector<OptimizerPart> parts;
   for (int u = 0; u < layout.num_units(); ++u) {
@@ -53,7 +62,7 @@ DeviceSpan WholeParameters::unit(int u) const {
 
 DeviceSpan WholeParameters::slice(int u) const {
   const UnitPlace& p = ctx_.layout.unit(u);
-  return unit(u).sub(static_cast<std::size_t>(ctx_.comm.rank()) * p.slice, p.slice);
+  return unit(u).sub(ctx_.layout.slice_offset(u, ctx_.comm.rank()), p.slice);
 }
 
 void WholeParameters::start_gather() {

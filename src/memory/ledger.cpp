@@ -65,7 +65,10 @@ void Ledger::on_alloc(Tier tier, Category category, std::uint64_t bytes, const s
   t.current[c] += bytes;
   t.total_current += bytes;
   if (t.current[c] > t.peak[c]) t.peak[c] = t.current[c];
-  if (t.total_current > t.total_peak) t.total_peak = t.total_current;
+  if (t.total_current > t.total_peak) {
+    t.total_peak = t.total_current;
+    t.at_peak = t.current;
+  }
 }
 
 void Ledger::on_free(Tier tier, Category category, std::uint64_t bytes) {
@@ -95,6 +98,7 @@ void Ledger::reset_peaks() {
   for (TierUsage& t : tiers_) {
     t.peak = t.current;
     t.total_peak = t.total_current;
+    t.at_peak = t.current;
   }
 }
 

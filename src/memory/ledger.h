@@ -39,6 +39,8 @@ struct TierUsage {
   std::array<std::uint64_t, kNumCategories> peak{};     // max of current, per category
   std::uint64_t total_current = 0;
   std::uint64_t total_peak = 0;  // max over time of the sum over categories
+  // current, by category, at the (first) moment the total reached total_peak: what the peak is made of
+  std::array<std::uint64_t, kNumCategories> at_peak{};
 };
 
 class Ledger {

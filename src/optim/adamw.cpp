@@ -13,8 +13,9 @@ AdamStep adam_step_scalars(const AdamConfig& c, std::int64_t t) {
   if (!(c.eps > 0.0f) || std::isinf(c.eps)) throw ConfigError(cat("[optim] eps must be a finite number > 0, not ", c.eps));
   if (!(c.weight_decay >= 0.0f) || std::isinf(c.weight_decay)) throw ConfigError(cat("[optim] weight_decay must be a finite number >= 0, not ", c.weight_decay));
   if (t < 1) throw ConfigError(cat("[optim] step numbers start at 1, not ", t));
-  const double bc1 = 1.0 - std::pow(static_cast<double>(c.beta1), static_cast<double>(t));
-  const double bc2 = 1.0 - std::pow(static_cast<double>(c.beta2), static_cast<double>(t));
+  // DeepSpeed's bias_correction: false (FusedAdam, CPU Adam) takes both corrections as 1.
+  const double bc1 = c.bias_correction ? 1.0 - std::pow(static_cast<double>(c.beta1), static_cast<double>(t)) : 1.0;
+  const double bc2 = c.bias_correction ? 1.0 - std::pow(static_cast<double>(c.beta2), static_cast<double>(t)) : 1.0;
   AdamStep s;
   s.lr = c.lr;
   s.beta1 = c.beta1;

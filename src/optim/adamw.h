@@ -6,9 +6,9 @@
 //   Adam (L2) with decay:  g = fma(wd, p, g)
 //   m = fma(beta1, m, (1 - beta1) * g)
 //   v = fma(beta2, v, ((1 - beta2) * g) * g)
-//   denom = fma(sqrt(v), 1 / sqrt(1 - beta2^t), eps)
+//   denom = fma(sqrt(v), 1 / sqrt(1 - beta2^t), eps)   (without bias correction: 1 / sqrt(1) = 1)
 //   AdamW with decay:      p = p * (1 - lr * wd)
-//   p = fma(-lr / (1 - beta1^t), m / denom, p)
+//   p = fma(-lr / (1 - beta1^t), m / denom, p)        (without bias correction: -lr / 1)
 // NaN or Inf in a gradient propagates into m, v and p exactly as IEEE arithmetic says.
 #pragma once
 
@@ -24,6 +24,7 @@ struct AdamConfig {
   float eps = 1e-8f;
   float weight_decay = 0.0f;
   bool decoupled = true;  // true: AdamW (decoupled decay); false: Adam with L2 added to the gradient
+  bool bias_correction = true;  // false: DeepSpeed's bias_correction: false, 1 - beta^t taken as 1
 };
 
 // The per-step scalars, derived once in double and rounded once, so all kernels share them.

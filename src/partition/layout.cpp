@@ -116,14 +116,11 @@ std::vector<Segment> FlatLayout::segments_in(int u, std::size_t begin, std::size
   return out;
 }
 
-std::size_t FlatLayout::slice_begin(int u, int rank) const {
-  ZERO_CHECK(rank >= 0 && rank < world_size_, "rank ", rank);
-  return static_cast<std::size_t>(rank) * units_.at(u).slice;
-}
-
 std::vector<Segment> FlatLayout::slice_segments(int u, int rank) const {
-  const std::size_t begin = slice_begin(u, rank);
-  return segments_in(u, begin, begin + units_.at(u).slice);
+  ZERO_CHECK(rank >= 0 && rank < world_size_, "rank ", rank);
+  const UnitPlace& unit = units_.at(u);
+  const std::size_t begin = static_cast<std::size_t>(rank) * unit.slice;
+  return segments_in(u, begin, begin + unit.slice);
 }
 
 std::vector<Segment> FlatLayout::unit_segments(int u) const { return segments_in(u, 0, units_.at(u).padded); }

@@ -58,9 +58,8 @@ class FlatLayout {
   std::size_t shard_numel() const { return padded_numel_ / world_size_; }
   std::size_t largest_unit() const;                          // padded elements of the largest unit
 
-  // The first element of rank r's slice within unit u's flat buffer: the one place a slice's
-  // position is computed (r * slice).
-  std::size_t slice_begin(int u, int rank) const;
+  // Where rank r's slice of unit u starts inside the whole unit: the one place that says so.
+  std::size_t slice_offset(int u, int rank) const { return static_cast<std::size_t>(rank) * unit(u).slice; }
   // The segments of rank r's slice of unit u, offsets relative to the slice's start.
   std::vector<Segment> slice_segments(int u, int rank) const;
   // The segments of all of unit u, offsets relative to the unit's start.

@@ -1,7 +1,9 @@
 #include "planner/byte_size.h"
 
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <regex>
 
 #include "common/error.h"
@@ -33,6 +35,13 @@ std::string syntax_help(bool rate) {
 }
 
 long double parse_amount(const std::string& text, const std::string& what, bool rate) {
+  // std::regex matches recursively: a number tens of thousands of digits long would overflow the
+  // stack. No size needs more than a few dozen characters.
+  constexpr std::size_t kMaxLength = 64;
+  if (text.size() > kMaxLength) {
+    throw ConfigError(cat("[planner] ", what, " is ", text.size(), " characters long ('", text.substr(0, 20), "...'); ",
+                          syntax_help(rate)));
+  }
   static const std::regex kSyntax(R"(^\s*([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?) ?([A-Za-z]*)(/s)?\s*$)");
   std::smatch m;
   const bool matched = std::regex_match(text, m, kSyntax);
@@ -45,7 +54,13 @@ long double parse_amount(const std::string& text, const std::string& what, bool 
     throw ConfigError(cat("[planner] cannot read '", text, "' as a ", rate ? "bandwidth" : "memory size", " for ", what,
                           hint, ": ", syntax_help(rate)));
   }
-  const long double value = std::stold(m[1].str()) * unit_bytes(unit);
+  errno = 0;
+  long double number = std::strtold(m[1].str().c_str(), nullptr);  // never throws, unlike std::stold
+  if (errno == ERANGE && std::isinf(number)) {
+    throw ConfigError(cat("[planner] ", what, " '", text, "' is beyond 2^64 bytes", rate ? " per second" : ""));
+  }
+  if (errno == ERANGE) number = 0;  // an underflow: less than a byte, refused below
+  const long double value = number * unit_bytes(unit);
   if (!(value >= 1)) {
     throw ConfigError(cat("[planner] ", what, " must be positive (at least one byte", rate ? " per second" : "",
                           "), not '", text, "'"));
@@ -62,7 +77,9 @@ std::uint64_t parse_byte_size(const std::string& text, const std::string& what) 
 }
 
 double parse_bandwidth(const std::string& text, const std::string& what) {
-  return static_cast<double>(parse_amount(text, what, true));
+  const long double v = parse_amount(text, what, true);
+  if (v >= 1e300L) throw ConfigError(cat("[planner] ", what, " '", text, "' is beyond any link (more than 1e300 bytes per second)"));
+  return static_cast<double>(v);
 }
 
 }  // namespace zero

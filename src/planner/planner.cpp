@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "model/gpt.h"
 #include "partition/layout.h"
+#include "planner/dry_run.h"
 #include "planner/step_walk.h"
 
 namespace zero {
@@ -120,36 +121,14 @@ void persistent_state(const PlanInput& in, const FlatLayout& layout, TierBytes& 
   device[Category::kOptimizerState] = (z.stage == 0 ? P : S) * b.optim;
 }
 
-}  // namespace
-
-Plan plan(const PlanInput& in) {
-  check_input(in);
-  const FlatLayout layout(in.model.units, in.ranks);
-  check_units(layout);
+// Mixed precision, until the engine has 16-bit buffers to run dry: the step walked by hand.
+void walk_mixed(const PlanInput& in, const FlatLayout& layout, std::uint64_t activations, Plan& p) {
   const ZeroSettings& z = in.zero;
   const ElementBytes b = element_bytes(in.dtype);
-
-  Plan p;
-  p.zero = z;
-  p.dtype = in.dtype;
-  p.ranks = in.ranks;
-  p.ranks_per_node = std::min(in.ranks, in.ranks_per_node);
-  p.nodes = (in.ranks + in.ranks_per_node - 1) / in.ranks_per_node;
-  p.label = plan_label(z);
-  p.numel = layout.numel();
-  p.padded_numel = layout.padded_numel();
-  p.shard_numel = layout.shard_numel();
-  p.largest_unit = layout.largest_unit();
-  p.units = layout.num_units();
-
   TierBytes device;
   persistent_state(in, layout, device, p.host);
   p.persistent_device = device;
-  if (in.model.gpt && in.activation_bytes) {
-    device[Category::kActivations] = in.activation_bytes(*in.model.gpt, in.micro_batch);
-    p.activations_modelled = true;
-  }
-
+  device[Category::kActivations] = activations;
   planner_detail::WalkOptions w;
   w.stage = z.stage;
   w.offload_optimizer = z.offload_optimizer;
@@ -164,15 +143,48 @@ Plan plan(const PlanInput& in) {
   const planner_detail::WalkResult walk = planner_detail::walk_step(layout, w, device);
   p.device = walk.peak;
   p.traffic = walk.traffic;
-  p.host_per_node = p.host.total() * static_cast<std::uint64_t>(p.ranks_per_node);
-
   if (z.offload_optimizer) {
-    p.device_to_host_bytes = walk.reduced_slice_elements * b.grad;  // reduced gradients out
-    // Updated parameters back in after CPU Adam, unless they live on the host (offload_param),
-    // where each gather copies its slice in instead.
+    p.device_to_host_bytes = walk.reduced_slice_elements * b.grad;
     p.host_to_device_bytes = z.offload_param ? walk.gathered_slice_elements * b.param : layout.shard_numel() * b.param;
-    p.link_seconds = static_cast<double>(p.device_to_host_bytes + p.host_to_device_bytes) / in.link_bandwidth;
   }
+}
+
+}  // namespace
+
+Plan plan(const PlanInput& in) {
+  check_input(in);
+  const FlatLayout layout(in.model.units, in.ranks);
+  check_units(layout);
+  const ZeroSettings& z = in.zero;
+
+  Plan p;
+  p.zero = z;
+  p.dtype = in.dtype;
+  p.ranks = in.ranks;
+  p.ranks_per_node = std::min(in.ranks, in.ranks_per_node);
+  p.nodes = (in.ranks + in.ranks_per_node - 1) / in.ranks_per_node;
+  p.label = plan_label(z);
+  p.numel = layout.numel();
+  p.padded_numel = layout.padded_numel();
+  p.shard_numel = layout.shard_numel();
+  p.largest_unit = layout.largest_unit();
+  p.units = layout.num_units();
+
+  const std::uint64_t activations = in.model.gpt && in.activation_bytes ? in.activation_bytes(*in.model.gpt, in.micro_batch) : 0;
+  p.activations_modelled = in.model.gpt && in.activation_bytes;
+  if (in.dtype == DtypeMode::kFp32) {
+    const planner_detail::DryRun dry = planner_detail::run_dry(in, activations);
+    p.device = dry.device;
+    p.host = dry.host;
+    p.persistent_device = dry.persistent_device;
+    p.traffic = dry.traffic;
+    p.device_to_host_bytes = dry.to_host;
+    p.host_to_device_bytes = dry.to_device;
+  } else {
+    walk_mixed(in, layout, activations, p);
+  }
+  p.host_per_node = p.host.total() * static_cast<std::uint64_t>(p.ranks_per_node);
+  if (z.offload_optimizer) p.link_seconds = static_cast<double>(p.device_to_host_bytes + p.host_to_device_bytes) / in.link_bandwidth;
   return p;
 }
 

@@ -4,23 +4,22 @@
 //   PlanInput in;  in.model = named_model("gpt2-xl");  in.ranks = 8;  in.zero.stage = 2;
 //   Plan p = plan(in);          // p.device.total(): predicted peak device bytes per rank
 //
-// It predicts what the engine allocates, not a textbook formula: the model is laid out with the
-// engine's FlatLayout (each unit padded to a multiple of N), and one step is walked through in
-// the engine's order (forward, backward with reductions as units complete, the optimizer, the
-// gathers after it), tracking every buffer the stage allocates and frees:
-//   stage 0  parameters, gradients, Adam's m and v: all whole, for the whole run;
-//   stage 1  parameters and gradients whole; m and v for this rank's shard;
-//   stage 2  parameters whole; gradient shard, m, v shards; and transient whole unit gradients,
-//            allocated when backward first writes them and freed once reduce-scattered (one
-//            reduction in flight: two units' gradients alive, plus a borrowed unit's, like the
-//            tied embedding's, which stays whole until its own backward);
-//   stage 3  parameter, gradient, m, v shards; units gathered whole before their forward and
-//            their backward (the current one and the prefetched next; a unit that borrows
-//            another has both whole) and the transient unit gradients of stage 2.
-// Communication scratch: the MPI backend's reduce_scatter allocates a buffer of the whole unit
-// (N slices) while it runs, one at a time on the comm thread; with gradient accumulation (or
-// optimizer offload, below) stages 2 and 3 also hold the reduced slice in flight. Activations
-// come from a hook (the GPT model's own count); the model allocates them once: a constant.
+// It predicts what the engine allocates, not a textbook formula, because it runs the engine: two
+// optimizer steps of the engine's own schedule (src/engine), for a model known only by its units,
+// on the counting device (allocations accounted in a ledger, holding no memory; nothing computed)
+// over the counting communicator (collectives counted, never run) -- planner/dry_run.cpp. The
+// ledger's peak, by category at that moment, is the prediction; the traffic and link counters of
+// the second step are the step's. A 70B model plans in milliseconds: nothing is allocated.
+// Communication scratch, which a running backend allocates while a collective runs, is reserved
+// by the engine's collectives in the dry run from a collective's issue until it is first waited
+// for (the largest outstanding one: the comm thread runs one at a time), so the prediction is
+// never below what a run holds; it equals it where the collectives hold no scratch, and exceeds
+// it under MPI by at most one reduction's scratch where a reduction overlaps compute (stage 3).
+// Activations come from a hook (the GPT model's own count), allocated before the engine, as the
+// model allocates them: a constant.
+//
+// Mixed precision is still walked by hand (planner/step_walk.cpp) until the engine holds 16-bit
+// buffers to run dry; what follows describes both.
 //
 // Byte sizes per element: fp32 mode: 4 for everything. Mixed precision (bf16/fp16 parameters
 // and gradients, fp32 master parameters and Adam's m and v: the ZeRO paper's K = 12): parameters
@@ -72,14 +71,15 @@ struct ZeroSettings {
   // ZeRO-Offload's delayed parameter update (OffloadOptions::delayed_update): a second host
   // gradient shard. Labelled "+dpu".
   bool delayed_update = false;
-  // DeepSpeed's bucket and stage-3 knobs, with its defaults. The buckets bound each collective's
-  // pieces (and so the communication scratch) as the engine's do; the stage-3 knobs are carried
-  // for the output and change nothing yet.
+  // DeepSpeed's bucket sizes, with its defaults: they bound each collective's pieces (and so the
+  // communication scratch) as the engine's do. Stage 3's schedule, with zero's defaults
+  // (engine.h: Stage3Options; -1: the next unit only).
   std::int64_t reduce_bucket_size = 500'000'000;
   std::int64_t allgather_bucket_size = 500'000'000;
-  std::int64_t stage3_prefetch_bucket_size = 50'000'000;
+  std::int64_t stage3_prefetch_bucket_size = -1;
   std::int64_t stage3_max_live_parameters = 1'000'000'000;
-  std::int64_t stage3_param_persistence_threshold = 100'000;
+  std::int64_t stage3_param_persistence_threshold = 0;
+  std::int64_t stage3_max_reuse_distance = 0;
 };
 
 // Host<->device link bandwidth assumed by default, bytes per second: a PCIe 4.0 x16 link carries

@@ -206,7 +206,7 @@ nlohmann::json report_json(const EstimateReport& r) {
                         {"stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size},
                         {"stage3_max_live_parameters", z.stage3_max_live_parameters},
                         {"stage3_param_persistence_threshold", z.stage3_param_persistence_threshold},
-                        {"buckets_modelled", false}};
+                        {"stage3_max_reuse_distance", z.stage3_max_reuse_distance}};
   j["plans"] = nlohmann::json::array();
   for (std::size_t i = 0; i < r.plans.size(); ++i) j["plans"].push_back(plan_json(r, i));
   const Recommendation& rec = r.recommendation;

@@ -86,8 +86,11 @@ EngineConfig engine_config(const TrainConfig& c, Tracer* tracer) {
   e.adam = c.adam;
   e.seed = c.seed;
   e.gradient_clipping = c.gradient_clipping;
+  e.gradient_predivide_factor = c.gradient_predivide_factor;
   e.reduce_bucket_elements = static_cast<std::size_t>(c.zero.reduce_bucket_size);
   e.allgather_bucket_elements = static_cast<std::size_t>(c.zero.allgather_bucket_size);
+  e.stage3 = {c.zero.stage3_prefetch_bucket_size, c.zero.stage3_max_live_parameters, c.zero.stage3_param_persistence_threshold,
+               c.zero.stage3_max_reuse_distance};
   e.report_grad_norm = true;
   return e;
 }

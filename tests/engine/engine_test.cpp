@@ -183,6 +183,90 @@ TEST(Buckets, AFewElementsChangeNoBitsAndBoundTheScratch) {
       }
 }
 
+// Stage 3's schedule settings move memory and traffic, never bits: every setting, with and
+// without offload and with gradient accumulation, gives the default schedule's weights, and each
+// has the effect it exists for, in the ledger and the counters.
+TEST(Stage3Schedule, SettingsChangeNoBitsAndMoveBytesAsTheySay) {
+  for (int n : {2, 3})
+    for (int offload = 0; offload <= 2; ++offload) {
+      MlpRun run;
+      run.steps = 3;
+      run.micro_batches = 2;
+      run.global_batch = 24;
+      run.shape = tied_shape();
+      run.stage = 3;
+      run.offload.optimizer = offload >= 1;
+      run.offload.params = offload == 2;
+      const RankResult base = run_threads(run, n)[0];
+      const FlatLayout layout(Mlp(run.shape).units(), n);
+      const std::uint64_t per = (n - 1) * sizeof(float);
+      const auto gathered = [](const RankResult& r) { return r.device.peak[static_cast<int>(Category::kGatheredParameters)]; };
+      const auto gather_sent = [](const RankResult& r) { return r.step_traffic.sent[static_cast<int>(Collective::kAllGather)]; };
+      const std::string at = "N=" + std::to_string(n) + " offload " + std::to_string(offload);
+      // Every unit's slices, and the default's gathers: every use of every unit, forward and backward.
+      std::uint64_t all_slices = 0, every_use = 0;
+      for (int u = 0; u < layout.num_units(); ++u) {
+        all_slices += layout.unit(u).slice;
+        for (int v : layout.units_read_by(u)) every_use += 2 * layout.unit(v).slice;
+      }
+      EXPECT_EQ(gather_sent(base), run.micro_batches * every_use * per) << at;
+
+      struct Case {
+        const char* name;
+        Stage3Options o;
+      };
+      const std::int64_t largest = static_cast<std::int64_t>(layout.largest_unit());
+      const std::int64_t smallest_whole = static_cast<std::int64_t>(layout.unit(0).numel);  // the embedding (and the head's bias)
+      const Case cases[] = {
+          {"no prefetch", {0, 1'000'000'000, 0, 0}},
+          {"prefetch everything", {1'000'000'000, 1'000'000'000, 0, 0}},
+          {"prefetch everything, live cap of one unit", {1'000'000'000, largest, 0, 0}},
+          {"small units persistent", {-1, 1'000'000'000, smallest_whole + 1, 0}},
+          {"reuse everything", {-1, 1'000'000'000, 0, 1'000'000'000}},
+          {"all of it", {largest, 2 * largest, smallest_whole + 1, 1'000'000'000}},
+      };
+      for (const Case& c : cases) {
+        run.stage3 = c.o;
+        const RankResult r = run_threads(run, n)[0];
+        const std::string what = at + " " + c.name;
+        EXPECT_TRUE(same_bits(r.params, base.params)) << what;
+        const std::string name = c.name;
+        if (name == "no prefetch") EXPECT_LE(gathered(r), gathered(base)) << what;
+        if (name == "prefetch everything") {
+          EXPECT_GT(gathered(r), gathered(base)) << what;
+          EXPECT_EQ(gather_sent(r), gather_sent(base)) << what;  // the same gathers, earlier
+        }
+        if (name == "prefetch everything, live cap of one unit") {
+          const std::uint64_t in_use = 2 * static_cast<std::uint64_t>(largest) * sizeof(float);  // a unit and its borrow
+          EXPECT_LE(gathered(r), static_cast<std::uint64_t>(largest) * sizeof(float) + in_use) << what;
+        }
+        if (name == "small units persistent") {
+          // A unit below the threshold is gathered once per step instead of at each of its uses,
+          // and is whole for the run (parameters), never among the gathered units.
+          std::uint64_t persistent_uses = 0, persistent_slices = 0, persistent_padded = 0;
+          for (int u = 0; u < layout.num_units(); ++u) {
+            if (static_cast<std::int64_t>(layout.unit(u).numel) < c.o.persistence_threshold) {
+              persistent_slices += layout.unit(u).slice;
+              persistent_padded += layout.unit(u).padded;
+            }
+            for (int v : layout.units_read_by(u))
+              if (static_cast<std::int64_t>(layout.unit(v).numel) < c.o.persistence_threshold) persistent_uses += 2 * layout.unit(v).slice;
+          }
+          EXPECT_GT(persistent_slices, 0u) << what;
+          EXPECT_EQ(gather_sent(r), (run.micro_batches * (every_use - persistent_uses) + persistent_slices) * per) << what;
+          EXPECT_EQ(r.device.peak[static_cast<int>(Category::kParameters)],
+                    base.device.peak[static_cast<int>(Category::kParameters)] + persistent_padded * sizeof(float))
+              << what;
+        }
+        if (name == "reuse everything") {
+          // Each unit gathered once per micro-batch, whole from its forward to its backward.
+          EXPECT_EQ(gather_sent(r), run.micro_batches * all_slices * per) << what;
+          EXPECT_GE(gathered(r), layout.padded_numel() * sizeof(float)) << what;
+        }
+      }
+    }
+}
+
 // The GPT, with its tied embedding (the head borrows unit 0): stages 0-3 bit-identical at a
 // fixed world size, with gradient clipping on.
 TEST(GptStages, BitIdenticalAcrossStages) {

@@ -27,6 +27,8 @@ struct MlpRun {
   MlpShape shape;
   std::string device = "cpu";  // "strict": engine memory the host cannot dereference
   std::size_t reduce_bucket = 0, gather_bucket = 0;  // elements, all ranks together; 0: unbounded
+  Stage3Options stage3;  // stage 3's prefetch, live cap, persistence, reuse
+  double predivide = 1.0;  // EngineConfig::gradient_predivide_factor
 };
 
 struct RankResult {
@@ -51,6 +53,8 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.device = run.device;
   c.reduce_bucket_elements = run.reduce_bucket;
   c.allgather_bucket_elements = run.gather_bucket;
+  c.stage3 = run.stage3;
+  c.gradient_predivide_factor = run.predivide;
   return c;
 }
 

@@ -19,19 +19,21 @@ struct Textbook {  // Loshchilov & Hutter's AdamW (or Adam with L2), in double
       if (decay && !c.decoupled) gi += c.weight_decay * p[i];
       m[i] = c.beta1 * m[i] + (1 - c.beta1) * gi;
       v[i] = c.beta2 * v[i] + (1 - c.beta2) * gi * gi;
-      const double mhat = m[i] / (1 - std::pow(c.beta1, t));
-      const double vhat = v[i] / (1 - std::pow(c.beta2, t));
+      // DeepSpeed's bias_correction: false leaves m and v uncorrected.
+      const double mhat = c.bias_correction ? m[i] / (1 - std::pow(c.beta1, t)) : m[i];
+      const double vhat = c.bias_correction ? v[i] / (1 - std::pow(c.beta2, t)) : v[i];
       if (decay && c.decoupled) p[i] -= c.lr * c.weight_decay * p[i];
       p[i] -= c.lr * mhat / (std::sqrt(vhat) + c.eps);
     }
   }
 };
 
-void run_against_textbook(bool decoupled, bool decay) {
+void run_against_textbook(bool decoupled, bool decay, bool bias_correction = true) {
   AdamConfig c;
   c.lr = 1e-2f;
   c.weight_decay = 0.1f;
   c.decoupled = decoupled;
+  c.bias_correction = bias_correction;
   const std::size_t n = 257;
   std::vector<float> p(n), m(n, 0.f), v(n, 0.f), g(n);
   Textbook ref{std::vector<double>(n), std::vector<double>(n, 0), std::vector<double>(n, 0)};
@@ -51,6 +53,24 @@ void run_against_textbook(bool decoupled, bool decay) {
 TEST(AdamReference, MatchesTextbookAdamW) { run_against_textbook(true, true); }
 TEST(AdamReference, MatchesTextbookAdamWithL2) { run_against_textbook(false, true); }
 TEST(AdamReference, NoDecayFlagMeansNoDecay) { run_against_textbook(true, false); }
+TEST(AdamReference, MatchesTextbookWithoutBiasCorrection) {
+  run_against_textbook(true, true, false);
+  run_against_textbook(false, true, false);
+}
+
+TEST(AdamReference, BiasCorrectionOffChangesEveryEarlyStep) {
+  // Step 1 with correction moves p by about lr; without it by lr * (1 - b1) / sqrt(1 - b2), 3.2x.
+  AdamConfig on, off;
+  off.bias_correction = false;
+  float p_on = 1, m_on = 0, v_on = 0, p_off = 1, m_off = 0, v_off = 0;
+  const float g = 0.5f;
+  adam_reference(adam_step_scalars(on, 1), false, &p_on, &g, &m_on, &v_on, 1);
+  adam_reference(adam_step_scalars(off, 1), false, &p_off, &g, &m_off, &v_off, 1);
+  EXPECT_NEAR(1.0 - p_on, 1e-3, 1e-6);
+  EXPECT_NEAR(1.0 - p_off, 1e-3 * 0.1 / std::sqrt(0.001), 1e-6);
+  EXPECT_EQ(adam_step_scalars(off, 7).step_size, off.lr);
+  EXPECT_EQ(adam_step_scalars(off, 7).inv_sqrt_bc2, 1.0f);
+}
 
 TEST(AdamReference, RejectsBadHyperparameters) {
   AdamConfig c;

@@ -243,8 +243,10 @@ struct KernelRun {  // one way of calling the kernel
   std::size_t tile;  // 0: the default
 };
 
-enum class Mode { kAdamW, kAdamL2, kNoDecay };
-const char* mode_name(Mode m) { return m == Mode::kAdamW ? "AdamW" : m == Mode::kAdamL2 ? "Adam+L2" : "no-decay"; }
+enum class Mode { kAdamW, kAdamL2, kNoDecay, kNoBiasCorrection };  // the last: AdamW, bias_correction false
+const char* mode_name(Mode m) {
+  return m == Mode::kAdamW ? "AdamW" : m == Mode::kAdamL2 ? "Adam+L2" : m == Mode::kNoDecay ? "no-decay" : "no bias correction";
+}
 const char* copy_name(int copy) { return copy == 0 ? "no copy" : copy == 1 ? "bf16 copy" : "fp16 copy"; }
 
 // adam_reference over [0, n) in pieces on two threads: elements are independent, so this is the
@@ -269,6 +271,7 @@ void expect_identical(const std::vector<KernelRun>& runs, std::size_t n, std::si
   c.lr = 1e-2f;
   c.weight_decay = 0.1f;
   c.decoupled = mode != Mode::kAdamL2;
+  c.bias_correction = mode != Mode::kNoBiasCorrection;
   const bool decay = mode != Mode::kNoDecay;
   State ref(n, offset);
   std::vector<State> kernel;
@@ -315,7 +318,7 @@ class CpuAdamIsa : public ::testing::TestWithParam<CpuIsa> {
 TEST_P(CpuAdamIsa, BitIdenticalOnSmallRuns) {
   for (std::size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 33, 1000}) {
     for (std::size_t offset : {0, 1, 5}) {
-      for (Mode mode : {Mode::kAdamW, Mode::kAdamL2, Mode::kNoDecay}) {
+      for (Mode mode : {Mode::kAdamW, Mode::kAdamL2, Mode::kNoDecay, Mode::kNoBiasCorrection}) {
         for (int copy : {0, 1, 2}) expect_identical({{GetParam(), 1, 0}, {GetParam(), 2, 0}, {GetParam(), 2, 24}}, n, offset, mode, copy, 100);
       }
     }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "comm/thread_world.h"
@@ -158,7 +159,7 @@ struct Measured {
 // of the second step.
 template <typename MakeModel, typename SetBatch>
 Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetBatch set_batch,
-                 const OffloadOptions& offload = {}) {
+                 const OffloadOptions& offload = {}, std::size_t bucket = 0, const Stage3Options& stage3 = {}) {
   ThreadWorld world(n, {std::chrono::seconds(60), nullptr});
   std::vector<Measured> out(n);
   world.run([&](int r) {
@@ -168,6 +169,8 @@ Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetB
     EngineConfig c;
     c.stage = stage;
     c.offload = offload;
+    c.reduce_bucket_elements = c.allgather_bucket_elements = bucket;
+    c.stage3 = stage3;
     Engine engine(c, *model, *comm, ledger);
     for (int s = 0; s < 2; ++s) {
       // Every copy of step 1 has completed when step() returns (the delayed update's Adam may
@@ -189,9 +192,28 @@ Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetB
   return out[0];
 }
 
-void expect_prediction(const PlanInput& in, const Measured& m, const std::string& what) {
+// `slack`: how far the prediction may exceed the ledger's peak (0: equal). The dry run reserves
+// communication scratch from a collective's issue to its first wait, where a running comm thread
+// holds it only while the collective runs (planner.h): with scratch, the prediction is the bound.
+// Random tokens for a GPT's micro-batch, from a seed.
+std::function<void(Gpt&, int)> gpt_random_batches(const GptShape& shape, int batch) {
+  return [shape, batch](Gpt& gpt, int seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::int32_t> in(batch * shape.seq_len), tgt(in.size());
+    for (auto& t : in) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
+    for (auto& t : tgt) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
+    gpt.set_batch(in.data(), tgt.data());
+  };
+}
+
+void expect_prediction(const PlanInput& in, const Measured& m, const std::string& what, std::uint64_t slack = 0) {
   const Plan p = plan(in);
-  EXPECT_EQ(p.device.total(), m.peak) << what << ": predicted " << p.device.total() << ", ledger " << m.peak;
+  if (slack == 0) {
+    EXPECT_EQ(p.device.total(), m.peak) << what << ": predicted " << p.device.total() << ", ledger " << m.peak;
+  } else {
+    EXPECT_GE(p.device.total(), m.peak) << what << ": predicted " << p.device.total() << ", ledger " << m.peak;
+    EXPECT_LE(p.device.total(), m.peak + slack) << what << ": predicted " << p.device.total() << ", ledger " << m.peak;
+  }
   for (int c = 0; c < kNumCollectives; ++c) {
     EXPECT_EQ(p.traffic.sent[c], m.traffic.sent[c]) << what << " " << collective_name(static_cast<Collective>(c));
     EXPECT_EQ(p.traffic.calls[c], m.traffic.calls[c]) << what << " " << collective_name(static_cast<Collective>(c));
@@ -256,13 +278,7 @@ TEST(AgainstEngine, GptEveryStageActivationsIncluded) {
   const GptShape shape{64, 16, 32, 2, 2};
   const int batch = 2;
   auto make = [&](Ledger& ledger) { return std::make_unique<Gpt>(shape, batch, ledger); };
-  auto set_batch = [&](Gpt& gpt, int seed) {
-    std::mt19937 rng(seed);
-    std::vector<std::int32_t> in(batch * shape.seq_len), tgt(in.size());
-    for (auto& t : in) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
-    for (auto& t : tgt) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
-    gpt.set_batch(in.data(), tgt.data());
-  };
+  const auto set_batch = gpt_random_batches(shape, batch);
   for (int n : {2, 4}) {
     for (int stage = 0; stage <= 3; ++stage) {
       for (int micro : {1, 2}) {
@@ -301,13 +317,7 @@ TEST(AgainstEngine, GptEveryOffloadConfigurationActivationsIncluded) {
   const GptShape shape{64, 16, 32, 2, 2};
   const int batch = 2;
   auto make = [&](Ledger& ledger) { return std::make_unique<Gpt>(shape, batch, ledger); };
-  auto set_batch = [&](Gpt& gpt, int seed) {
-    std::mt19937 rng(seed);
-    std::vector<std::int32_t> in(batch * shape.seq_len), tgt(in.size());
-    for (auto& t : in) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
-    for (auto& t : tgt) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
-    gpt.set_batch(in.data(), tgt.data());
-  };
+  const auto set_batch = gpt_random_batches(shape, batch);
   for (int n : {1, 2, 4}) {
     for (const OffloadCase& oc : offload_cases()) {
       for (int micro : {1, 2}) {
@@ -324,6 +334,84 @@ TEST(AgainstEngine, GptEveryOffloadConfigurationActivationsIncluded) {
                     static_cast<unsigned long long>(m.host.total_peak), static_cast<unsigned long long>(p.host.total()),
                     static_cast<unsigned long long>(m.to_host), static_cast<unsigned long long>(p.device_to_host_bytes),
                     static_cast<unsigned long long>(m.to_device), static_cast<unsigned long long>(p.host_to_device_bytes));
+      }
+    }
+  }
+}
+
+// Buckets of a few elements: every collective runs as many pieces with packing scratch. Traffic,
+// host bytes and link bytes are still exact; the device peak is bounded by the prediction, and
+// exceeds the ledger's by at most one collective's packing scratch.
+TEST(AgainstEngine, SmallBucketsEveryStageAndOffloadConfiguration) {
+  const MlpShape shape{{9, 21, 17, 21, 9}, true};
+  ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt};
+  std::vector<OffloadCase> cases;
+  for (int stage = 0; stage <= 3; ++stage) cases.push_back({ZeroSettings{stage}, OffloadOptions{}});
+  for (const OffloadCase& oc : offload_cases()) cases.push_back(oc);
+  int exact = 0, total = 0;
+  for (int n : {2, 3}) {
+    for (std::size_t bucket : {std::size_t{5}, std::size_t{64}}) {
+      for (const OffloadCase& oc : cases) {
+        for (int micro : {1, 2}) {
+          const Measured m = measure(
+              n, oc.zero.stage, micro, [&](Ledger&) { return std::make_unique<Mlp>(shape); },
+              [&](Mlp& mlp, int seed) { mlp.set_batch(mlp_synthetic_batch(shape, 7, seed, 0, 2)); }, oc.engine, bucket);
+          PlanInput in = threads_input(model, n, oc.zero.stage, micro);
+          in.zero = oc.zero;
+          in.zero.reduce_bucket_size = in.zero.allgather_bucket_size = static_cast<std::int64_t>(bucket);
+          const std::uint64_t segment = std::max<std::uint64_t>(1, bucket / n), packing = n * segment * sizeof(float);
+          const std::string what = cat("tied MLP N=", n, " bucket ", bucket, " ", plan_label(oc.zero), " micro-batches ", micro);
+          expect_prediction(in, m, what, packing);
+          exact += plan(in).device.total() == m.peak;
+          ++total;
+        }
+      }
+    }
+  }
+  std::printf("[ measured ] small buckets: prediction equal to the ledger's peak in %d of %d runs, above it by at most one "
+              "collective's packing scratch in the rest\n", exact, total);
+}
+
+// Stage 3's schedule settings (prefetch bucket, live cap, persistence, reuse distance), with and
+// without offload and with accumulation: the dry run predicts the ledger's peak, the traffic,
+// the host bytes and the link bytes exactly, for the tied MLP and the GPT with its activations.
+TEST(AgainstEngine, Stage3ScheduleSettingsEveryPlacement) {
+  const MlpShape mlp{{9, 21, 17, 21, 9}, true};
+  const GptShape gpt{64, 16, 32, 2, 2};
+  const int batch = 2;
+  const std::vector<Stage3Options> settings = {
+      {0, 1'000'000'000, 0, 0}, {1'000'000'000, 1'000'000'000, 0, 0}, {1'000, 700, 0, 0}, {-1, 1'000'000'000, 250, 0},
+      {-1, 1'000'000'000, 0, 1'000'000'000}, {600, 1'500, 250, 2'000}};
+  for (int model = 0; model < 2; ++model) {
+    for (int n : {2, 3}) {
+      for (int offload = 0; offload <= 2; ++offload) {
+        for (const Stage3Options& o : settings) {
+          OffloadOptions engine_offload;
+          engine_offload.optimizer = offload >= 1;
+          engine_offload.params = offload == 2;
+          const int micro = 2;
+          Measured m;
+          PlanInput in;
+          if (model == 0) {
+            m = measure(
+                n, 3, micro, [&](Ledger&) { return std::make_unique<Mlp>(mlp); },
+                [&](Mlp& x, int seed) { x.set_batch(mlp_synthetic_batch(mlp, 7, seed, 0, 2)); }, engine_offload, 0, o);
+            in = threads_input(ModelDescription{"mlp", "mlp", "", "", Mlp(mlp).units(), std::nullopt}, n, 3, micro);
+          } else {
+            m = measure(n, 3, micro, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, batch, l); }, gpt_random_batches(gpt, batch),
+                        engine_offload, 0, o);
+            in = threads_input(describe_gpt(gpt), n, 3, micro);
+            in.micro_batch = batch;
+          }
+          in.zero.offload_optimizer = engine_offload.optimizer;
+          in.zero.offload_param = engine_offload.params;
+          in.zero.stage3_prefetch_bucket_size = o.prefetch_bucket;
+          in.zero.stage3_max_live_parameters = o.max_live;
+          in.zero.stage3_param_persistence_threshold = o.persistence_threshold;
+          in.zero.stage3_max_reuse_distance = o.max_reuse_distance;
+          expect_prediction(in, m, cat(model == 0 ? "tied MLP" : "GPT", " N=", n, " ", plan_label(in.zero), " prefetch ", o.prefetch_bucket,
+                                       " live ", o.max_live, " persist ", o.persistence_threshold, " reuse ", o.max_reuse_distance));
+        }
       }
     }
   }

@@ -1,0 +1,81 @@
+#include "planner/dry_run.h"
+
+#include <algorithm>
+
+#include "comm/communicator.h"
+#include "engine/engine.h"
+
+namespace zero::planner_detail {
+namespace {
+
+// A model of units alone: its kernels never run (the counting device launches nothing), so only
+// its units and its activations, held in the ledger for its lifetime as a real model holds
+// them, are real.
+class ShapeModule final : public Module {
+ public:
+  ShapeModule(std::vector<UnitSpec> units, std::uint64_t activation_bytes, Ledger& ledger)
+      : units_(std::move(units)), activation_bytes_(activation_bytes), ledger_(ledger) {
+    if (activation_bytes_ > 0) ledger_.on_alloc(Tier::kDevice, Category::kActivations, activation_bytes_, "activations");
+  }
+  ~ShapeModule() override {
+    if (activation_bytes_ > 0) ledger_.on_free(Tier::kDevice, Category::kActivations, activation_bytes_);
+  }
+  std::vector<UnitSpec> units() const override { return units_; }
+  void forward(int, const UnitViews&) override {}
+  void backward(int, const UnitViews&) override {}
+  float loss() const override { return 0.0f; }
+
+ private:
+  std::vector<UnitSpec> units_;
+  std::uint64_t activation_bytes_;
+  Ledger& ledger_;
+};
+
+EngineConfig engine_config(const ZeroSettings& z) {
+  EngineConfig c;
+  c.stage = z.stage;
+  c.offload.optimizer = z.offload_optimizer;
+  c.offload.params = z.offload_param;
+  c.offload.delayed_update = z.delayed_update;  // from the first step: the steady state
+  const auto elements = [](std::int64_t bucket) { return static_cast<std::size_t>(std::max<std::int64_t>(0, bucket)); };
+  c.reduce_bucket_elements = elements(z.reduce_bucket_size);
+  c.allgather_bucket_elements = elements(z.allgather_bucket_size);
+  c.stage3 = {z.stage3_prefetch_bucket_size, z.stage3_max_live_parameters, z.stage3_param_persistence_threshold,
+              z.stage3_max_reuse_distance};
+  c.device = "counting";
+  return c;
+}
+
+TierBytes bytes_of(const std::array<std::uint64_t, kNumCategories>& by_category) {
+  TierBytes t;
+  t.bytes = by_category;
+  return t;
+}
+
+}  // namespace
+
+DryRun run_dry(const PlanInput& in, std::uint64_t activation_bytes) {
+  Ledger ledger;
+  ShapeModule model(in.model.units, activation_bytes, ledger);
+  // One rank runs the self backend, which has no transport scratch, whatever was asked.
+  auto comm = make_counting_communicator(in.ranks, in.comm_scratch && in.ranks > 1);
+  Engine engine(engine_config(in.zero), model, *comm, ledger);
+
+  DryRun out;
+  out.persistent_device = bytes_of(ledger.usage(Tier::kDevice).current);
+  out.persistent_device[Category::kActivations] = 0;
+  for (int step = 0; step < 2; ++step) {  // the second step is the steady state
+    for (int m = 0; m < in.gradient_accumulation_steps; ++m) engine.forward_backward(m + 1 == in.gradient_accumulation_steps);
+    engine.step();
+  }
+  out.device = bytes_of(ledger.usage(Tier::kDevice).at_peak);
+  out.host = bytes_of(ledger.usage(Tier::kHost).at_peak);
+  const Traffic t = engine.last_step_traffic();
+  out.traffic.sent = t.sent;
+  out.traffic.calls = t.calls;
+  out.to_host = engine.last_step_to_host();
+  out.to_device = engine.last_step_to_device();
+  return out;
+}
+
+}  // namespace zero::planner_detail

@@ -1,0 +1,26 @@
+// Internal to the planner: the engine run dry. The engine's own schedule (src/engine) runs two
+// optimizer steps of a model known only by its units, on the counting device (allocations go to
+// a ledger and hold no memory; nothing is computed) over the counting communicator (collectives
+// are counted and never run). What the ledger, the traffic counters and the link counters then
+// hold is the prediction: it cannot drift from what the engine does, because it is what the
+// engine does.
+#pragma once
+
+#include <cstdint>
+
+#include "planner/planner.h"
+
+namespace zero::planner_detail {
+
+struct DryRun {
+  TierBytes device;             // device bytes by category at the moment of the device peak
+  TierBytes host;               // host bytes by category at the moment of the host peak
+  TierBytes persistent_device;  // device bytes held once the engine is built, before any step
+  StepTraffic traffic;          // the second optimizer step's collectives
+  std::uint64_t to_host = 0, to_device = 0;  // the second step's copies across the link
+};
+
+// `activation_bytes`: what the model allocates for activations before the engine is built.
+DryRun run_dry(const PlanInput& input, std::uint64_t activation_bytes);
+
+}  // namespace zero::planner_detail

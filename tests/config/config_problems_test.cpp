@@ -1,0 +1,300 @@
+// The config files people already have: every problem reported at once, "auto" resolved as the
+// Hugging Face Trainer resolves it, DeepSpeed's whole schema known, unknown top-level keys
+// accepted as DeepSpeed accepts them, and input that cannot crash the reader.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <typeinfo>
+#include <set>
+#include <string>
+
+#include "config/config_test_util.h"
+#include "planner/byte_size.h"
+
+namespace zero {
+namespace {
+
+using nlohmann::json;
+
+using namespace config_test;
+
+bool has_line(const std::vector<std::string>& lines, const std::string& part) {
+  return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(part) != std::string::npos; });
+}
+
+// ---- DeepSpeed's schema ----
+
+TEST(ConfigSchema, EveryDeepSpeedKeyIsInZerosTable) {
+  std::ifstream in(fixture("deepspeed_keys.txt"));
+  ASSERT_TRUE(in) << "deepspeed_keys.txt";
+  const std::vector<std::string> known = known_config_keys();
+  const std::set<std::string> table(known.begin(), known.end());
+  int checked = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    EXPECT_TRUE(table.count(line)) << "DeepSpeed's key '" << line << "' is missing from zero's tables";
+    ++checked;
+  }
+  EXPECT_GE(checked, 130);
+}
+
+TEST(ConfigSchema, DeepSpeedKeysZeroLacksAreNamedAsSuch) {
+  json j = {{"train_batch_size", 8}, {"disable_allgather", true}, {"seq_parallel_communication_data_type", "bf16"},
+            {"graph_harvesting", false}, {"use_data_before_expert_parallelism", true}, {"gradient_allreduce_op", "mean"},
+            {"managed_gradient_accumulation", true}, {"checkpoint", {{"tag_validation", "Warn"}}}};
+  const TrainConfig c = parse_config(j, 1);
+  for (const char* k : {"disable_allgather", "seq_parallel_communication_data_type", "graph_harvesting", "use_data_before_expert_parallelism", "checkpoint"}) {
+    EXPECT_TRUE(has_line(c.ignored_keys, k)) << k;
+  }
+  EXPECT_TRUE(c.unknown_keys.empty());
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"gradient_allreduce_op", "sum"}}),
+                  "gradient_allreduce_op = \"sum\" is known but not supported yet");
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"zero_optimization", {{"zenflow", {{"topk_ratio", 0.1}}}}}}),
+                  "zero_optimization.zenflow = {\"topk_ratio\":0.1} is known but not supported yet: ZenFlow");
+}
+
+// ---- All problems at once ----
+
+TEST(ConfigProblems, FiveMistakesGetFiveMessagesInOneRun) {
+  const json j = {{"train_batch_size", 8},
+                  {"zero_optimization", {{"stgae", 2}}},
+                  {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", -1}}}}},
+                  {"scheduler", {{"type", "WarmupCosine"}}},
+                  {"gradient_clipping", "1.0"},
+                  {"data", {{"format", "csv"}}}};
+  const std::string msg = error_of(j);
+  EXPECT_CONTAINS(msg, "[config] 5 problems; fix them all, then run again:");
+  EXPECT_CONTAINS(msg, "unknown key 'zero_optimization.stgae'; did you mean 'zero_optimization.stage'?");
+  EXPECT_CONTAINS(msg, "optimizer.params.lr is -1; the learning rate must be >= 0");
+  EXPECT_CONTAINS(msg, "scheduler.type \"WarmupCosine\" is not a DeepSpeed scheduler zero knows; did you mean \"WarmupCosineLR\"?");
+  EXPECT_CONTAINS(msg, "gradient_clipping must be a number, found \"1.0\"");
+  EXPECT_CONTAINS(msg, "data.format is \"csv\"");
+  EXPECT_CONTAINS(msg, "\n  5. ");
+  EXPECT_EQ(msg.find("\n  6. "), std::string::npos);
+}
+
+TEST(ConfigProblems, FileNameLeadsTheMessage) {
+  const std::string path = write_temp("two.json", R"({"train_batch_size": 0, "zero_optimization": {"stage": 7}})");
+  const std::string msg = load_error(path);
+  EXPECT_CONTAINS(msg, "[config] " + path + ": 2 problems");
+  EXPECT_CONTAINS(msg, "train_batch_size is 0");
+  EXPECT_CONTAINS(msg, "zero_optimization.stage is 7");
+}
+
+TEST(ConfigProblems, SwappedOptimizerShowsAllItsParametersAtOnce) {
+  const json lamb = {{"type", "Lamb"}, {"params", {{"lr", 1e-3}, {"bias_correction", false}, {"max_coeff", 0.3}, {"min_coeff", 0.01}}}};
+  const std::string msg = error_of({{"train_batch_size", 8}, {"optimizer", lamb}});
+  EXPECT_CONTAINS(msg, "3 problems");
+  EXPECT_CONTAINS(msg, "optimizer.type \"Lamb\" is known but not supported yet: DeepSpeed's FusedLamb");
+  EXPECT_CONTAINS(msg, "unknown key 'optimizer.params.max_coeff' (a parameter of Lamb that Adam and AdamW do not have");
+  EXPECT_CONTAINS(msg, "unknown key 'optimizer.params.min_coeff'");
+  json adamw = lamb;
+  adamw["type"] = "AdamW";  // what the user tries next: both leftovers in one run
+  const std::string next = error_of({{"train_batch_size", 8}, {"optimizer", adamw}});
+  EXPECT_CONTAINS(next, "2 problems");
+  EXPECT_CONTAINS(next, "optimizer.params.max_coeff");
+  EXPECT_CONTAINS(next, "optimizer.params.min_coeff");
+  for (const char* t : {"OneBitAdam", "ZeroOneAdam", "OneBitLamb"}) {
+    EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"optimizer", {{"type", t}}}}), "compresses the gradient all-reduce");
+  }
+}
+
+// ---- "auto" ----
+
+TEST(ConfigAuto, TrainerFileResolvesFromZerosSettings) {
+  json j = read_config_file(fixture("corpus/hf_ds_config_zero2.json"));
+  j.erase("fp16"), j.erase("bf16");  // their "auto" waits for mixed precision (README)
+  apply_override(j, "train_micro_batch_size_per_gpu", 4);  // what --micro-batch 4 does
+  const TrainConfig c = parse_config(j, 2);
+  EXPECT_EQ(c.micro_batch_size, 4);
+  EXPECT_EQ(c.gradient_accumulation_steps, 1);
+  EXPECT_EQ(c.train_batch_size, 8);
+  EXPECT_FLOAT_EQ(c.adam.lr, 1e-3f);
+  EXPECT_FLOAT_EQ(c.adam.beta1, 0.9f);
+  EXPECT_FLOAT_EQ(c.adam.beta2, 0.999f);
+  EXPECT_FLOAT_EQ(c.adam.eps, 1e-8f);
+  EXPECT_FLOAT_EQ(c.adam.weight_decay, 0.0f);
+  EXPECT_DOUBLE_EQ(c.scheduler.warmup_min_lr, 0.0);
+  EXPECT_DOUBLE_EQ(*c.scheduler.warmup_max_lr, static_cast<double>(1e-3f));
+  EXPECT_EQ(c.scheduler.warmup_num_steps, 1000);
+  EXPECT_FLOAT_EQ(c.gradient_clipping, 0.0f);
+  for (const char* line : {"optimizer.params.lr = \"auto\" -> 0.001 (zero's default",
+                           "optimizer.params.betas = \"auto\" -> [0.9, 0.999]",
+                           "scheduler.params.warmup_max_lr = \"auto\" -> 0.001 (the optimizer's lr",
+                           "train_batch_size = \"auto\" -> 8 (train_micro_batch_size_per_gpu * gradient_accumulation_steps * world size = 4 * 1 * 2)",
+                           "gradient_accumulation_steps = \"auto\" -> 1", "gradient_clipping = \"auto\" -> 0.0 (zero's default: off"}) {
+    EXPECT_TRUE(has_line(c.auto_values, line)) << line;
+  }
+  EXPECT_EQ(c.auto_values.size(), 10u);  // the eleventh, the micro-batch, came from the flag
+}
+
+TEST(ConfigAuto, BucketSizesFromTheHiddenSizeAsTheTrainerComputesThem) {
+  const json j = {{"train_batch_size", 8}, {"model", {{"n_embd", 64}, {"n_head", 4}}},
+                  {"zero_optimization", {{"stage", 3}, {"reduce_bucket_size", "auto"}, {"stage3_prefetch_bucket_size", "auto"},
+                                         {"stage3_param_persistence_threshold", "auto"}}}};
+  const TrainConfig c = parse_config(j, 1);
+  EXPECT_EQ(c.zero.reduce_bucket_size, 64 * 64);
+  EXPECT_EQ(c.zero.stage3_prefetch_bucket_size, 3686);  // int(0.9 * 64 * 64)
+  EXPECT_EQ(c.zero.stage3_param_persistence_threshold, 640);
+  EXPECT_TRUE(has_line(c.auto_values, "zero_optimization.reduce_bucket_size = \"auto\" -> 4096 (hidden size 64 squared"));
+}
+
+TEST(ConfigAuto, SchedulerAndBatchFromTheRun) {
+  const json sched = {{"type", "WarmupDecayLR"}, {"params", {{"total_num_steps", "auto"}, {"warmup_num_steps", 5}}}};
+  const TrainConfig c = parse_config({{"train_batch_size", 32}, {"train_micro_batch_size_per_gpu", "auto"},
+                                      {"gradient_accumulation_steps", "auto"}, {"train_steps", 50}, {"scheduler", sched}},
+                                     4);
+  EXPECT_EQ(c.scheduler.total_num_steps, 50);
+  EXPECT_EQ(c.micro_batch_size, 8);
+  EXPECT_EQ(c.gradient_accumulation_steps, 1);
+  const TrainConfig d = parse_config({{"train_batch_size", "auto"}, {"train_micro_batch_size_per_gpu", 2}, {"gradient_accumulation_steps", 3}}, 2);
+  EXPECT_EQ(d.train_batch_size, 12);
+}
+
+TEST(ConfigAuto, WhereTheTrainerWouldNotFillItEither) {
+  EXPECT_CONTAINS(error_of({{"train_micro_batch_size_per_gpu", "auto"}, {"gradient_accumulation_steps", "auto"}}),
+                  "train_micro_batch_size_per_gpu is \"auto\" and no other batch key gives the micro-batch: give --micro-batch N");
+  EXPECT_CONTAINS(error_of({{"train_batch_size", "auto"}}), "train_batch_size is \"auto\" and no other batch key gives the micro-batch");
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"zero_optimization", {{"allgather_bucket_size", "auto"}}}}),
+                  "zero_optimization.allgather_bucket_size is \"auto\", a Hugging Face Trainer placeholder, but the Trainer does not fill in this key either");
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"scheduler", {{"type", "WarmupCosineLR"}, {"params", {{"cos_min_ratio", "auto"}}}}}}),
+                  "scheduler.params.cos_min_ratio is \"auto\"");
+}
+
+// ---- Unknown keys ----
+
+TEST(ConfigUnknown, TopLevelKeysDeepSpeedIgnoresAreAcceptedWithAWarning) {
+  const json j = {{"train_batch_size", 8}, {"_comment", "from our wiki"}, {"cuda_visible_devices", 0}, {"comms_config", {{"verbose", false}}}};
+  const TrainConfig c = parse_config(j, 1);
+  const std::vector<std::string> want = {"_comment", "comms_config", "cuda_visible_devices"};
+  EXPECT_EQ(c.unknown_keys, want);
+  ConfigOptions strict;
+  strict.strict = true;
+  const std::string msg = error_of(j, 1, strict);
+  EXPECT_CONTAINS(msg, "3 problems");
+  EXPECT_CONTAINS(msg, "unknown key 'cuda_visible_devices'; it is not a DeepSpeed key (--strict-config refuses unknown top-level keys)");
+  EXPECT_CONTAINS(msg, "unknown key '_comment'");
+}
+
+TEST(ConfigUnknown, TyposAreAlwaysErrors) {
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"gradient_acumulation_steps", 2}}),
+                  "unknown key 'gradient_acumulation_steps'; did you mean 'gradient_accumulation_steps'?");
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"zero_optimisation", {{"stage", 2}}}}), "did you mean 'zero_optimization'?");
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"zero_optimization", {{"_comment", "x"}}}}), "unknown key 'zero_optimization._comment'");
+}
+
+// ---- Adam's DeepSpeed parameters ----
+
+TEST(ConfigAdam, BiasCorrectionAndTorchAdam) {
+  auto adam = [](const json& params) { return parse_config({{"train_batch_size", 8}, {"optimizer", {{"type", "Adam"}, {"params", params}}}}, 1).adam; };
+  EXPECT_FALSE(adam({{"bias_correction", false}}).bias_correction);
+  EXPECT_TRUE(adam(json::object()).bias_correction);
+  const AdamConfig torch = adam({{"torch_adam", true}, {"lr", 3e-4}}), fused = adam({{"lr", 3e-4}});
+  EXPECT_EQ(torch.lr, fused.lr);
+  EXPECT_EQ(torch.decoupled, fused.decoupled);
+  EXPECT_EQ(torch.bias_correction, fused.bias_correction);
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"optimizer", {{"type", "Adam"}, {"params", {{"torch_adam", true}, {"bias_correction", false}}}}}}),
+                  "optimizer.params.bias_correction is not a parameter of PyTorch's Adam");
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"optimizer", {{"type", "Adam"}, {"params", {{"lr", 1e39}}}}}}),
+                  "optimizer.params.lr is 1e+39, beyond the range of a 32-bit float");
+}
+
+TEST(ConfigAdam, PrescaleAndPredivideAsDeepSpeedsEngine) {
+  auto predivide = [](const json& j, int world) { return parse_config(j, world).gradient_predivide_factor; };
+  EXPECT_EQ(predivide({{"train_batch_size", 12}}, 3), 1.0);
+  EXPECT_EQ(predivide({{"train_batch_size", 12}, {"prescale_gradients", true}}, 3), 3.0);  // divided by the world size first
+  EXPECT_EQ(predivide({{"train_batch_size", 12}, {"prescale_gradients", true}, {"gradient_predivide_factor", 8}}, 3), 3.0);
+  EXPECT_EQ(predivide({{"train_batch_size", 12}, {"gradient_predivide_factor", 8}}, 3), 8.0);
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"gradient_predivide_factor", 0}}), "gradient_predivide_factor is 0; it must be a positive number");
+}
+
+TEST(ConfigAdam, ParameterOffloadAloneIsRefusedWithTheReason) {
+  const json z = {{"stage", 3}, {"offload_param", {{"device", "cpu"}}}};
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"zero_optimization", z}}),
+                  "zero_optimization.offload_param without offload_optimizer is known but not supported yet: zero trains in fp32");
+}
+
+// ---- Input that must not crash the reader ----
+
+TEST(ConfigBounds, DeepNestingIsAnErrorNotAStackOverflow) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_CONTAINS(load_error(write_temp("deep.json", "{\"train_batch_size\": " + deep + "}")),
+                  "nested more than 64 deep (at 'train_batch_size')");
+  json j = json::object();
+  json* node = &j;
+  for (int i = 0; i < 100000; ++i) node = &((*node)["a"] = json::object());
+  EXPECT_CONTAINS(error_of(j), "nests objects or arrays more than 64 deep");
+  json k = {{"train_batch_size", 8}};
+  EXPECT_THROW(apply_override(k, "x=" + deep), ConfigError);
+}
+
+TEST(ConfigBounds, NumbersBeyondADoubleNameTheirKey) {
+  EXPECT_CONTAINS(load_error(write_temp("big.json", R"({"train_batch_size": 8, "optimizer": {"params": {"lr": 1e400}}})")),
+                  "key 'optimizer.params.lr' has the number 1e400, beyond the range of a double");
+  EXPECT_CONTAINS(load_error(write_temp("digits.json", "{\"zero_optimization\": {\"reduce_bucket_size\": " + std::string(30000, '9') + "}}")),
+                  "key 'zero_optimization.reduce_bucket_size' has the number 999");
+  json j = {{"train_batch_size", 8}};
+  try {
+    apply_override(j, "gradient_clipping=1e400");
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_CONTAINS(e.what(), "override gradient_clipping: the number 1e400 is beyond the range of a double");
+  }
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"zero_optimization", {{"reduce_bucket_size", 1e300}}}}),
+                  "reduce_bucket_size is 1e+300, too large for an integer");
+}
+
+TEST(ConfigBounds, ByteSizesWithTensOfThousandsOfDigits) {
+  EXPECT_THROW(parse_byte_size(std::string(30000, '7') + "GiB", "device_memory"), ConfigError);
+  EXPECT_THROW(parse_byte_size("1e99999", "--device-memory"), ConfigError);
+  EXPECT_THROW(parse_byte_size("1e-99999", "--device-memory"), ConfigError);
+  EXPECT_THROW(parse_bandwidth("1e4000", "--link"), ConfigError);
+  EXPECT_EQ(parse_byte_size("2GiB", "x"), 2ull << 30);
+}
+
+// Every value of every corpus file replaced, one at a time, by each odd value: the reader either
+// accepts the result or refuses it with a ConfigError, never another exception (nlohmann's
+// type_error, std::out_of_range, a check failure).
+void replace_each(const json& doc, json& node, const std::function<void()>& check, int depth) {
+  if (!node.is_object() || depth > 3) return;
+  static const json kOdd[] = {nullptr, "auto", -1, 0, 1e300, -1e300, 18446744073709551615ull, json::array(), json::object(),
+                              "x", true, json::array({1, "a", nullptr}), 0.5};
+  for (auto& [key, value] : node.items()) {
+    const json saved = value;
+    for (const json& odd : kOdd) {
+      value = odd;
+      check();
+    }
+    value = saved;
+    replace_each(doc, value, check, depth + 1);
+  }
+}
+
+TEST(ConfigBounds, OddValuesAnywhereGiveConfigErrorsOnly) {
+  int parsed = 0, refused = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(fixture("corpus"))) {
+    if (entry.path().extension() != ".json") continue;
+    json doc = read_config_file(entry.path().string());
+    auto check = [&] {
+      try {
+        parse_config(doc, 2);
+        ++parsed;
+      } catch (const ConfigError& e) {
+        ++refused;
+        EXPECT_EQ(std::string(e.what()).rfind("[config] ", 0), 0u) << e.what();
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << entry.path().filename() << ": " << typeid(e).name() << ": " << e.what() << "\n" << doc.dump();
+      }
+    };
+    replace_each(doc, doc, check, 0);
+  }
+  EXPECT_GT(refused, 1000);
+  std::printf("[ measured ] %d mutated corpus configs: %d accepted, %d refused with a [config] error, none with another\n",
+              parsed + refused, parsed, refused);
+}
+
+}  // namespace
+}  // namespace zero
