@@ -5,10 +5,12 @@
 
 #include "cli/bench_adam.h"
 #include "cli/bench_train.h"
+#include "cli/ckpt.h"
 #include "cli/demo.h"
 #include "cli/estimate.h"
 #include "cli/bench_offload.h"
 #include "cli/train.h"
+#include "cli/use_model.h"
 #include "common/error.h"
 
 namespace {
@@ -20,6 +22,9 @@ const char* kUsage =
     "  train          train a GPT on text with a DeepSpeed-style config (zero train --help)\n"
     "  demo           train one GPT under ZeRO stages 0-3 and offload; measured memory and traffic per rank\n"
     "  estimate       which ZeRO stage (and offload) fits: per-rank memory and traffic, and a recommendation\n"
+    "  ckpt           inspect DIR: a checkpoint's manifest, checksums verified; export DIR --out F: safetensors (GPT-2 names)\n"
+    "  generate       continue a prompt with a checkpoint's GPT (--checkpoint DIR --prompt TEXT; keys and values cached)\n"
+    "  eval           a checkpoint's loss and bits per byte on a file (--checkpoint DIR --data FILE [--split val])\n"
     "  bench offload  step time with and without ZeRO-Offload and the delayed update\n"
     "  bench adam     speed of the CPU Adam kernel against the memory-bandwidth ceiling\n"
     "  bench train    training tokens/s of a 10M and a 50M GPT, stage 0 on 2 ranks (vs PyTorch: bench/compare_train.sh)\n"
@@ -38,6 +43,9 @@ int main(int argc, char** argv) {
   try {
     if (command == "train") return zero::cli::train_main({args.begin() + 1, args.end()});
     if (command == "demo") return zero::cli::demo_main({args.begin() + 1, args.end()});
+    if (command == "generate") return zero::cli::generate_main({args.begin() + 1, args.end()});
+    if (command == "eval") return zero::cli::eval_main({args.begin() + 1, args.end()});
+    if (command == "ckpt") return zero::cli::ckpt_main({args.begin() + 1, args.end()});
     if (command == "estimate") return zero::cli::estimate_main({args.begin() + 1, args.end()});
     if (command == "bench" && args.size() >= 2 && args[1] == "train") return zero::cli::bench_train_main({args.begin() + 2, args.end()});
     if (command == "bench" && args.size() >= 2 && args[1] == "offload") return zero::cli::bench_offload_main({args.begin() + 2, args.end()});

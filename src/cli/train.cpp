@@ -39,7 +39,13 @@ std::vector<FlagSpec> train_flags() {
           {"device-memory", "device tier capacity per rank, e.g. 16GiB (overrides device_memory)", true, ""},
           {"host-memory", "host tier capacity per rank (overrides host_memory)", true, ""},
           {"trace", "write a Chrome trace (compute, communication, copies, CPU optimizer per rank) to this file", true, ""},
-          {"sample", "bytes of text to generate after training (text data only)", true, "300"}};
+          {"sample", "bytes of text to generate after training (text data only)", true, "300"},
+          {"eval-every", "also print and record (--metrics) the validation loss after every N steps", true, "0"},
+          {"eval-batches", "validation micro-batches per rank in each evaluation", true, "64 windows over all ranks"},
+          {"save", "save sharded checkpoints into this directory (DIR/step-N/, DIR/latest); always a final one", true, ""},
+          {"save-every", "also save after every N optimizer steps", true, "0"},
+          {"keep", "keep only the newest K checkpoints (0: all)", true, "0"},
+          {"resume", "continue from a checkpoint: a --save directory (its latest) or one step-N directory, any world size or stage", true, ""}};
 }
 
 // The setup used without --config: a small character-level GPT on the default text.
@@ -63,7 +69,7 @@ bool is_auto_at(const nlohmann::json& j, const std::string& dotted) {
   return j.is_object() && j.contains(p) && j.at(p) == "auto";
 }
 
-TrainConfig build_config(const Flags& flags, int world_size) {
+TrainConfig build_config(const Flags& flags, int world_size, std::string* document = nullptr) {
   nlohmann::json j = default_config();
   if (!flags.get("config").empty()) j = read_config_file(flags.get("config"));  // syntax, duplicates
   const std::pair<const char*, const char*> simple[] = {{"stage", "zero_optimization.stage"}, {"steps", "train_steps"},
@@ -93,6 +99,7 @@ TrainConfig build_config(const Flags& flags, int world_size) {
   options.source = flags.get("config");
   TrainConfig c = parse_config(j, world_size, options);
   c.auto_values.insert(c.auto_values.begin(), from_flags.begin(), from_flags.end());
+  if (document) *document = j.dump();  // recorded in checkpoints
   return c;
 }
 
@@ -122,6 +129,10 @@ void print_step(const StepMetrics& m, std::int64_t total, int every) {
     const int width = 30, done = static_cast<int>(width * m.step / total);
     std::printf("\r[%s%s] %lld/%lld loss %.4f", std::string(done, '#').c_str(), std::string(width - done, '.').c_str(),
                 static_cast<long long>(m.step), static_cast<long long>(total), m.loss);
+  }
+  if (m.val_loss >= 0) {
+    std::printf("%sstep %6lld/%lld | validation loss %.4f\n", tty ? "\r\033[K" : "", static_cast<long long>(m.step),
+                static_cast<long long>(total), m.val_loss);
   }
   std::fflush(stdout);
 }
@@ -155,7 +166,8 @@ nlohmann::json metrics_json(const StepMetrics& m) {
   }
   return {{"step", m.step}, {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm}, {"loss_scale", m.loss_scale},
           {"skipped", m.skipped}, {"skipped_steps", m.skipped_steps}, {"step_seconds", m.step_seconds},
-          {"tokens_per_second", m.tokens_per_second}, {"ranks", ranks}};
+          {"tokens_per_second", m.tokens_per_second}, {"val_loss", m.val_loss >= 0 ? nlohmann::json(m.val_loss) : nlohmann::json()},
+          {"ranks", ranks}};
 }
 
 void print_overlap(const TrainResult& r, int ranks, bool clipping) {
@@ -172,7 +184,7 @@ void print_overlap(const TrainResult& r, int ranks, bool clipping) {
 }
 
 void print_summary(const TrainConfig& c, const TrainResult& r, const std::string& data) {
-  std::printf("\nsummary: %lld steps, %.1f ms/step, %.0f tokens/s; train loss %.4f -> %.4f", static_cast<long long>(c.train_steps),
+  std::printf("\nsummary: %lld steps, %.1f ms/step, %.0f tokens/s; train loss %.4f -> %.4f", static_cast<long long>(c.train_steps - r.first_step),
               r.mean_step_seconds * 1e3, r.tokens_per_second, r.losses.front(), r.losses.back());
   if (r.final_val_loss >= 0) std::printf("; validation loss %.4f -> %.4f", r.first_val_loss, r.final_val_loss);
   if (c.fp16) std::printf("\nfp16: %lld steps skipped on gradient overflow; final loss scale %g", static_cast<long long>(r.skipped_steps),
@@ -187,9 +199,17 @@ void print_summary(const TrainConfig& c, const TrainResult& r, const std::string
 // The run's options for a world of `world_size` ranks, from the flags (and the config they name).
 TrainOptions train_options(const Flags& flags, int world_size) {
   TrainOptions o;
-  o.config = build_config(flags, world_size);
+  o.config = build_config(flags, world_size, &o.checkpoints.config_json);
   o.data_path = o.config.data.path.empty() ? data::default_text_path() : o.config.data.path;
   o.sample_chars = static_cast<int>(flags.get_int("sample", 0, 100000));
+  o.eval_every = flags.get_int("eval-every", 0, 1LL << 40);
+  if (flags.has("eval-batches")) {
+    o.val_windows = static_cast<int>(flags.get_int("eval-batches", 1, 1 << 20)) * world_size * o.config.micro_batch_size;
+  }
+  o.checkpoints.save_dir = flags.get("save");
+  o.checkpoints.save_every = flags.get_int("save-every", 0, 1LL << 40);
+  o.checkpoints.keep = static_cast<int>(flags.get_int("keep", 0, 1 << 20));
+  o.checkpoints.resume = flags.get("resume");
   o.trace = !flags.get("trace").empty() || o.config.zero.offload_optimizer.device == OffloadDevice::cpu;
   return o;
 }
@@ -220,6 +240,10 @@ void print_header(const TrainConfig& c, const Communicator& comm) {
 int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
   TrainOptions o = train_options(flags, comm.size());
   o.ledger = &ledger;
+  o.on_note = [](const std::string& line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  };
   const TrainConfig& c = o.config;
   comm.set_timeout(std::chrono::milliseconds(std::llround(c.comm_timeout_seconds * 1000)));
   std::optional<OutputFile> metrics, trace;

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ namespace zero {
 
 class Collectives;
 class Device;
+class DeviceBuffer;
 class DeviceSpan;
 class LossScaler;
 class ShardOptimizer;
@@ -105,6 +107,12 @@ struct EngineConfig {
   std::string device = "cpu";
 };
 
+// The optimizer state a checkpoint holds per element: the f32 master parameters (the parameters
+// themselves while they are f32) and Adam's moments. Masters and moments stay f32 whatever the
+// compute dtype.
+enum class StateTensor { kMaster, kExpAvg, kExpAvgSq };
+inline constexpr int kNumStateTensors = 3;
+
 struct StepReport {
   float lr = 0.0f;
   double grad_norm = -1.0;  // global norm before clipping; -1 when not computed
@@ -143,6 +151,23 @@ class Engine {
   // Every parameter, whole and unpadded, in layout order. A collective in stage 3.
   std::vector<float> full_parameters();
 
+  // ---- checkpoints (checkpoint/): this rank's optimizer state, read and written unit by unit ----
+  // The elements of unit u's flat (padded) buffer whose state this rank holds, as [first, first +
+  // count): its slice in stages 1-3, the whole unit in stage 0.
+  struct HeldRange {
+    std::size_t first = 0, count = 0;
+  };
+  HeldRange held_state(int u) const;
+  // Elements [first, first + out.size()) of unit u's `tensor`, which must lie in held_state(u),
+  // copied to or from host memory through the device seam (offloaded state never visits the
+  // device tier). Call between steps, after synchronize().
+  void read_state(StateTensor tensor, int u, std::size_t first, std::span<float> out);
+  void write_state(StateTensor tensor, int u, std::size_t first, std::span<const float> in);
+  // After write_state of every held element: the parameters the stage computes with are made
+  // from the masters (and gathered where the stage keeps them whole), and the next step is
+  // optimizer step `steps_done` + 1 (Adam's bias correction, the schedule).
+  void state_written(std::int64_t steps_done);
+
   const FlatLayout& layout() const { return layout_; }
   const EngineConfig& config() const { return config_; }
   std::int64_t steps_done() const { return step_; }
@@ -163,6 +188,7 @@ class Engine {
   bool any_rank_overflowed();
   void run_unit(int u, bool backward);
   void run_kernel(int u, bool backward, const std::vector<DeviceSpan>& params, const std::vector<DeviceSpan>& grads);
+  DeviceSpan state_span(StateTensor tensor, int u, std::size_t first, std::size_t count);
 
   EngineConfig config_;
   Module& module_;
@@ -173,6 +199,7 @@ class Engine {
   std::unique_ptr<Stage> stage_;
   std::unique_ptr<ShardOptimizer> optimizer_;
   std::unique_ptr<LossScaler> scaler_;  // fp16 only
+  std::unique_ptr<DeviceBuffer> state_staging_;  // (largest held part) f32, host tier: checkpoint reads and writes
   std::int64_t step_ = 0;
   std::int64_t applied_ = 0;  // steps whose update was applied (Adam's step count)
   std::int64_t skipped_ = 0;

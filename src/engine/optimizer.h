@@ -75,6 +75,12 @@ class ShardOptimizer {
   // stage holds (they must be gathered again).
   virtual bool synchronize() { return false; }
 
+  // Checkpoints: unit u's part of the f32 masters or of Adam's moments, wherever they live.
+  virtual DeviceSpan state(int u, StateTensor tensor) = 0;
+  // The state was overwritten (a checkpoint was loaded): the parameters the stage holds are made
+  // from the masters where the two differ; `steps_done` optimizer steps have been taken.
+  virtual void state_written(std::int64_t steps_done) = 0;
+
  protected:
   // The one division of the reduced gradients at the step's last micro-batch: the average over
   // N ranks and `micro_batches`, with the loss scale. 1 means none.

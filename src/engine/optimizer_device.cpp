@@ -94,6 +94,14 @@ class DeviceOptimizer final : public ShardOptimizer {
     }
   }
 
+  // The parameters the part updates are its masters.
+  DeviceSpan state(int u, StateTensor tensor) override {
+    const OptimizerPart& p = part(u);
+    if (tensor == StateTensor::kMaster) return p.params;
+    return slot(tensor == StateTensor::kExpAvg ? m_ : v_, p);
+  }
+  void state_written(std::int64_t) override {}
+
  private:
   struct Pending {
     int unit;

@@ -179,6 +179,19 @@ class HostOptimizer final : public ShardOptimizer {
     dirty_ = true;
   }
 
+  DeviceSpan state(int u, StateTensor tensor) override {
+    const OptimizerPart& p = ctx_.parts.at(u);
+    if (tensor == StateTensor::kMaster) return master(p);
+    return (tensor == StateTensor::kExpAvg ? m_ : v_).sub(p.offset, p.params.size());
+  }
+
+  // The device parameters are copies of the host masters.
+  void state_written(std::int64_t steps_done) override {
+    ZERO_CHECK(!dirty_ && !adam_queued_, "optimizer state written while an update is in flight");
+    copy_all_to_device();
+    steps_ = steps_done;
+  }
+
   bool synchronize() override {
     if (!dirty_) return false;
     wait_adam();

@@ -11,6 +11,7 @@
 #include "data/tokenizer.h"
 #include "engine/engine.h"
 #include "model/gpt.h"
+#include "model/gpt_decoder.h"
 #include "partition/init.h"
 #include "planner/byte_size.h"
 #include "planner/model_shapes.h"
@@ -57,52 +58,18 @@ double summed_loss(const Gpt& gpt, const std::vector<std::int32_t>& targets, int
   return sum;
 }
 
-// Mean loss over every validation window, spread over the ranks B at a time (validation_pass:
-// every rank runs the same number of forward passes, padding where its share is short; stage 3
-// gathers in each). The sum over ranks is taken in rank order: the same on every rank.
-float validation_loss(const data::ValidationWindows& windows, Gpt& gpt, Engine& engine, Communicator& comm) {
-  const int B = gpt.micro_batch(), T = gpt.shape().seq_len, n = windows.count();
-  std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
-  double sum = 0;
-  for (int p = 0; p < data::validation_passes(n, comm.size(), B); ++p) {
-    const data::SequenceRange r = data::validation_pass(n, comm.size(), comm.rank(), B, p);
-    windows.fill_padded(r.first, r.count, B, in.data(), tgt.data());
-    gpt.set_batch(in.data(), tgt.data());
-    engine.evaluate();
-    sum += summed_loss(gpt, tgt, r.count);
-  }
-  std::vector<double> sums(comm.size());
-  comm.all_gather_bytes(&sum, sizeof sum, sums.data());
-  double total = 0;
-  for (double x : sums) total += x;
-  return static_cast<float>(total / (static_cast<double>(n) * T));
-}
-
-// Generates text after a prompt, one byte at a time, sampling the model's distribution with a
-// counter-based draw (the same on every rank, which all run each forward pass together).
-std::string generate(Gpt& gpt, Engine& engine, std::span<const std::uint16_t> prompt, int chars, std::uint64_t seed) {
-  const int B = gpt.micro_batch(), T = gpt.shape().seq_len, V = gpt.shape().vocab_size;
-  std::vector<std::int32_t> ctx(prompt.begin(), prompt.end());
-  std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T, 0), tgt(in.size(), 0);
+// Generates text after a prompt, one byte at a time, from the whole weights with the KV-cached
+// decoder (one sequence; each byte costs one position, not a forward of the micro-batch).
+std::string generate(const GptShape& shape, std::vector<float> weights, std::span<const std::uint16_t> prompt, int chars,
+                     std::uint64_t seed) {
+  GptDecoder decoder(shape, std::move(weights));
+  const float* p = nullptr;
+  for (std::uint16_t t : prompt) p = decoder.feed(t);
   std::vector<std::uint16_t> out;
   for (int i = 0; i < chars; ++i) {
-    const int n = std::min<int>(static_cast<int>(ctx.size()), T);
-    std::copy(ctx.end() - n, ctx.end(), in.begin());
-    gpt.set_batch(in.data(), tgt.data());
-    engine.evaluate();
-    const float* p = gpt.probs(0, n - 1);
-    const double u = counter_uniform(seed, static_cast<std::uint64_t>(i));
-    double acc = 0;
-    int tok = V - 1;
-    for (int v = 0; v < V; ++v) {
-      acc += p[v];
-      if (u < acc) {
-        tok = v;
-        break;
-      }
-    }
-    ctx.push_back(tok);
+    const int tok = sample_token(p, shape.vocab_size, 1.0, 0, counter_uniform(seed, static_cast<std::uint64_t>(i)));
     out.push_back(static_cast<std::uint16_t>(tok));
+    p = decoder.feed(tok);
   }
   return data::printable_text(data::ByteTokenizer::decode(out));
 }
@@ -185,14 +152,39 @@ void check_plan_fits(const TrainConfig& c, int world_size, const std::string& ba
 }  // namespace
 
 void check_train_options(const TrainOptions& o, int world_size, const std::string& backend) {
+  check_checkpointable(o.checkpoints, o.config);
   const data::TokenData tokens = load_data(o);
   data::split_tokens(tokens, o.config.data.val_fraction, o.config.model.shape.seq_len);  // throws if too short
   Ledger ledger;
   check_plan_fits(o.config, world_size, backend, ledger);
 }
 
+// Mean loss over every validation window, spread over the ranks B at a time (validation_pass:
+// every rank runs the same number of forward passes, padding where its share is short; stage 3
+// gathers in each). The sum over ranks is taken in rank order: the same on every rank.
+float validation_loss(const data::ValidationWindows& windows, Gpt& gpt, Engine& engine, Communicator& comm) {
+  const int B = gpt.micro_batch(), T = gpt.shape().seq_len, n = windows.count();
+  std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
+  double sum = 0;
+  for (int p = 0; p < data::validation_passes(n, comm.size(), B); ++p) {
+    const data::SequenceRange r = data::validation_pass(n, comm.size(), comm.rank(), B, p);
+    windows.fill_padded(r.first, r.count, B, in.data(), tgt.data());
+    gpt.set_batch(in.data(), tgt.data());
+    engine.evaluate();
+    sum += summed_loss(gpt, tgt, r.count);
+  }
+  std::vector<double> sums(comm.size());
+  comm.all_gather_bytes(&sum, sizeof sum, sums.data());
+  double total = 0;
+  for (double x : sums) total += x;
+  return static_cast<float>(total / (static_cast<double>(n) * T));
+}
+
 TrainResult train(const TrainOptions& o, Communicator& comm) {
   const TrainConfig& c = o.config;
+  CheckpointOptions checkpoint_options = o.checkpoints;
+  checkpoint_options.data_path = o.data_path;
+  TrainCheckpoints checkpoints(checkpoint_options, c, comm, comm.rank() == 0 ? o.on_note : nullptr);  // --save, --resume: checked first
   const data::TokenData tokens = load_data(o);
   const int T = c.model.shape.seq_len, B = c.micro_batch_size, A = c.gradient_accumulation_steps;
   const data::TokenSplit split = data::split_tokens(tokens, c.data.val_fraction, T);
@@ -213,8 +205,16 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
 
   std::unique_ptr<data::ValidationWindows> windows;
   if (!split.validation.empty()) windows = std::make_unique<data::ValidationWindows>(split.validation, T, o.val_windows);
+  checkpoints.set_validation_windows(windows ? windows->count() : 0);
 
+  const auto train_tokens = static_cast<std::int64_t>(split.train.size());
+  const std::int64_t first_step = checkpoints.resume(engine, train_tokens);
+  if (first_step >= c.train_steps) {
+    throw ConfigError(cat("[train] the checkpoint is at step ", first_step, " and train_steps is ", c.train_steps,
+                          ": nothing to train. Raise --steps above ", first_step));
+  }
   TrainResult result;
+  result.first_step = first_step;
   result.num_parameters = engine.layout().numel();
   result.padded_parameters = engine.layout().padded_numel();
   result.largest_unit = engine.layout().largest_unit();
@@ -223,7 +223,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
   const double tokens_per_step = static_cast<double>(c.train_batch_size) * T;
   double timed = 0;
-  for (std::int64_t step = 0; step < c.train_steps; ++step) {
+  for (std::int64_t step = first_step; step < c.train_steps; ++step) {
     const auto t0 = Clock::now();
     double loss_sum = 0;
     // Before the backward (offload may start Adam there). As DeepSpeed, the schedule advances only
@@ -259,26 +259,28 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
                       "rate (optimizer.params.lr, --lr), keep gradient_clipping on, or warm the learning rate up longer"));
     }
     m.tokens_per_second = tokens_per_step / m.step_seconds;
-    if (step > 0 || c.train_steps == 1) timed += m.step_seconds;
+    if (step > first_step || c.train_steps == first_step + 1) timed += m.step_seconds;
     result.losses.push_back(m.loss);
+    if (windows && o.eval_every > 0 && (step + 1) % o.eval_every == 0) m.val_loss = validation_loss(*windows, gpt, engine, comm);
     if (comm.rank() == 0) {
       result.final_ranks = m.ranks;
       if (o.on_step) o.on_step(m);
     }
+    checkpoints.after_step(engine, step + 1, m.loss, train_tokens, step + 1 == c.train_steps);
   }
   engine.synchronize();  // the delayed update's last step lands
   result.skipped_steps = engine.skipped_steps();
   result.final_loss_scale = engine.loss_scale();
-  result.mean_step_seconds = timed / std::max<std::int64_t>(1, c.train_steps - 1);
+  result.mean_step_seconds = timed / std::max<std::int64_t>(1, c.train_steps - first_step - 1);
   result.tokens_per_second = tokens_per_step / result.mean_step_seconds;
   if (windows) result.final_val_loss = validation_loss(*windows, gpt, engine, comm);
-  if (o.sample_chars > 0 && tokens.format == "text") {  // byte-level text: the sample is readable
-    const std::size_t half = std::max(1, T / 2);  // generate() needs at least one token of context
-    const auto prompt = split.validation.empty() ? split.train.first(half) : split.validation.first(half);
-    result.sample = data::printable_text(data::ByteTokenizer::decode(prompt)) + generate(gpt, engine, prompt, o.sample_chars, c.seed);
-  }
-  const std::vector<float> weights = engine.full_parameters();  // a collective in stage 3
+  std::vector<float> weights = engine.full_parameters();  // a collective in stage 3
   result.weights_sha256 = sha256_hex(weights.data(), weights.size() * sizeof(float));
+  if (o.sample_chars > 0 && tokens.format == "text" && comm.rank() == 0) {  // byte-level text: the sample is readable
+    const auto prompt = split.validation.empty() ? split.train.first(T / 2) : split.validation.first(T / 2);
+    result.sample = data::printable_text(data::ByteTokenizer::decode(prompt)) +
+                    generate(c.model.shape, std::move(weights), prompt, o.sample_chars, c.seed);
+  }
   if (tracer) gather_trace(*tracer, comm, result);
   return result;
 }

@@ -14,6 +14,7 @@
 #include "common/trace.h"
 #include "config/config.h"
 #include "memory/ledger.h"
+#include "train/checkpointing.h"
 
 namespace zero {
 
@@ -38,6 +39,7 @@ struct StepMetrics {
   std::int64_t skipped_steps = 0;  // so far
   double step_seconds = 0.0;   // max over ranks
   double tokens_per_second = 0.0;
+  float val_loss = -1.0f;      // the validation loss after this step, where --eval-every ran it; -1 elsewhere
   std::vector<RankFigures> ranks;  // (world size) on rank 0; empty elsewhere
 };
 
@@ -46,17 +48,21 @@ struct TrainOptions {
   std::string data_path;       // resolved: the file to train on
   int sample_chars = 0;        // after training, generate this many bytes of text (0: none)
   int val_windows = 64;        // validation sequences per evaluation, at most (<= 0: all the split holds)
+  std::int64_t eval_every = 0; // also evaluate after every N steps (0: at the start and the end only)
   std::function<void(const StepMetrics&)> on_step;  // rank 0 only
   // This rank's ledger, which its communicator also accounts its scratch in (its peaks are reset
   // at the start). Null: a ledger of the run's own.
   Ledger* ledger = nullptr;
   bool trace = false;  // record the timeline (compute, communication, copies, CPU optimizer)
+  CheckpointOptions checkpoints;                        // --save, --save-every, --keep, --resume
+  std::function<void(const std::string&)> on_note;     // rank 0 only: checkpoint messages
 };
 
 struct TrainResult {
   std::vector<float> losses;           // per step, mean over ranks
   std::int64_t skipped_steps = 0;      // fp16: steps skipped on gradient overflow
   float final_loss_scale = 1.0f;
+  std::int64_t first_step = 0;         // steps already taken before this run (--resume)
   float first_val_loss = -1, final_val_loss = -1;  // -1: no validation split
   std::string sample;                  // generated text (printable)
   std::vector<RankFigures> final_ranks;  // rank 0 only: every rank's figures after the last step
@@ -66,6 +72,15 @@ struct TrainResult {
   double tokens_per_second = 0.0;
   std::vector<TraceEvent> trace;       // every rank's spans, when traced
 };
+
+class Engine;
+class Gpt;
+namespace data {
+class ValidationWindows;
+}
+// The mean loss over the windows, spread over the ranks a micro-batch at a time (a collective:
+// every rank runs the same number of forward passes). zero eval runs it on one rank.
+float validation_loss(const data::ValidationWindows& windows, Gpt& gpt, Engine& engine, Communicator& comm);
 
 // Trains as the options say. Before allocating anything, a run the planner says will not fit
 // the configured device memory is refused with the planner's table (OutOfMemoryError).

@@ -1,0 +1,211 @@
+#include "checkpoint/saver.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "checkpoint/loader.h"
+#include "checkpoint/shard_file.h"
+
+namespace zero::checkpoint {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Saver::Pending {
+  Manifest manifest;
+  std::string dir;
+  std::thread writer;
+  std::atomic<bool> done{false};
+  FileRecord record;   // this rank's, once done
+  std::string error;   // the write's failure, once done
+  double write_seconds = 0;
+  ~Pending() {
+    if (writer.joinable()) writer.join();
+  }
+};
+
+namespace {
+
+// The step of a directory named step-NNNNNNNN, or -1.
+std::int64_t step_of(const fs::path& p) {
+  const std::string name = p.filename().string();
+  if (name.size() != 13 || name.rfind("step-", 0) != 0) return -1;
+  try {
+    return std::stoll(name.substr(5));
+  } catch (...) {
+    return -1;
+  }
+}
+
+std::string latest_name(const std::string& dir) {
+  std::ifstream in(fs::path(dir) / "latest");
+  std::string name;
+  in >> name;
+  return name;
+}
+
+// Can this rank write into `dir`? "" if so, else why not.
+std::string check_writable(const std::string& dir, int rank, bool resuming) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    return cat("[checkpoint] cannot use --save ", dir, ": ", ec ? ec.message() : "it is not a directory",
+               ". Give a directory that can be created and written");
+  }
+  const std::string probe = (fs::path(dir) / cat(".zero-write-test-rank-", rank)).string();
+  try {
+    write_file_durably(probe, "ok");
+  } catch (const Error& e) {
+    return cat("[checkpoint] cannot write checkpoints into ", dir, ": ", e.what());
+  }
+  fs::remove(probe, ec);
+  if (!resuming && !latest_name(dir).empty()) {
+    return cat("[checkpoint] ", dir, " already holds checkpoints (latest: ", latest_name(dir), "): add --resume ", dir,
+               " to continue that run, or save to another directory");
+  }
+  return "";
+}
+
+}  // namespace
+
+Saver::Saver(SaveOptions options, Communicator& comm) : options_(std::move(options)), comm_(comm) {
+  agree_on_errors(comm_, check_writable(options_.dir, comm_.rank(), options_.resuming));
+}
+
+Saver::~Saver() = default;
+
+SaveStarted Saver::save(Engine& engine, std::int64_t step, nlohmann::json info) {
+  const auto t0 = Clock::now();
+  if (pending_) poll(true);
+  const std::string dir = (fs::path(options_.dir) / step_dir_name(step)).string();
+  std::string error;
+  if (comm_.rank() == 0) {  // a stale directory of this step (a killed run) is never `latest`
+    ZERO_CHECK(latest_name(options_.dir) != step_dir_name(step), "saving over the latest checkpoint ", dir);
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    if (ec) error = cat("[checkpoint] cannot remove the stale ", dir, ": ", ec.message());
+  }
+  agree_on_errors(comm_, error);  // nobody writes before the stale directory is gone
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  agree_on_errors(comm_, ec ? cat("[checkpoint] cannot create ", dir, ": ", ec.message()) : "");
+
+  engine.synchronize();
+  auto p = std::make_unique<Pending>();
+  p->dir = dir;
+  p->manifest = describe_layout(engine.layout());
+  p->manifest.step = step;
+  p->manifest.block_bytes = options_.block_bytes;
+  p->manifest.info = std::move(info);
+  const FlatLayout& layout = engine.layout();
+  const std::size_t numel = kNumStateTensors * layout.shard_numel();
+  if (snapshot_size_ != numel) {
+    snapshot_.reset(new float[numel]);  // default-initialised: no zero-fill pass
+    snapshot_size_ = numel;
+  }
+  for (int u = 0; u < layout.num_units(); ++u) {
+    const UnitPlace& unit = layout.unit(u);
+    for (int t = 0; t < kNumStateTensors; ++t) {
+      const std::span<float> out(snapshot_.get() + p->manifest.tensor_byte(u, t) / sizeof(float), unit.slice);
+      engine.read_state(static_cast<StateTensor>(t), u, layout.slice_offset(u, comm_.rank()), out);
+    }
+  }
+  SaveStarted started{step, 0, snapshot_size_ * sizeof(float)};
+  started.stall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+
+  const std::string path = (fs::path(dir) / rank_file_name(comm_.rank(), comm_.size())).string();
+  Pending* q = p.get();
+  const int rank = comm_.rank();
+  const std::uint64_t block = options_.block_bytes;
+  p->writer = std::thread([this, q, path, rank, step, block] {
+    const auto w0 = Clock::now();
+    try {
+      ShardWriter w(path, block);
+      const std::size_t bytes = snapshot_size_ * sizeof(float), half = bytes / 2;
+      const auto* data = reinterpret_cast<const unsigned char*>(snapshot_.get());
+      w.append(data, half);
+      if (rank == 0) maybe_kill("rank-file", step);
+      w.append(data + half, bytes - half);
+      q->record = w.finish();
+    } catch (const std::exception& e) {
+      q->error = cat("[checkpoint] rank ", rank, " could not write ", path, ": ", e.what());
+    }
+    q->write_seconds = std::chrono::duration<double>(Clock::now() - w0).count();
+    q->done = true;
+  });
+  pending_ = std::move(p);
+  return started;
+}
+
+std::optional<Published> Saver::poll(bool wait) {
+  const std::uint8_t mine = !pending_ ? 0 : (wait || pending_->done) ? 2 : 1;
+  std::vector<std::uint8_t> all(comm_.size());
+  comm_.all_gather_bytes(&mine, 1, all.data());
+  for (std::uint8_t c : all) ZERO_CHECK((c == 0) == (mine == 0), "ranks disagree on a pending checkpoint");
+  if (mine == 0 || std::find(all.begin(), all.end(), 1) != all.end()) return std::nullopt;
+  pending_->writer.join();
+  std::string error = pending_->error;
+  if (!error.empty()) error += ". The previous checkpoint, if any, is still good and `latest` names it";
+  try {
+    agree_on_errors(comm_, error);
+  } catch (...) {
+    pending_.reset();
+    throw;
+  }
+  Published out = publish();
+  pending_.reset();
+  return out;
+}
+
+// Every rank's file record goes to rank 0, which writes the manifest and then `latest`.
+Published Saver::publish() {
+  Pending& p = *pending_;
+  const nlohmann::json mine = {{"name", p.record.name}, {"bytes", p.record.bytes}, {"crc32", p.record.crc32},
+                               {"block_crc32", p.record.block_crc32}, {"seconds", p.write_seconds}};
+  const std::vector<std::string> records = gather_strings(comm_, mine.dump());
+  Published out{p.manifest.step, p.dir, 0, 0};
+  std::string error;
+  if (comm_.rank() == 0) {
+    try {
+      for (const std::string& text : records) {
+        const nlohmann::json r = nlohmann::json::parse(text);
+        p.manifest.files.push_back({r["name"], r["bytes"], r["crc32"], r["block_crc32"].get<std::vector<std::uint32_t>>()});
+        out.write_seconds = std::max(out.write_seconds, r["seconds"].get<double>());
+        out.bytes += r["bytes"].get<std::uint64_t>();
+      }
+      p.manifest.world_size = comm_.size();
+      write_file_durably((fs::path(p.dir) / "manifest.json").string(), to_json(p.manifest).dump(1));
+      maybe_kill("before-latest", p.manifest.step);
+      write_file_durably((fs::path(options_.dir) / "latest").string(), step_dir_name(p.manifest.step) + "\n");
+      prune();
+    } catch (const Error& e) {
+      error = cat("[checkpoint] publishing ", p.dir, " failed: ", e.what());
+    }
+  }
+  agree_on_errors(comm_, error);
+  return out;
+}
+
+// Keeps the newest `keep` complete checkpoints, and removes incomplete ones older than `latest`.
+void Saver::prune() {
+  const std::int64_t latest = step_of(fs::path(latest_name(options_.dir)));
+  std::vector<std::pair<std::int64_t, fs::path>> complete;
+  for (const auto& entry : fs::directory_iterator(options_.dir)) {
+    const std::int64_t s = step_of(entry.path());
+    if (s < 0 || !entry.is_directory()) continue;
+    if (fs::exists(entry.path() / "manifest.json")) {
+      complete.push_back({s, entry.path()});
+    } else if (s < latest) {
+      fs::remove_all(entry.path());
+    }
+  }
+  std::sort(complete.begin(), complete.end());
+  if (options_.keep <= 0) return;
+  for (std::size_t i = 0; i + static_cast<std::size_t>(options_.keep) < complete.size(); ++i) {
+    if (complete[i].first != latest) fs::remove_all(complete[i].second);
+  }
+}
+
+}  // namespace zero::checkpoint

@@ -1,0 +1,117 @@
+// `zero ckpt inspect DIR` and `zero ckpt export DIR --out model.safetensors [--dtype fp32|bf16]`.
+#include "cli/ckpt.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "checkpoint/export.h"
+#include "checkpoint/loader.h"
+#include "cli/flags.h"
+#include "memory/ledger.h"
+#include "train/checkpointing.h"
+
+namespace zero::cli {
+namespace {
+
+// `zero ckpt VERB DIR --flags`: DIR may come first or as --checkpoint.
+std::string checkpoint_arg(std::vector<std::string>& args, const std::string& command) {
+  std::string dir;
+  if (!args.empty() && args[0].rfind("--", 0) != 0) {
+    dir = args[0];
+    args.erase(args.begin());
+  }
+  for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--checkpoint") {
+      dir = args[i + 1];
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i), args.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+      break;
+    }
+  }
+  const bool help = std::find(args.begin(), args.end(), "--help") != args.end();
+  if (dir.empty() && !help) throw ConfigError(cat("[cli] ", command, " needs a checkpoint: ", command, " DIR (a --save directory or one step-N directory)"));
+  return dir;
+}
+
+// Peak resident memory of this process so far.
+std::uint64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;
+}
+
+int inspect(std::vector<std::string> args) {
+  std::string dir = checkpoint_arg(args, "zero ckpt inspect");
+  Flags flags("zero ckpt inspect", {}, args);
+  if (flags.help()) {
+    std::printf("Prints a checkpoint's manifest in human terms and verifies every checksum.\n\nusage: zero ckpt inspect DIR\n");
+    return 0;
+  }
+  dir = checkpoint::find_checkpoint(dir);
+  const checkpoint::Manifest m = checkpoint::read_manifest(dir + "/manifest.json");
+  const nlohmann::json& info = m.info;
+  std::size_t numel = 0;
+  for (const auto& u : m.units) numel += u.numel;
+  std::printf("checkpoint %s (%s version %d)\n", dir.c_str(), checkpoint::kFormatName, m.version);
+  const std::string model = info.contains("model") ? "GPT " + model_from_json(info["model"], dir).describe() : "(not described)";
+  std::printf("model: %s, %zu parameters in %zu units\n", model.c_str(), numel, m.units.size());
+  std::printf("step %lld, loss %.4f, next learning rate %.3e\n", static_cast<long long>(m.step), info.value("loss", -1.0),
+              info.value("lr_next", -1.0));
+  std::printf("written by %d ranks at ZeRO stage %s, offload %s; precision %s\n", m.world_size,
+              info.value("stage", nlohmann::json()).dump().c_str(), info.value("offload", nlohmann::json()).dump().c_str(),
+              info.value("precision", nlohmann::json()).dump().c_str());
+  std::printf("optimizer: %s\n", info.value("optimizer", nlohmann::json()).dump().c_str());
+  std::printf("data: %s\n", info.value("data", nlohmann::json()).dump().c_str());
+  std::printf("per element: %zu f32 tensors (", m.tensors.size());
+  for (std::size_t t = 0; t < m.tensors.size(); ++t) std::printf("%s%s", t ? ", " : "", m.tensors[t].c_str());
+  std::printf(")\n");
+  for (int r = 0; r < m.world_size; ++r) {
+    std::printf("  rank %d: %s, %s, crc32 %08x, %zu blocks of %s\n", r, m.files[r].name.c_str(), format_bytes(m.files[r].bytes).c_str(),
+                m.files[r].crc32, m.files[r].block_crc32.size(), format_bytes(m.block_bytes).c_str());
+  }
+  checkpoint::ParameterReader reader(dir, m);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::uint64_t bytes = reader.verify_all();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("checksums: verified, all %d files (%s read in %.0f ms)\n", m.world_size, format_bytes(bytes).c_str(), s * 1e3);
+  return 0;
+}
+
+int export_model(std::vector<std::string> args) {
+  std::string dir = checkpoint_arg(args, "zero ckpt export");
+  Flags flags("zero ckpt export",
+              {{"out", "the safetensors file to write", true, ""}, {"dtype", "fp32 or bf16 (rounded to nearest even)", true, "fp32"}}, args);
+  if (flags.help()) {
+    std::printf("Writes a checkpoint's GPT as one safetensors file with Hugging Face GPT-2 names.\n\nusage: zero ckpt export DIR --out FILE\n\n%s",
+                flags.usage().c_str());
+    return 0;
+  }
+  const std::string out = flags.get("out"), dtype = flags.get("dtype");
+  if (out.empty()) throw ConfigError("[cli] zero ckpt export needs --out FILE (e.g. --out model.safetensors)");
+  if (dtype != "fp32" && dtype != "bf16") throw ConfigError(cat("[cli] --dtype must be fp32 or bf16, not '", dtype, "'"));
+  dir = checkpoint::find_checkpoint(dir);
+  checkpoint::ParameterReader reader(dir, checkpoint::read_manifest(dir + "/manifest.json"));
+  const auto t0 = std::chrono::steady_clock::now();
+  const checkpoint::ExportStats s = checkpoint::export_safetensors(reader, out, dtype == "bf16");
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::uint64_t model = 0;
+  for (const auto& u : reader.manifest().units) model += u.numel * 4;
+  std::printf("wrote %s: %d tensors, %s (%s) in %.0f ms; largest tensor %s (f32), model %s (f32); peak resident memory %s\n",
+              out.c_str(), s.tensors, format_bytes(s.file_bytes).c_str(), dtype.c_str(), secs * 1e3,
+              format_bytes(s.largest_tensor_bytes).c_str(), format_bytes(model).c_str(), format_bytes(peak_rss_bytes()).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int ckpt_main(const std::vector<std::string>& args) {
+  const std::string verb = args.empty() ? "" : args[0];
+  std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+  if (verb == "inspect") return inspect(rest);
+  if (verb == "export") return export_model(rest);
+  throw ConfigError(cat("[cli] zero ckpt needs a verb: inspect DIR, or export DIR --out FILE", verb.empty() ? "" : cat(" (not '", verb, "')")));
+}
+
+}  // namespace zero::cli

@@ -1,0 +1,141 @@
+// `zero generate` and `zero eval`: the trained model, on one process, from any checkpoint
+// whatever world size or stage wrote it.
+#include "cli/use_model.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "checkpoint/export.h"
+#include "checkpoint/loader.h"
+#include "cli/flags.h"
+#include "data/batches.h"
+#include "data/load.h"
+#include "data/tokenizer.h"
+#include "engine/engine.h"
+#include "model/gpt.h"
+#include "model/gpt_decoder.h"
+#include "partition/init.h"
+#include "train/checkpointing.h"
+#include "train/trainer.h"
+
+namespace zero::cli {
+namespace {
+
+struct Opened {
+  std::string dir;
+  checkpoint::Manifest manifest;
+  GptShape shape;
+};
+
+Opened open_checkpoint(const std::string& path) {
+  if (path.empty()) throw ConfigError("[cli] --checkpoint DIR is required (a --save directory or one step-N directory)");
+  Opened o;
+  o.dir = checkpoint::find_checkpoint(path);
+  o.manifest = checkpoint::read_manifest(o.dir + "/manifest.json");
+  if (!o.manifest.info.contains("model")) throw CheckpointError(cat("[checkpoint] ", o.dir, "/manifest.json does not describe its model"));
+  o.shape = model_from_json(o.manifest.info["model"], o.dir + "/manifest.json");
+  return o;
+}
+
+}  // namespace
+
+int generate_main(const std::vector<std::string>& args) {
+  Flags flags("zero generate",
+              {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
+               {"prompt", "the text to continue (byte-level models)", true, ""},
+               {"tokens", "how many tokens (bytes) to generate", true, "200"},
+               {"temperature", "sampling temperature; 0 picks the most likely token", true, "1"},
+               {"top-k", "sample among the K most likely tokens only (0: all)", true, "0"},
+               {"seed", "the sampling seed", true, "1"}},
+              args);
+  if (flags.help()) {
+    std::printf("Continues a prompt with a checkpoint's GPT (one sequence, keys and values cached).\n\n%s", flags.usage().c_str());
+    return 0;
+  }
+  const int n = static_cast<int>(flags.get_int("tokens", 0, 1 << 24));
+  const int top_k = static_cast<int>(flags.get_int("top-k", 0, 1 << 24));
+  const auto seed = static_cast<std::uint64_t>(flags.get_int("seed", 0, 1LL << 62));
+  double temperature = 0;
+  try {
+    temperature = std::stod(flags.get("temperature"));
+  } catch (...) {
+    temperature = -1;
+  }
+  if (!(temperature >= 0) || !std::isfinite(temperature)) {
+    throw ConfigError(cat("[cli] --temperature must be a number >= 0, not '", flags.get("temperature"), "'"));
+  }
+  const Opened ck = open_checkpoint(flags.get("checkpoint"));
+  if (ck.shape.vocab_size != 256) {
+    throw ConfigError(cat("[cli] this checkpoint's GPT has a vocabulary of ", ck.shape.vocab_size,
+                          ": zero generate reads text prompts for byte-level models (vocabulary 256) only"));
+  }
+  const std::string prompt = flags.get("prompt");
+  const std::vector<std::uint16_t> tokens = data::ByteTokenizer::encode(prompt);
+  if (tokens.empty()) throw ConfigError("[cli] --prompt is empty: give some text to continue");
+  checkpoint::ParameterReader reader(ck.dir, ck.manifest);
+  GptDecoder decoder(ck.shape, reader.read_all());
+  const auto t0 = std::chrono::steady_clock::now();
+  const float* p = nullptr;
+  for (std::uint16_t t : tokens) p = decoder.feed(t);
+  std::vector<std::uint16_t> out;
+  for (int i = 0; i < n; ++i) {
+    const int tok = sample_token(p, ck.shape.vocab_size, temperature, top_k, counter_uniform(seed, static_cast<std::uint64_t>(i)));
+    out.push_back(static_cast<std::uint16_t>(tok));
+    p = decoder.feed(tok);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%s%s\n", data::printable_text(prompt).c_str(), data::printable_text(data::ByteTokenizer::decode(out)).c_str());
+  std::fprintf(stderr, "zero generate: %d tokens in %.0f ms (%.0f tokens/s) from %s, step %lld\n", n, s * 1e3, n / std::max(s, 1e-9),
+               ck.dir.c_str(), static_cast<long long>(ck.manifest.step));
+  return 0;
+}
+
+int eval_main(const std::vector<std::string>& args) {
+  Flags flags("zero eval",
+              {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
+               {"data", "the file to evaluate (default: the file the checkpoint was trained on)", true, ""},
+               {"split", "all (the whole file) or val (the held-out windows training evaluated)", true, "all"},
+               {"batches", "evaluate at most this many micro-batches (0: all windows of the split)", true, "0"}},
+              args);
+  if (flags.help()) {
+    std::printf("Prints a checkpoint's loss (and bits per byte for text) on a file, on one process.\n\n%s", flags.usage().c_str());
+    return 0;
+  }
+  const std::string split_name = flags.get("split");
+  if (split_name != "all" && split_name != "val") throw ConfigError(cat("[cli] --split must be all or val, not '", split_name, "'"));
+  const long long batches = flags.get_int("batches", 0, 1LL << 40);
+  const Opened ck = open_checkpoint(flags.get("checkpoint"));
+  const nlohmann::json& info = ck.manifest.info;
+  std::string path = flags.get("data");
+  if (path.empty()) path = info.value("/data/path"_json_pointer, std::string());
+  if (path.empty()) throw ConfigError("[cli] the checkpoint does not name its data file: give --data FILE");
+  const data::TokenData tokens = data::load_tokens(path);
+  const int T = ck.shape.seq_len;
+  const int B = info.value("/validation/micro_batch"_json_pointer, 8);
+  std::span<const std::uint16_t> text = tokens.tokens;
+  int windows = 0;  // all
+  if (split_name == "val") {
+    text = data::split_tokens(tokens, info.value("/data/val_fraction"_json_pointer, 0.05), T).validation;
+    if (text.empty()) throw ConfigError(cat("[cli] the checkpoint's run held out no validation split (val_fraction 0)"));
+    windows = info.value("/validation/windows"_json_pointer, 0);
+  }
+  if (batches > 0) windows = static_cast<int>(std::min<long long>(batches * B, windows > 0 ? windows : 1LL << 30));
+  data::ValidationWindows win(text, T, windows);
+  if (win.count() < 1) throw ConfigError(cat("[cli] ", path, " holds no window of ", T, " tokens: give a longer file"));
+
+  Ledger ledger;
+  auto comm = make_communicator("self");
+  Gpt gpt(ck.shape, B, ledger);
+  EngineConfig config;
+  Engine engine(config, gpt, *comm, ledger);
+  checkpoint::load_checkpoint(engine, ck.dir, ck.manifest, *comm);
+  const float loss = validation_loss(win, gpt, engine, *comm);
+  std::printf("loss %.4f on %s (%s, %d windows of %d tokens) at step %lld", loss, path.c_str(), split_name.c_str(),
+              win.count(), T, static_cast<long long>(ck.manifest.step));
+  if (tokens.format == "text") std::printf("; %.4f bits per byte", loss / std::log(2.0));
+  std::printf("\n");
+  return 0;
+}
+
+}  // namespace zero::cli

@@ -1,0 +1,13 @@
+// `zero generate --checkpoint DIR --prompt TEXT ...`: a continuation (KV-cached, one sequence).
+// `zero eval --checkpoint DIR --data FILE`: the loss (bits per byte for text) on a file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace zero::cli {
+
+int generate_main(const std::vector<std::string>& args);
+int eval_main(const std::vector<std::string>& args);
+
+}  // namespace zero::cli

@@ -1,0 +1,172 @@
+#include "train/checkpointing.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "memory/ledger.h"
+
+#include "checkpoint/loader.h"
+
+namespace zero {
+namespace {
+
+const char* schedule_name(ScheduleType t) {
+  switch (t) {
+    case ScheduleType::warmup: return "WarmupLR";
+    case ScheduleType::warmup_decay: return "WarmupDecayLR";
+    case ScheduleType::warmup_cosine: return "WarmupCosineLR";
+    default: return "none";
+  }
+}
+
+nlohmann::json schedule_json(const Schedule& s) {
+  nlohmann::json j = {{"type", schedule_name(s.type)}, {"warmup_type", s.warmup_type == WarmupType::log ? "log" : "linear"},
+                      {"warmup_num_steps", s.warmup_num_steps}, {"total_num_steps", s.total_num_steps},
+                      {"warmup_min_lr", s.warmup_min_lr}, {"warmup_min_ratio", s.warmup_min_ratio}, {"cos_min_ratio", s.cos_min_ratio}};
+  if (s.warmup_max_lr) j["warmup_max_lr"] = *s.warmup_max_lr;
+  return j;
+}
+
+bool same_shape(const GptShape& a, const GptShape& b) {
+  return a.vocab_size == b.vocab_size && a.seq_len == b.seq_len && a.channels == b.channels && a.layers == b.layers &&
+         a.heads == b.heads;
+}
+
+}  // namespace
+
+nlohmann::json model_json(const GptShape& s) {
+  return {{"type", "gpt"}, {"vocab_size", s.vocab_size}, {"n_ctx", s.seq_len}, {"n_embd", s.channels},
+          {"n_layer", s.layers}, {"n_head", s.heads}};
+}
+
+GptShape model_from_json(const nlohmann::json& m, const std::string& where) {
+  try {
+    if (m.at("type") != "gpt") throw CheckpointError(cat("[checkpoint] ", where, " holds a ", m.at("type").dump(), " model, not a GPT"));
+    GptShape s;
+    s.vocab_size = m.at("vocab_size");
+    s.seq_len = m.at("n_ctx");
+    s.channels = m.at("n_embd");
+    s.layers = m.at("n_layer");
+    s.heads = m.at("n_head");
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError(cat("[checkpoint] ", where, " does not describe its model (", e.what(), "): it was not written by zero train"));
+  }
+}
+
+void check_checkpointable(const CheckpointOptions& options, const TrainConfig& config) {
+  if (options.save_dir.empty() && options.resume.empty()) return;
+  const char* flag = options.save_dir.empty() ? "--resume" : "--save";
+  if (config.fp16 || config.bf16) {
+    throw ConfigError(cat("[checkpoint] ", flag, " with ", config.fp16 ? "fp16" : "bf16",
+                          ": checkpoints of mixed-precision runs are not supported yet (the 16-bit parameters and the loss scale "
+                          "are not rebuilt on resume); train in fp32 to save or resume"));
+  }
+  if (config.zero.offload_optimizer.delayed_update) {
+    throw ConfigError(cat("[checkpoint] ", flag, " with offload_optimizer.delayed_update: the delayed update keeps an update in "
+                          "flight between steps, which checkpoints do not capture yet; turn it off to save or resume"));
+  }
+}
+
+TrainCheckpoints::TrainCheckpoints(const CheckpointOptions& options, const TrainConfig& config, Communicator& comm,
+                                   std::function<void(const std::string&)> note)
+    : options_(options), config_(config), comm_(comm), note_(std::move(note)) {
+  check_checkpointable(options_, config_);
+  std::string error;
+  if (!options_.resume.empty()) {
+    try {
+      resume_dir_ = checkpoint::find_checkpoint(options_.resume);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  checkpoint::agree_on_errors(comm_, error);
+  if (!options_.save_dir.empty()) {
+    checkpoint::SaveOptions s;
+    s.dir = options_.save_dir;
+    s.keep = options_.keep;
+    s.resuming = !options_.resume.empty();
+    saver_ = std::make_unique<checkpoint::Saver>(s, comm_);
+  }
+}
+
+TrainCheckpoints::~TrainCheckpoints() = default;
+
+nlohmann::json TrainCheckpoints::info(const Engine& engine, std::int64_t step, float loss, std::int64_t data_tokens) const {
+  const TrainConfig& c = config_;
+  const AdamConfig& a = c.adam;
+  return {{"model", model_json(c.model.shape)},
+          {"stage", c.zero.stage},
+          {"offload", {{"optimizer", engine.config().offload.optimizer}, {"param", engine.config().offload.params}}},
+          {"precision", {{"compute", "f32"}, {"master", "f32"}}},
+          {"optimizer", {{"type", c.optimizer_type}, {"step", step}, {"lr", a.lr}, {"betas", {a.beta1, a.beta2}},
+                         {"eps", a.eps}, {"weight_decay", a.weight_decay}, {"decoupled_weight_decay", a.decoupled}}},
+          {"schedule", schedule_json(c.scheduler)},
+          {"lr_next", c.scheduler.lr_at(step, a.lr)},
+          {"data", {{"path", options_.data_path}, {"seed", c.data.seed}, {"val_fraction", c.data.val_fraction}, {"tokens", data_tokens},
+                    {"next_batch", step}, {"train_batch_size", c.train_batch_size}}},
+          {"validation", {{"windows", val_windows_}, {"micro_batch", c.micro_batch_size}}},
+          {"seed", c.seed},
+          {"loss", loss},
+          {"config", options_.config_json.empty() ? nlohmann::json() : nlohmann::json::parse(options_.config_json)}};
+}
+
+std::int64_t TrainCheckpoints::resume(Engine& engine, std::int64_t data_tokens) {
+  if (resume_dir_.empty()) return 0;
+  const std::string path = resume_dir_ + "/manifest.json";
+  std::string error;
+  checkpoint::Manifest m;
+  try {
+    m = checkpoint::read_manifest(path);
+    if (m.info.contains("model") && !same_shape(model_from_json(m.info["model"], path), config_.model.shape)) {
+      throw CheckpointError(cat("[checkpoint] ", path, " holds a GPT ", model_from_json(m.info["model"], path).describe(),
+                                " but this run builds ", config_.model.shape.describe(), ": set the model section to the checkpoint's shape"));
+    }
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  checkpoint::agree_on_errors(comm_, error);
+  const checkpoint::LoadStats stats = checkpoint::load_checkpoint(engine, resume_dir_, m, comm_);
+  const nlohmann::json& was = m.info;
+  std::string diffs;
+  auto differs = [&](const char* what, const nlohmann::json& then, const nlohmann::json& now) {
+    if (!then.is_null() && then != now) diffs += cat("\n  ", what, ": ", then.dump(), " in the checkpoint, ", now.dump(), " now");
+  };
+  differs("learning rate", was.value("/optimizer/lr"_json_pointer, nlohmann::json()), config_.adam.lr);
+  differs("stage", was.value("stage", nlohmann::json()), config_.zero.stage);
+  differs("world size", nlohmann::json(m.world_size), comm_.size());
+  differs("train_batch_size", was.value("/data/train_batch_size"_json_pointer, nlohmann::json()), config_.train_batch_size);
+  differs("data tokens", was.value("/data/tokens"_json_pointer, nlohmann::json()), data_tokens);
+  differs("data seed", was.value("/data/seed"_json_pointer, nlohmann::json()), config_.data.seed);
+  if (note_) {
+    note_(cat("resumed from ", resume_dir_, " at step ", m.step, " (written by ", m.world_size, " ranks at stage ",
+              was.value("stage", -1), "); this rank read ", format_bytes(stats.bytes_read), " in ", stats.seconds * 1e3, " ms",
+              diffs.empty() ? "" : "; differences from the run that saved it:" + diffs));
+  }
+  return m.step;
+}
+
+void TrainCheckpoints::after_step(Engine& engine, std::int64_t step, float loss, std::int64_t data_tokens, bool last) {
+  if (!saver_) return;
+  const bool due = last || (options_.save_every > 0 && step % options_.save_every == 0);
+  if (due && step != last_saved_) {
+    publish(true);  // a save still being written is published first (waiting for it)
+    const checkpoint::SaveStarted s = saver_->save(engine, step, info(engine, step, loss, data_tokens));
+    last_saved_ = step;
+    if (note_) {
+      note_(cat("checkpoint step ", step, ": training stalled ", s.stall_seconds * 1e3, " ms to copy ", format_bytes(s.bytes),
+                " per rank; writing in the background"));
+    }
+  }
+  publish(last);
+}
+
+void TrainCheckpoints::publish(bool wait) {
+  const std::optional<checkpoint::Published> p = saver_->poll(wait);
+  if (p && note_) {
+    note_(cat("checkpoint step ", p->step, " published: ", p->dir, " (", format_bytes(p->bytes), " in ", p->write_seconds * 1e3,
+              " ms, ", p->bytes / std::max(p->write_seconds, 1e-9) / 1e9 / comm_.size(), " GB/s per rank)"));
+  }
+}
+
+}  // namespace zero

@@ -1,0 +1,65 @@
+// The training loop's checkpoints: what the trainer records in a manifest beside the shards
+// (model, optimizer, schedule, data position, seed, config), resuming, and periodic saves.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "checkpoint/saver.h"
+#include "comm/communicator.h"
+#include "config/config.h"
+#include "engine/engine.h"
+
+namespace zero {
+
+struct CheckpointOptions {
+  std::string save_dir;         // empty: no saves
+  std::int64_t save_every = 0;  // save after every N optimizer steps; 0: only at the end
+  int keep = 0;                 // keep the newest K checkpoints; 0: all
+  std::string resume;           // a save directory or a checkpoint directory; empty: a fresh run
+  std::string config_json;      // the effective config document, recorded in the manifest
+  std::string data_path;        // the file trained on (resolved), recorded in the manifest
+};
+
+// The model's description in a manifest ({"type": "gpt", "vocab_size", ...}) and back.
+nlohmann::json model_json(const GptShape& shape);
+GptShape model_from_json(const nlohmann::json& model, const std::string& where);
+
+// Refuses, before anything runs, a --save or --resume that checkpoints cannot serve yet: mixed
+// precision (the 16-bit parameters and the loss scale are not rebuilt on resume) and the delayed
+// update (an update in flight between steps). ConfigError naming what to change.
+void check_checkpointable(const CheckpointOptions& options, const TrainConfig& config);
+
+class TrainCheckpoints {
+ public:
+  // Checks --save at start-up (every rank; before any step) and finds --resume's checkpoint.
+  TrainCheckpoints(const CheckpointOptions& options, const TrainConfig& config, Communicator& comm,
+                   std::function<void(const std::string&)> note);
+  ~TrainCheckpoints();
+
+  // Loads --resume's checkpoint into the engine; the step to continue from (0 without --resume).
+  // Differences from the checkpoint's run that do not change the model are printed.
+  std::int64_t resume(Engine& engine, std::int64_t data_tokens);
+  // The validation windows the run evaluates (recorded, so that zero eval can repeat them).
+  void set_validation_windows(int windows) { val_windows_ = windows; }
+  // After optimizer step `step` (1-based) with mean loss `loss`: saves when due, and publishes
+  // finished saves. `last`: the run's final step (always saved; waits for the write).
+  void after_step(Engine& engine, std::int64_t step, float loss, std::int64_t data_tokens, bool last);
+
+ private:
+  nlohmann::json info(const Engine& engine, std::int64_t step, float loss, std::int64_t data_tokens) const;
+  void publish(bool wait);
+
+  CheckpointOptions options_;
+  const TrainConfig& config_;
+  Communicator& comm_;
+  std::function<void(const std::string&)> note_;  // rank 0's messages
+  std::unique_ptr<checkpoint::Saver> saver_;
+  std::string resume_dir_;
+  std::int64_t last_saved_ = -1;
+  int val_windows_ = 0;
+};
+
+}  // namespace zero

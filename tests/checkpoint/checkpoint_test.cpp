@@ -1,0 +1,396 @@
+// Sharded checkpoints on thread ranks: same-N resume bit for bit (stages 0-3, offload), exact
+// resharding across world sizes and stages reading only overlapping byte ranges, and bad input.
+#include <gtest/gtest.h>
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <csignal>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+#include "checkpoint/loader.h"
+#include "checkpoint/reshard.h"
+#include "checkpoint/saver.h"
+#include "checkpoint/shard_file.h"
+#include "checkpoint/checkpoint_util.h"
+#include "model/gpt.h"
+
+namespace zero {
+namespace {
+
+using namespace zero::testing;
+using checkpoint::Piece;
+
+// ---- the arithmetic ----
+
+// Every element of every asked range comes from exactly the rank and offset the format says,
+// for unit sizes, world sizes and ranges across their ranges (padding: no piece).
+TEST(Reshard, PiecesCoverExactlyTheWrittenElements) {
+  for (std::size_t numel : {1u, 2u, 7u, 64u, 101u}) {
+    for (int n = 1; n <= 5; ++n) {
+      const std::size_t padded = (numel + n - 1) / n * n;
+      checkpoint::UnitRecord u{"u", numel, padded, padded / n, 0};
+      for (std::size_t first = 0; first < padded + 3; first += 3) {
+        for (std::size_t count : {1u, 2u, 5u, 40u}) {
+          std::vector<int> seen(count, -1);
+          for (const Piece& p : checkpoint::pieces_of(u, first, count)) {
+            ASSERT_LT(p.source + p.count, u.slice + 1);
+            for (std::size_t i = 0; i < p.count; ++i) {
+              ASSERT_EQ(seen[p.dest + i], -1) << "element given twice";
+              seen[p.dest + i] = static_cast<int>(p.rank * u.slice + p.source + i);
+            }
+          }
+          for (std::size_t i = 0; i < count; ++i) {
+            const std::size_t e = first + i;
+            EXPECT_EQ(seen[i], e < numel ? static_cast<int>(e) : -1) << "numel " << numel << " N " << n << " element " << e;
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---- the files ----
+
+TEST(ShardFile, BlocksVerifiedAsRead) {
+  const std::string dir = temp_dir("blocks");
+  std::vector<unsigned char> data(1000);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<unsigned char>(i * 7 + 3);
+  checkpoint::FileRecord rec;
+  {
+    checkpoint::ShardWriter w(dir + "/f.bin", 64);
+    w.append(data.data(), 100);  // appends that straddle blocks
+    w.append(data.data() + 100, 900);
+    rec = w.finish();
+  }
+  ASSERT_EQ(rec.bytes, 1000u);
+  ASSERT_EQ(rec.block_crc32.size(), 16u);
+  EXPECT_FALSE(fs::exists(dir + "/f.bin.partial"));
+  checkpoint::ShardReader r(dir + "/f.bin", rec, 64);
+  std::vector<unsigned char> got(300);
+  r.read(130, 300, got.data());
+  EXPECT_EQ(std::memcmp(got.data(), data.data() + 130, 300), 0);
+  EXPECT_EQ(r.bytes_read(), 5u * 64);  // bytes 130-429 lie in blocks 2-6: those five are read, no more
+}
+
+// ---- same world size: bit for bit ----
+
+struct SameN {
+  int ranks, stage;
+  const char* offload;
+};
+
+class SameNResume : public ::testing::TestWithParam<SameN> {};
+
+// 6 steps straight, and 3 + save + resume + 3, give the same weights and the same losses.
+TEST_P(SameNResume, BitIdentical) {
+  const SameN p = GetParam();
+  const std::string dir = temp_dir(cat("same_", p.ranks, "_", p.stage, "_", p.offload[0]));
+  const std::string data = text_file(dir);
+  TrainSetup s;
+  s.ranks = p.ranks;
+  s.stage = p.stage;
+  s.offload = p.offload;
+  const RunOutcome straight = run_training(s, data, {});
+  s.steps = 3;
+  CheckpointOptions save;
+  save.save_dir = dir + "/ck";
+  run_training(s, data, save);
+  s.steps = 6;
+  CheckpointOptions resume;
+  resume.resume = dir + "/ck";
+  const RunOutcome resumed = run_training(s, data, resume);
+  EXPECT_EQ(resumed.steps_run, 3);
+  EXPECT_EQ(resumed.result.weights_sha256, straight.result.weights_sha256);
+  ASSERT_EQ(resumed.result.losses.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(resumed.result.losses[i], straight.result.losses[3 + i]) << "step " << 4 + i;
+  EXPECT_EQ(resumed.result.final_val_loss, straight.result.final_val_loss);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stages, SameNResume,
+                         ::testing::Values(SameN{2, 0, "none"}, SameN{2, 1, "none"}, SameN{2, 2, "none"}, SameN{2, 3, "none"},
+                                           SameN{3, 3, "none"}, SameN{2, 1, "optimizer"}, SameN{2, 2, "optimizer"},
+                                           SameN{3, 3, "optimizer"}, SameN{2, 3, "optimizer+param"}, SameN{1, 1, "none"}));
+
+// ---- bad input: a clear error naming the file, before any training step ----
+
+class BadCheckpoint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = temp_dir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    data_ = text_file(dir_);
+    setup_.steps = 2;
+    CheckpointOptions save;
+    save.save_dir = dir_ + "/ck";
+    run_training(setup_, data_, save);
+    step_dir_ = dir_ + "/ck/step-00000002";
+    setup_.steps = 4;
+  }
+  // Resuming fails with a message matching every part, and no step runs.
+  void expect_refused(const std::vector<std::string>& parts, const std::string& resume = "", const std::string& save = "") {
+    CheckpointOptions o;
+    o.resume = resume.empty() ? dir_ + "/ck" : resume;
+    o.save_dir = save;
+    int steps = -1;
+    try {
+      steps = 0;
+      RunOutcome out = run_training(setup_, data_, o);
+      steps = out.steps_run;
+      ADD_FAILURE() << "resumed without an error";
+    } catch (const CheckpointError& e) {
+      for (const std::string& part : parts) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind("[checkpoint] ", 0), 0u) << e.what();
+    }
+    EXPECT_EQ(steps, 0);
+  }
+  std::string rank_file(int r) const { return step_dir_ + "/rank-0000" + std::to_string(r) + "-of-00002.bin"; }
+
+  TrainSetup setup_;
+  std::string dir_, data_, step_dir_;
+};
+
+TEST_F(BadCheckpoint, FlippedByte) {
+  std::fstream f(rank_file(1), std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(5000);
+  char c;
+  f.read(&c, 1);
+  c ^= 0x10;
+  f.seekp(5000);
+  f.write(&c, 1);
+  f.close();
+  expect_refused({rank_file(1), "is corrupt", "bytes 0-"});
+}
+
+TEST_F(BadCheckpoint, Truncated) {
+  fs::resize_file(rank_file(0), fs::file_size(rank_file(0)) - 3);
+  expect_refused({rank_file(0), "truncated"});
+}
+
+TEST_F(BadCheckpoint, MissingRankFile) {
+  fs::remove(rank_file(1));
+  expect_refused({rank_file(1), "lacks this rank file"});
+}
+
+TEST_F(BadCheckpoint, AnotherModelShape) {
+  setup_.n_embd = 32;
+  expect_refused({step_dir_ + "/manifest.json", "holds a GPT V=256 T=16 C=16 L=2 H=2 but this run builds V=256 T=16 C=32"});
+}
+
+TEST_F(BadCheckpoint, AnotherFormatVersion) {
+  std::ifstream in(step_dir_ + "/manifest.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  in.close();
+  j["version"] = 2;
+  std::ofstream(step_dir_ + "/manifest.json") << j.dump();
+  expect_refused({step_dir_ + "/manifest.json", "is format version 2; this zero reads version 1"});
+}
+
+TEST_F(BadCheckpoint, NoCheckpointInDirectory) {
+  fs::create_directories(dir_ + "/empty");
+  expect_refused({"no checkpoint in " + dir_ + "/empty"}, dir_ + "/empty");
+}
+
+TEST_F(BadCheckpoint, LatestNamesARemovedCheckpoint) {
+  fs::remove_all(step_dir_);
+  expect_refused({dir_ + "/ck/latest", "names step-00000002"});
+}
+
+// --save that cannot be written fails at start-up, not at the first save.
+TEST_F(BadCheckpoint, UnwritableSaveDirectory) {
+  CheckpointOptions o;
+  o.save_dir = data_ + "/ck";  // under a regular file
+  int steps = 0;
+  try {
+    steps = run_training(setup_, data_, o).steps_run;
+    ADD_FAILURE() << "no error";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot use --save " + data_ + "/ck"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(steps, 0);
+}
+
+// A fresh run does not overwrite a directory holding checkpoints.
+TEST_F(BadCheckpoint, FreshRunIntoCheckpoints) {
+  CheckpointOptions o;
+  o.save_dir = dir_ + "/ck";
+  EXPECT_THROW(run_training(setup_, data_, o), CheckpointError);
+}
+
+// Another learning rate does not change the model: the run resumes and says what differs.
+TEST_F(BadCheckpoint, AnotherLearningRateIsAllowedAndPrinted) {
+  setup_.lr = 1e-3;
+  CheckpointOptions o;
+  o.resume = dir_ + "/ck";
+  const RunOutcome out = run_training(setup_, data_, o);
+  EXPECT_EQ(out.steps_run, 2);
+  ASSERT_FALSE(out.notes.empty());
+  EXPECT_NE(out.notes[0].find("resumed from " + step_dir_ + " at step 2"), std::string::npos) << out.notes[0];
+  EXPECT_NE(out.notes[0].find("learning rate: 0.004999"), std::string::npos) << out.notes[0];
+  EXPECT_NE(out.notes[0].find("0.0010000000474974513 now"), std::string::npos) << out.notes[0];
+}
+
+// A disk that fills during a save (here: a file-size limit, RLIMIT_FSIZE, so writes past 20 KB
+// fail as on a full disk): every rank gets an error that says the previous checkpoint is still
+// good, and it is: `latest` names it and a resume from it works.
+TEST_F(BadCheckpoint, DiskFullDuringSave) {
+  CheckpointOptions o;
+  o.resume = o.save_dir = dir_ + "/ck";
+  std::signal(SIGXFSZ, SIG_IGN);
+  rlimit before{};
+  getrlimit(RLIMIT_FSIZE, &before);
+  rlimit small = before;
+  small.rlim_cur = 20000;
+  setrlimit(RLIMIT_FSIZE, &small);
+  std::string message;
+  try {
+    run_training(setup_, data_, o);
+  } catch (const CheckpointError& e) {
+    message = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, SIG_DFL);
+  EXPECT_NE(message.find("could not write"), std::string::npos) << message;
+  EXPECT_NE(message.find("The previous checkpoint, if any, is still good and `latest` names it"), std::string::npos) << message;
+  std::ifstream latest(dir_ + "/ck/latest");
+  std::string name;
+  latest >> name;
+  EXPECT_EQ(name, "step-00000002");
+  CheckpointOptions again;
+  again.resume = dir_ + "/ck";
+  EXPECT_EQ(run_training(setup_, data_, again).steps_run, 2);
+}
+
+// --keep K leaves the newest K checkpoints; --resume + --save continue in place.
+TEST_F(BadCheckpoint, KeepsTheNewest) {
+  CheckpointOptions o;
+  o.resume = o.save_dir = dir_ + "/ck";
+  o.save_every = 1;
+  o.keep = 2;
+  setup_.steps = 5;
+  EXPECT_EQ(run_training(setup_, data_, o).steps_run, 3);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir_ + "/ck")) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"latest", "step-00000004", "step-00000005"}));
+}
+
+// ---- another world size or stage: exact ----
+
+// An engine over a small GPT (units of 4,224, 2,208 and 32 elements: uneven for N = 3 and 4)
+// that can train on counter-based tokens; the test's stand-in for the trainer.
+struct Rig {
+  GptShape shape{256, 8, 16, 2, 2};
+  Ledger ledger;
+  std::unique_ptr<Gpt> gpt;
+  std::unique_ptr<Engine> engine;
+  Rig(int stage, const std::string& offload, Communicator& comm) {
+    gpt = std::make_unique<Gpt>(shape, 12 / comm.size(), ledger);
+    EngineConfig c;
+    c.stage = stage;
+    c.device = "strict";  // the state is reached only through the device seam
+    c.adam.lr = 1e-2f;
+    c.adam.weight_decay = 0.1f;
+    c.offload.optimizer = offload != "none";
+    c.offload.params = offload == "optimizer+param";
+    engine = std::make_unique<Engine>(c, *gpt, comm, ledger);
+  }
+  void train(int steps, Communicator& comm) {
+    const int B = gpt->micro_batch(), T = shape.seq_len;
+    std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
+    for (int s = 0; s < steps; ++s) {
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        const std::uint64_t at = static_cast<std::uint64_t>(comm.rank()) * in.size() + i;
+        in[i] = static_cast<std::int32_t>(counter_uniform(s, at) * 256);
+        tgt[i] = static_cast<std::int32_t>(counter_uniform(s + 1000, at) * 256);
+      }
+      gpt->set_batch(in.data(), tgt.data());
+      engine->train_step();
+    }
+  }
+};
+
+struct Reshape {
+  int from_ranks, from_stage;
+  const char* from_offload;
+  int to_ranks, to_stage;
+  const char* to_offload;
+};
+
+class Resharding : public ::testing::TestWithParam<Reshape> {};
+
+// Trained at one world size and stage, saved, loaded at another and saved again there: every
+// master, first and second moment is bit-identical in the two checkpoints, the loaded engine's
+// parameters are the saved masters, and each rank read at most its own share of the old files
+// (plus the CRC blocks around each range), never the whole checkpoint.
+TEST_P(Resharding, LoadsExactlyReadingOnlyOverlaps) {
+  const Reshape p = GetParam();
+  const std::string dir = temp_dir(cat("reshard_", p.from_ranks, p.from_stage, p.from_offload[0], p.to_ranks, p.to_stage, p.to_offload[0]));
+  constexpr std::uint64_t kBlock = 256;
+  std::vector<float> trained;
+  {
+    ThreadWorld world(p.from_ranks);
+    world.run([&](int r) {
+      auto comm = world.communicator(r);
+      Rig rig(p.from_stage, p.from_offload, *comm);
+      rig.train(3, *comm);
+      checkpoint::Saver saver({dir + "/a", 0, false, kBlock}, *comm);
+      saver.save(*rig.engine, 3, {{"note", "test"}});
+      ASSERT_TRUE(saver.poll(true).has_value());
+      std::vector<float> w = rig.engine->full_parameters();
+      if (r == 0) trained = w;
+    });
+  }
+  const std::string a = dir + "/a/step-00000003", b = dir + "/b/step-00000003";
+  const checkpoint::Manifest m = checkpoint::read_manifest(a + "/manifest.json");
+  std::uint64_t total = 0;
+  for (const auto& f : m.files) total += f.bytes;
+  std::vector<std::uint64_t> read(p.to_ranks);
+  std::vector<std::vector<float>> loaded(p.to_ranks);
+  ThreadWorld world(p.to_ranks);
+  world.run([&](int r) {
+    auto comm = world.communicator(r);
+    Rig rig(p.to_stage, p.to_offload, *comm);
+    read[r] = checkpoint::load_checkpoint(*rig.engine, a, m, *comm).bytes_read;
+    loaded[r] = rig.engine->full_parameters();
+    checkpoint::Saver saver({dir + "/b", 0, false, kBlock}, *comm);
+    saver.save(*rig.engine, 3, {});
+    saver.poll(true);
+    // The held elements of every unit, three tensors, and at most two partial blocks per
+    // piece: the ranges this rank needed, and nothing else.
+    std::uint64_t bound = 0;
+    for (int u = 0; u < rig.engine->layout().num_units(); ++u) {
+      const Engine::HeldRange h = rig.engine->held_state(u);
+      bound += kNumStateTensors * (4 * h.count + 2 * kBlock * checkpoint::pieces_of(m.units[u], h.first, h.count).size());
+    }
+    EXPECT_LE(read[r], bound) << "rank " << r;
+  });
+  for (int r = 0; r < p.to_ranks; ++r) {
+    EXPECT_TRUE(same_bits(loaded[r], trained)) << "rank " << r << " parameters differ from the saved run's";
+    if (p.to_stage > 0 && p.to_ranks > 1) EXPECT_LT(read[r], total) << "rank " << r << " read the whole checkpoint";
+  }
+  for (int u = 0; u < static_cast<int>(m.units.size()); ++u) {
+    for (int t = 0; t < kNumStateTensors; ++t) {
+      EXPECT_TRUE(same_bits(consolidated(a, u, t), consolidated(b, u, t))) << "unit " << u << " tensor " << m.tensors[t];
+    }
+  }
+  // The test sees the moments: after 3 steps they are not zero.
+  const std::vector<float> v = consolidated(a, 1, 2);
+  EXPECT_GT(*std::max_element(v.begin(), v.end()), 0.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldsAndStages, Resharding,
+                         ::testing::Values(Reshape{4, 3, "none", 2, 1, "none"}, Reshape{2, 2, "none", 3, 2, "none"},
+                                           Reshape{2, 1, "optimizer", 3, 3, "optimizer+param"},
+                                           Reshape{4, 3, "optimizer+param", 2, 1, "optimizer"}, Reshape{3, 0, "none", 4, 3, "none"},
+                                           Reshape{2, 3, "none", 1, 0, "none"}, Reshape{1, 0, "none", 3, 1, "none"}),
+                         [](const ::testing::TestParamInfo<Reshape>& i) {
+                           const Reshape& p = i.param;
+                           auto off = [](const char* o) { return std::string(o[0] == 'n' ? "" : o[9] == '+' ? "_offload_param" : "_offload"); };
+                           return cat("N", p.from_ranks, "_stage", p.from_stage, off(p.from_offload), "_to_N", p.to_ranks, "_stage",
+                                      p.to_stage, off(p.to_offload));
+                         });
+
+}  // namespace
+}  // namespace zero

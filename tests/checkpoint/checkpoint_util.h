@@ -1,0 +1,119 @@
+// Test helpers for checkpoints: a small training setup on thread ranks, and an independent
+// reader of the documented rank-file format (README: Checkpoints) that consolidates a tensor.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "comm/thread_world.h"
+#include "config/config.h"
+#include "partition/init.h"
+#include "train/trainer.h"
+
+namespace zero::testing {
+
+namespace fs = std::filesystem;
+
+// A fresh directory under the build's temporary folder.
+inline std::string temp_dir(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("zero_ckpt_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+// ~40 KB of word-like text, deterministic, so that tests need no data file.
+inline std::string text_file(const std::string& dir) {
+  const std::string path = dir + "/text.txt";
+  std::ofstream out(path);
+  const char* words[] = {"zero ", "shard ", "rank ", "unit ", "the ", "of ", "gradient ", "moment ", "adam ", "step\n"};
+  for (int i = 0; i < 6000; ++i) out << words[static_cast<int>(counter_uniform(7, static_cast<std::uint64_t>(i)) * 10)];
+  return path;
+}
+
+struct TrainSetup {
+  int ranks = 2;
+  int stage = 1;
+  std::string offload = "none";  // none, optimizer, optimizer+param
+  int steps = 6;
+  int n_layer = 2;
+  int n_embd = 16;
+  double lr = 5e-3;
+};
+
+inline TrainConfig make_config(const TrainSetup& s) {
+  nlohmann::json j = {{"train_micro_batch_size_per_gpu", 12 / s.ranks},
+                      {"gradient_accumulation_steps", 1},
+                      {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", s.lr}, {"weight_decay", 0.1}}}}},
+                      {"scheduler", {{"type", "WarmupLR"}, {"params", {{"warmup_min_lr", 0}, {"warmup_max_lr", 5e-3}, {"warmup_num_steps", 4}, {"warmup_type", "linear"}}}}},
+                      {"gradient_clipping", 1.0},
+                      {"zero_optimization", {{"stage", s.stage}}},
+                      {"train_steps", s.steps},
+                      {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 16}, {"n_embd", s.n_embd}, {"n_layer", s.n_layer}, {"n_head", 2}}}};
+  if (s.offload != "none") {
+    j["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
+    if (s.offload == "optimizer+param") j["zero_optimization"]["offload_param"] = {{"device", "cpu"}};
+  }
+  return parse_config(j, s.ranks);
+}
+
+struct RunOutcome {
+  TrainResult result;  // rank 0's
+  int steps_run = 0;   // on_step calls on rank 0
+  std::vector<std::string> notes;  // rank 0's checkpoint messages
+};
+
+// Trains on thread ranks with the options (data and checkpoint options filled in by the caller).
+inline RunOutcome run_training(const TrainSetup& s, const std::string& data, const CheckpointOptions& ck) {
+  RunOutcome out;
+  ThreadWorld world(s.ranks);
+  world.run([&](int r) {
+    auto comm = world.communicator(r);
+    TrainOptions o;
+    o.config = make_config(s);
+    o.data_path = data;
+    o.val_windows = 12;
+    o.checkpoints = ck;
+    o.on_step = [&](const StepMetrics&) { ++out.steps_run; };
+    o.on_note = [&](const std::string& note) { out.notes.push_back(note); };
+    TrainResult res = train(o, *comm);
+    if (r == 0) out.result = std::move(res);
+  });
+  return out;
+}
+
+// Tensor t of unit u, consolidated in unpadded order, read from the rank files by the format's
+// documented arithmetic alone (not the library's reader).
+inline std::vector<float> consolidated(const std::string& dir, int u, int t) {
+  std::ifstream in(dir + "/manifest.json");
+  const nlohmann::json m = nlohmann::json::parse(in);
+  const auto& units = m["units"];
+  const std::size_t slice = units[u]["slice"], numel = units[u]["numel"];
+  std::size_t shard_offset = 0;
+  for (int v = 0; v < u; ++v) shard_offset += units[v]["slice"].get<std::size_t>();
+  const std::size_t tensors = m["tensors"].size();
+  std::vector<std::vector<char>> files;
+  for (const auto& f : m["files"]) {
+    std::ifstream bin(dir + "/" + f["name"].get<std::string>(), std::ios::binary);
+    files.emplace_back(std::istreambuf_iterator<char>(bin), std::istreambuf_iterator<char>());
+  }
+  std::vector<float> out(numel);
+  for (std::size_t e = 0; e < numel; ++e) {
+    const std::size_t at = 4 * (tensors * shard_offset + t * slice + e % slice);
+    std::memcpy(&out[e], files.at(e / slice).data() + at, 4);
+  }
+  return out;
+}
+
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace zero::testing

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# eval_matches_training.sh DIR ZERO: trains 4 steps on 2 MPI-or-thread ranks (the args after
+# ZERO) with --save; `zero eval --split val` on the checkpoint prints the validation loss the
+# run printed at its last step, and `zero generate` continues a prompt from the same checkpoint.
+set -u
+dir=$1; zero=$2; shift 2
+rm -rf "$dir"; mkdir -p "$dir"
+"$zero" train "$@" --steps 4 --sample 0 --set model.n_embd=32 --set model.n_layer=2 --set train_micro_batch_size_per_gpu=4 \
+  --save "$dir/ck" >"$dir/train.txt" 2>&1 || { echo "FAIL: train"; cat "$dir/train.txt"; exit 1; }
+want=$(grep -oE "validation loss [0-9.]+ -> [0-9.]+" "$dir/train.txt" | grep -oE "[0-9.]+$")
+got=$("$zero" eval --checkpoint "$dir/ck" --split val 2>&1) || { echo "FAIL: eval"; echo "$got"; exit 1; }
+[ -n "$want" ] && grep -q "^loss $want on .*(val, " <<<"$got" || { echo "FAIL: training printed $want, eval: $got"; exit 1; }
+gen=$("$zero" generate --checkpoint "$dir/ck" --prompt "hello " --tokens 40 --temperature 0.7 --top-k 5 2>&1) ||
+  { echo "FAIL: generate"; echo "$gen"; exit 1; }
+grep -q "^hello " <<<"$gen" && grep -q "zero generate: 40 tokens in" <<<"$gen" || { echo "FAIL: generate output: $gen"; exit 1; }
+echo "ok: eval $got (training: $want)"

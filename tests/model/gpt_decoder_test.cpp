@@ -1,0 +1,90 @@
+// The KV-cached decoder against the model's own full forward pass: the same next-token
+// distribution at every position, and after the window slides; and the sampler's rules.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "comm/communicator.h"
+#include "common/error.h"
+#include "engine/engine.h"
+#include "model/gpt.h"
+#include "model/gpt_decoder.h"
+#include "partition/init.h"
+
+namespace zero {
+namespace {
+
+struct Model {
+  GptShape shape{61, 12, 24, 2, 3};  // odd sizes: V, T, C and heads not powers of two
+  Ledger ledger;
+  std::unique_ptr<Communicator> comm = make_communicator("self");
+  Gpt gpt{shape, 1, ledger};
+  std::unique_ptr<Engine> engine;
+  Model() {
+    EngineConfig c;
+    c.seed = 99;
+    engine = std::make_unique<Engine>(c, gpt, *comm, ledger);
+  }
+  // The full forward's distribution at each of the first n positions of `tokens`.
+  std::vector<std::vector<float>> full(const std::vector<int>& tokens) {
+    std::vector<std::int32_t> in(shape.seq_len, 0), tgt(shape.seq_len, 0);
+    std::copy(tokens.begin(), tokens.end(), in.begin());
+    gpt.set_batch(in.data(), tgt.data());
+    engine->evaluate();
+    std::vector<std::vector<float>> out;
+    for (std::size_t t = 0; t < tokens.size(); ++t) out.emplace_back(gpt.probs(0, static_cast<int>(t)), gpt.probs(0, static_cast<int>(t)) + shape.vocab_size);
+    return out;
+  }
+};
+
+double max_diff(const float* a, const std::vector<float>& b) {
+  double d = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) d = std::max(d, std::abs(static_cast<double>(a[i]) - b[i]));
+  return d;
+}
+
+TEST(GptDecoder, EqualsTheFullForwardAtEveryPosition) {
+  Model m;
+  std::vector<int> tokens;
+  for (int t = 0; t < m.shape.seq_len; ++t) tokens.push_back(static_cast<int>(counter_uniform(5, t) * m.shape.vocab_size));
+  const auto want = m.full(tokens);
+  GptDecoder d(m.shape, m.engine->full_parameters());
+  double worst = 0;
+  for (int t = 0; t < m.shape.seq_len; ++t) worst = std::max(worst, max_diff(d.feed(tokens[t]), want[t]));
+  EXPECT_LT(worst, 1e-5);
+  std::printf("max |decoder - full forward| over %d positions: %.2e\n", m.shape.seq_len, worst);
+  // Past the window: the last T/2 tokens are kept, and the new one follows them from position 0.
+  const int extra = 17;
+  const float* p = d.feed(extra);
+  std::vector<int> window(tokens.end() - m.shape.seq_len / 2, tokens.end());
+  window.push_back(extra);
+  EXPECT_EQ(d.position(), static_cast<int>(window.size()));
+  EXPECT_LT(max_diff(p, m.full(window).back()), 1e-5);
+}
+
+TEST(GptDecoder, RefusesOtherWeightsAndTokens) {
+  GptShape s{61, 12, 24, 2, 3};
+  EXPECT_THROW(GptDecoder(s, std::vector<float>(10)), ConfigError);
+  Model m;
+  GptDecoder d(m.shape, m.engine->full_parameters());
+  EXPECT_THROW(d.feed(61), ConfigError);
+}
+
+TEST(SampleToken, TemperatureAndTopK) {
+  const std::vector<float> p = {0.1f, 0.5f, 0.15f, 0.25f};
+  for (double u : {0.0, 0.3, 0.99}) {
+    EXPECT_EQ(sample_token(p.data(), 4, 0.0, 0, u), 1);  // temperature 0: the most likely
+    EXPECT_EQ(sample_token(p.data(), 4, 1.0, 1, u), 1);  // top-1
+  }
+  // top-2 at T = 1: tokens 1 and 3 with 0.5/0.75 and 0.25/0.75.
+  EXPECT_EQ(sample_token(p.data(), 4, 1.0, 2, 0.66), 1);
+  EXPECT_EQ(sample_token(p.data(), 4, 1.0, 2, 0.67), 3);
+  // All tokens at T = 1, in order of probability: 1 (0.5), 3 (0.25), 2 (0.15), 0 (0.1).
+  EXPECT_EQ(sample_token(p.data(), 4, 1.0, 0, 0.76), 2);
+  EXPECT_EQ(sample_token(p.data(), 4, 1.0, 0, 0.95), 0);
+  // A high temperature flattens: at T = 1e6 every token is about 1/4.
+  EXPECT_EQ(sample_token(p.data(), 4, 1e6, 0, 0.26), 3);
+}
+
+}  // namespace
+}  // namespace zero
