@@ -196,7 +196,8 @@ TrainConfig demo_config(const Flags& flags, int world_size) {
       {"zero_optimization", {{"stage", 0}}},
       {"train_steps", flags.get_int("steps", 1, 1000000)},
       {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 64}, {"n_embd", flags.get_int("n-embd", 8, 4096)},
-                 {"n_layer", flags.get_int("n-layer", 1, 256)}, {"n_head", 4}}},
+                 {"n_layer", flags.get_int("n-layer", 1, 256)}, {"n_head", 4},
+                 {"checkpoint_activations", flags.has("activation-checkpointing")}}},
       {"data", {{"val_fraction", 0.05}}}};
   return parse_config(j, world_size);
 }
@@ -212,6 +213,7 @@ int demo_main(const std::vector<std::string>& args) {
                {"n-embd", "GPT width C", true, "128"},
                {"n-layer", "GPT blocks L", true, "4"},
                {"data", "text to train on", true, "the Jargon File (Debian's jargon-text)"},
+               {"activation-checkpointing", "every run checkpoints each GPT block (keeps its input, recomputes it in backward)", false, ""},
                {"json", "also write the results as JSON to this file", true, ""},
                {"svg", "write the memory-and-loss chart to this file", true, "zero-demo.svg"}},
               args);

@@ -46,6 +46,8 @@ std::vector<FlagSpec> flag_specs() {
       {"ranks-per-node", "ranks on one machine (for host memory per node)", true, "min(ranks, 8)"},
       {"micro-batch", "sequences per rank per micro-batch (activations)", true, "1"},
       {"gradient-accumulation-steps", "micro-batches per optimizer step", true, "1"},
+      {"activation-checkpointing", "each block keeps only its input and recomputes its forward in backward", false, ""},
+      {"cpu-checkpointing", "with --activation-checkpointing: the kept block inputs in host memory", false, ""},
       {"dtype", "fp32, or mixed (bf16/fp16 params and grads, fp32 master and Adam: K = 12)", true, "fp32"},
       {"device-memory", "memory of one device, e.g. 80GiB", true, ""},
       {"host-memory", "host memory of one node, e.g. 512GB", true, ""},
@@ -123,6 +125,11 @@ Setup setup_from(const Flags& flags) {
   in.micro_batch = flags.has("micro-batch") ? int_flag(flags, "micro-batch") : config.micro_batch.value_or(1);
   in.gradient_accumulation_steps = flags.has("gradient-accumulation-steps") ? int_flag(flags, "gradient-accumulation-steps")
                                                                             : config.gradient_accumulation_steps.value_or(1);
+  in.checkpointing.enabled = flags.has("activation-checkpointing");
+  in.checkpointing.cpu = flags.has("cpu-checkpointing");
+  if (in.checkpointing.cpu && !in.checkpointing.enabled) {
+    throw ConfigError("[estimate] --cpu-checkpointing moves the kept block inputs to the host: add --activation-checkpointing");
+  }
   in.dtype = flags.has("dtype") ? parse_dtype(flags.get("dtype")) : config.dtype.value_or(DtypeMode::kFp32);
   if (config.zero) in.zero = *config.zero;
   if (flags.has("delayed-update")) in.zero.delayed_update = true;

@@ -274,19 +274,29 @@ TEST(AgainstEngine, MlpPlainAndTiedEveryStage) {
   }
 }
 
+// With and without activation checkpointing (cpu checkpointing's kept inputs in the host tier):
+// the planner's activations are the GPT's, and its peak the ledger's, for several shapes and
+// micro-batch sizes.
 TEST(AgainstEngine, GptEveryStageActivationsIncluded) {
-  const GptShape shape{64, 16, 32, 2, 2};
-  const int batch = 2;
-  auto make = [&](Ledger& ledger) { return std::make_unique<Gpt>(shape, batch, ledger); };
-  const auto set_batch = gpt_random_batches(shape, batch);
-  for (int n : {2, 4}) {
-    for (int stage = 0; stage <= 3; ++stage) {
-      for (int micro : {1, 2}) {
-        const Measured m = measure(n, stage, micro, make, set_batch);
-        PlanInput in = threads_input(describe_gpt(shape), n, stage, micro);
-        in.micro_batch = batch;
-        expect_prediction(in, m, cat("GPT N=", n, " stage ", stage, " micro-batches ", micro));
-        EXPECT_EQ(plan(in).device[Category::kActivations], Gpt::activation_bytes(shape, batch));
+  const std::vector<std::pair<GptShape, int>> cases = {{{64, 16, 32, 2, 2}, 2}, {{48, 24, 24, 3, 3}, 3}};
+  for (const auto& [shape, batch] : cases) {
+    for (const GptCheckpointing ckpt : {GptCheckpointing{}, GptCheckpointing{true, false}, GptCheckpointing{true, true}}) {
+      auto make = [&](Ledger& ledger) { return std::make_unique<Gpt>(shape, batch, ledger, ckpt); };
+      const auto set_batch = gpt_random_batches(shape, batch);
+      for (int n : {2, 4}) {
+        for (int stage = 0; stage <= 3; ++stage) {
+          for (int micro : {1, 2}) {
+            const Measured m = measure(n, stage, micro, make, set_batch);
+            PlanInput in = threads_input(describe_gpt(shape), n, stage, micro);
+            in.micro_batch = batch;
+            in.checkpointing = ckpt;
+            expect_prediction(in, m, cat("GPT ", shape.describe(), " B=", batch, ckpt.enabled ? (ckpt.cpu ? " cpu-ckpt" : " ckpt") : "",
+                                         " N=", n, " stage ", stage, " micro-batches ", micro));
+            const Plan p = plan(in);
+            EXPECT_EQ(p.device[Category::kActivations], Gpt::activation_bytes(shape, batch, ckpt).device);
+            EXPECT_EQ(p.host[Category::kActivations], Gpt::activation_bytes(shape, batch, ckpt).host);
+          }
+        }
       }
     }
   }
