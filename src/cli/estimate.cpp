@@ -34,7 +34,7 @@ std::vector<FlagSpec> flag_specs() {
   for (const auto& n : named_model_names()) models += (models.empty() ? "" : ", ") + n;
   return {
       {"model", "a named model: " + models, true, ""},
-      {"params", "parameter count (7e9 works), with --largest-unit", true, ""},
+      {"params", "parameter count (7e9 works); without --largest-unit the largest unit is taken as Ψ/20", true, ""},
       {"largest-unit", "parameters in the largest unit (a block, or the embedding), with --params", true, ""},
       {"vocab", "GPT-2-style shape: vocabulary size", true, "50257"},
       {"seq-len", "GPT-2-style shape: context length", true, "1024"},
@@ -51,6 +51,7 @@ std::vector<FlagSpec> flag_specs() {
       {"dtype", "fp32, or mixed (bf16/fp16 params and grads, fp32 master and Adam: K = 12)", true, "fp32"},
       {"device-memory", "memory of one device, e.g. 80GiB", true, ""},
       {"host-memory", "host memory of one node, e.g. 512GB", true, ""},
+      {"headroom", "share of each device kept free for fragmentation and the framework: a plan fits within the rest (10% or 0.1)", true, "10%"},
       {"link-bandwidth", "host<->device bandwidth (PCIe 4.0 x16: 31.5 GB/s in theory, ~25 measured)", true, "25GB/s"},
       {"comm", "backend whose scratch to count: mpi (a whole-unit reduce-scatter scratch), threads or self", true, "mpi"},
       {"stage", "tabulate and recommend only this stage (0-3), with and without offload", true, ""},
@@ -77,6 +78,9 @@ int int_flag(const Flags& flags, const std::string& name) {
   return static_cast<int>(v);
 }
 
+// --params without --largest-unit: the model is taken as this many equal units.
+constexpr std::int64_t kAssumedUnits = 20;
+
 ModelDescription model_from(const Flags& flags, const EstimateConfig& config) {
   const bool named = flags.has("model");
   const bool counts = flags.has("params") || flags.has("largest-unit");
@@ -87,11 +91,17 @@ ModelDescription model_from(const Flags& flags, const EstimateConfig& config) {
   }
   if (named) return named_model(flags.get("model"));
   if (counts) {
-    if (!flags.has("params") || !flags.has("largest-unit")) {
-      throw ConfigError("[estimate] --params and --largest-unit go together: the largest unit sets the stage-3 "
-                        "window and the comm scratch (a transformer block's parameters, or the embedding's)");
+    if (!flags.has("params")) {
+      throw ConfigError("[estimate] --largest-unit needs --params: the model's parameter count");
     }
-    return describe_counts(count_flag(flags, "params"), count_flag(flags, "largest-unit"));
+    const std::int64_t psi = count_flag(flags, "params");
+    if (flags.has("largest-unit")) return describe_counts(psi, count_flag(flags, "largest-unit"));
+    // A typical transformer's largest unit (one block, or the embedding) is 1/19 (GPT-2 XL) to
+    // 1/80 (Llama 2 70B) of the model: assume the larger end, Ψ/20, and say so.
+    ModelDescription m = describe_counts(psi, std::max<std::int64_t>(1, (psi + kAssumedUnits - 1) / kAssumedUnits));
+    m.detail += cat("; largest unit assumed Ψ/", kAssumedUnits, ", as in a typical transformer (GPT-2 XL: Ψ/19, Llama 2 7B: Ψ/33); "
+                    "--largest-unit sets it");
+    return m;
   }
   if (shape) {
     for (const char* f : {"n-embd", "n-layer", "n-head"})
@@ -105,6 +115,18 @@ ModelDescription model_from(const Flags& flags, const EstimateConfig& config) {
   for (const auto& n : named_model_names()) known += (known.empty() ? "" : ", ") + n;
   throw ConfigError(cat("[estimate] no model given: use --model NAME (", known,
                         "), or --params N --largest-unit N, or --n-embd --n-layer --n-head"));
+}
+
+// "10%" or "0.1": a share in [0, 0.9].
+double headroom_flag(const std::string& text) {
+  static const std::regex kShare(R"(^([0-9]+(\.[0-9]*)?|\.[0-9]+)(%?)$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, kShare)) {
+    throw ConfigError(cat("[estimate] --headroom must be a share of the device, such as 10% or 0.1, not '", text, "'"));
+  }
+  const double v = std::stod(m[1].str()) / (m[3].length() > 0 ? 100.0 : 1.0);
+  if (v > 0.9) throw ConfigError(cat("[estimate] --headroom ", text, " leaves less than 10% of the device to plan in: use 0% to 90%"));
+  return v;
 }
 
 struct Setup {
@@ -145,6 +167,7 @@ Setup setup_from(const Flags& flags) {
   }
   in.comm_scratch = comm == "mpi";
   if (flags.has("device-memory")) s.capacity.device = parse_byte_size(flags.get("device-memory"), "--device-memory");
+  s.capacity.headroom = headroom_flag(flags.get("headroom"));
   if (flags.has("host-memory")) s.capacity.host = parse_byte_size(flags.get("host-memory"), "--host-memory");
   if (flags.has("stage")) {
     const std::string st = flags.get("stage");
