@@ -57,6 +57,26 @@ std::vector<Plan> plan_all(const PlanInput& input, std::optional<int> only_stage
   return plans;
 }
 
+std::optional<int> largest_micro_batch(const PlanInput& input, const ZeroSettings& z, const Capacity& c) {
+  if (!c.device || !(input.model.gpt || input.model.llama)) return std::nullopt;
+  PlanInput in = input;
+  in.zero = z;
+  auto fits = [&](int b) {
+    in.micro_batch = b;
+    return check_fit(plan(in), Capacity{c.device, std::nullopt, c.headroom}).fits();
+  };
+  constexpr int kMost = 65536;
+  if (!fits(1)) return 0;
+  int lo = 1, hi = 2;  // fits(lo); hi: the first size tried that does not, or past kMost
+  while (hi <= kMost && fits(hi)) lo = hi, hi *= 2;
+  if (hi > kMost) return lo;
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 namespace {
 
 // The labels the advisor weighs, most preferred first (see advisor.h); the offload ones carry

@@ -67,6 +67,11 @@ struct Recommendation {
 Recommendation recommend(const PlanInput& input, const std::vector<Plan>& plans, const Capacity& capacity,
                          std::optional<int> only_stage);
 
+// The largest micro-batch (sequences per rank) at which configuration `z` fits the device within
+// the headroom, with `in`'s other settings (checkpointing included); 0 when even 1 does not, and
+// nullopt when the device capacity is not given or activations are not modelled. At most 65536.
+std::optional<int> largest_micro_batch(const PlanInput& in, const ZeroSettings& z, const Capacity& c);
+
 // A size in the unit that fits it: "12.34 GiB", "3.50 MiB", "768.00 KiB", "12 B" (2^10 steps).
 std::string gib(std::uint64_t bytes);
 

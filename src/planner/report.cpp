@@ -14,6 +14,14 @@ EstimateReport make_report(const PlanInput& input, const Capacity& capacity, std
   r.only_stage = only_stage;
   r.plans = plan_all(input, only_stage);
   r.recommendation = recommend(input, r.plans, capacity, only_stage);
+  PlanInput plain = input, ckpt = input;
+  plain.checkpointing = {};
+  ckpt.checkpointing.enabled = true;
+  for (const Plan& p : r.plans) {
+    const auto without = largest_micro_batch(plain, p.zero, capacity);
+    if (!without) break;
+    r.largest_batches.emplace_back(*without, *largest_micro_batch(ckpt, p.zero, capacity));
+  }
   return r;
 }
 
@@ -131,6 +139,15 @@ std::string notes(const EstimateReport& r) {
   return s;
 }
 
+std::string largest_batches(const EstimateReport& r) {
+  if (r.largest_batches.empty()) return "";
+  std::string s = "\nlargest micro-batch that fits a device (within the headroom), without / with activation checkpointing:\n ";
+  for (std::size_t i = 0; i < r.largest_batches.size(); ++i) {
+    s += cat(" ", r.plans[i].label, ": ", r.largest_batches[i].first, " / ", r.largest_batches[i].second, i + 1 < r.largest_batches.size() ? ";" : "");
+  }
+  return s + "\n";
+}
+
 std::string recommendation(const EstimateReport& r) {
   const Recommendation& rec = r.recommendation;
   std::string s = "\n";
@@ -160,7 +177,9 @@ std::string recommendation(const EstimateReport& r) {
 
 }  // namespace
 
-std::string format_report(const EstimateReport& r) { return header(r) + table(r) + notes(r) + recommendation(r); }
+std::string format_report(const EstimateReport& r) {
+  return header(r) + table(r) + notes(r) + largest_batches(r) + recommendation(r);
+}
 
 namespace {
 
@@ -201,6 +220,9 @@ nlohmann::json plan_json(const EstimateReport& r, std::size_t i) {
                     {"seconds", p.link_seconds}};
   j["fits"] = {{"device", optional_json(f.device)}, {"host", optional_json(f.host)}, {"overall", f.fits()}};
   j["recommended"] = static_cast<int>(i) == r.recommendation.index;
+  if (i < r.largest_batches.size()) {
+    j["largest_micro_batch"] = {{"plain", r.largest_batches[i].first}, {"activation_checkpointing", r.largest_batches[i].second}};
+  }
   j["configured"] = r.configured && *r.configured == p.label;
   return j;
 }

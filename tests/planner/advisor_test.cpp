@@ -91,5 +91,39 @@ TEST(Advisor, SizesInUnitsThatFit) {
   EXPECT_NE(format_report(make_report(in, {}, std::nullopt)).find("\nGiB per rank"), std::string::npos);
 }
 
+// The largest micro-batch that fits: it fits, one more does not, and checkpointing raises it.
+TEST(Advisor, LargestMicroBatchThatFits) {
+  for (const char* name : {"gpt2-xl", "llama2-13b"}) {
+    PlanInput in;
+    in.model = named_model(name);
+    in.ranks = 8;
+    in.dtype = DtypeMode::kMixed;
+    Capacity c;
+    c.device = 80ull << 30;
+    for (int stage = 0; stage <= 3; ++stage) {
+      in.zero.stage = stage;
+      for (bool ckpt : {false, true}) {
+        in.checkpointing.enabled = ckpt;
+        const auto most = largest_micro_batch(in, in.zero, c);
+        ASSERT_TRUE(most) << name;
+        PlanInput t = in;
+        t.micro_batch = *most + 1;
+        EXPECT_FALSE(check_fit(plan(t), c).fits()) << name << " stage " << stage << " micro-batch " << t.micro_batch;
+        if (*most > 0) {
+          t.micro_batch = *most;
+          EXPECT_TRUE(check_fit(plan(t), c).fits()) << name << " stage " << stage;
+        }
+      }
+      PlanInput plain = in, ck = in;
+      plain.checkpointing.enabled = false;
+      ck.checkpointing.enabled = true;
+      EXPECT_GE(*largest_micro_batch(ck, in.zero, c), *largest_micro_batch(plain, in.zero, c));
+    }
+  }
+  PlanInput counts;
+  counts.model = describe_counts(1'000'000, 50'000);
+  EXPECT_FALSE(largest_micro_batch(counts, counts.zero, Capacity{1ull << 30, std::nullopt, 0.1})) << "no activations: no answer";
+}
+
 }  // namespace
 }  // namespace zero
