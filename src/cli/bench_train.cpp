@@ -47,6 +47,7 @@ std::vector<FlagSpec> bench_flags() {
            true, "0"},
           {"dtype", "fp32, or bf16 / fp16 mixed precision (16-bit parameters, gradients and collectives; fp32 master and Adam state)",
            true, "fp32"},
+          {"activation-checkpointing", "each GPT block keeps only its input and recomputes its forward in backward", false, ""},
           {"json", "also write the results as JSON to this file", true, ""}};
 }
 
@@ -134,6 +135,7 @@ struct ModelResult {
   GptShape shape;
   std::int64_t parameters = 0;
   std::uint64_t engine_bytes = 0;  // rank 0's ledger, device tier, after building the model and engines
+  std::uint64_t activation_bytes = 0;  // the model's activations, device tier (constant: allocated once)
   std::vector<StageResult> stages;
   bool identical = true;           // every stage's losses and final weights match the first stage's
 };
@@ -237,6 +239,7 @@ std::vector<StageResult> collect(std::vector<StageRun>& runs, int B, int T, int 
 // re-initialise (and re-fault) the state each round and restart training from step 0, so the
 // stages could not train on through the same steps for the bit-identity check.
 ModelResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps, const std::vector<int>& stages, Dtype dtype,
+                      const GptCheckpointing& ckpt,
                       Communicator& comm, Ledger& ledger) {
   ModelResult m;
   m.model = bm.name;
@@ -245,7 +248,8 @@ ModelResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps,
   EngineConfig config;
   config.adam = AdamConfig{3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, true};  // AdamW, as the PyTorch script
   config.precision.compute = dtype;
-  Gpt gpt(m.shape, B, ledger);
+  Gpt gpt(m.shape, B, ledger, ckpt);
+  m.activation_bytes = ledger.current(Tier::kDevice, Category::kActivations);
   std::vector<StageRun> runs;
   for (int stage : stages) {
     config.stage = stage;
@@ -280,7 +284,8 @@ std::string figures(const StageResult& r, int steps) {
 // then the bit-identity verdict.
 void print_model(const ModelResult& m, int steps) {
   const StageResult& first = m.stages[0];
-  std::printf("%-4s %s (%.1fM parameters)", m.model.c_str(), m.shape.describe().c_str(), m.parameters / 1e6);
+  std::printf("%-4s %s (%.1fM parameters, activations %s)", m.model.c_str(), m.shape.describe().c_str(), m.parameters / 1e6,
+              format_bytes(m.activation_bytes).c_str());
   if (m.stages.size() == 1) {
     std::printf(": %s | loss %.3f -> %.3f\n", figures(first, steps).c_str(), first.first_loss, first.last_loss);
     std::fflush(stdout);
@@ -317,6 +322,7 @@ void append_json(const ModelResult& m, nlohmann::json& results) {
                        {"compute_ms", r.compute_ms}, {"optimizer_ms", r.optimizer_ms}, {"first_loss", r.first_loss},
                        {"last_loss", r.last_loss}, {"engine_bytes_per_rank", m.engine_bytes},
                        {"model_state_bytes_per_rank", r.state_bytes}, {"sent_bytes_per_step", r.sent_bytes},
+                       {"activation_bytes_per_rank", m.activation_bytes},
                        {"vs_first_stage", {{"stage", m.stages[0].stage}, {"tokens_per_second_ratio", r.tokens_ratio},
                                            {"step_ratios", r.step_ratios}, {"median_step_ratio", r.median_step_ratio},
                                            {"best_step_ratio", r.best_step_ratio}, {"losses_bit_identical", r.losses_match},
@@ -366,7 +372,7 @@ int bench_train_main(const std::vector<std::string>& args) {
     bool identical = true;
     for (const BenchModel& bm : kModels) {
       if (which != "all" && which != bm.name) continue;
-      const ModelResult m = run_model(bm, B, T, warmup, steps, stages, dtype, comm, ledger);
+      const ModelResult m = run_model(bm, B, T, warmup, steps, stages, dtype, {flags.has("activation-checkpointing"), false}, comm, ledger);
       identical = identical && m.identical;
       if (comm.rank() != 0) continue;
       print_model(m, steps);

@@ -194,7 +194,8 @@ TrainConfig demo_config(const Flags& flags, int world_size) {
       {"zero_optimization", {{"stage", 0}}},
       {"train_steps", flags.get_int("steps", 1, 1000000)},
       {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 64}, {"n_embd", flags.get_int("n-embd", 8, 4096)},
-                 {"n_layer", flags.get_int("n-layer", 1, 256)}, {"n_head", 4}}},
+                 {"n_layer", flags.get_int("n-layer", 1, 256)}, {"n_head", 4},
+                 {"checkpoint_activations", flags.has("activation-checkpointing")}}},
       {"data", {{"val_fraction", 0.05}}}};
   const std::string dtype = flags.get("dtype");
   if (dtype == "bf16" || dtype == "fp16") j[dtype] = {{"enabled", true}};
@@ -214,6 +215,7 @@ int demo_main(const std::vector<std::string>& args) {
                {"n-layer", "GPT blocks L", true, "4"},
                {"data", "text to train on", true, "the Jargon File (Debian's jargon-text)"},
                {"dtype", "fp32, or bf16 / fp16 mixed precision (16-bit parameters, gradients and collectives)", true, "fp32"},
+               {"activation-checkpointing", "every run checkpoints each GPT block (keeps its input, recomputes it in backward)", false, ""},
                {"json", "also write the results as JSON to this file", true, ""},
                {"svg", "write the memory-and-loss chart to this file", true, "zero-demo.svg"}},
               args);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
+#include <string_view>
 
 #include "cli/estimate_config.h"
 #include "cli/estimate_limits.h"
@@ -35,7 +37,7 @@ std::vector<FlagSpec> flag_specs() {
   for (const auto& n : named_model_names()) models += (models.empty() ? "" : ", ") + n;
   return {
       {"model", "a named model: " + models, true, ""},
-      {"params", "parameter count (7e9 works), with --largest-unit", true, ""},
+      {"params", "parameter count (7e9 works); without --largest-unit the largest unit is taken as Ψ/20", true, ""},
       {"largest-unit", "parameters in the largest unit (a block, or the embedding), with --params", true, ""},
       {"vocab", "GPT-2-style shape: vocabulary size", true, "50257"},
       {"seq-len", "GPT-2-style shape: context length", true, "1024"},
@@ -47,9 +49,12 @@ std::vector<FlagSpec> flag_specs() {
       {"ranks-per-node", "ranks on one machine (for host memory per node)", true, "min(ranks, 8)"},
       {"micro-batch", "sequences per rank per micro-batch (activations)", true, "1"},
       {"gradient-accumulation-steps", "micro-batches per optimizer step", true, "1"},
+      {"activation-checkpointing", "each block keeps only its input and recomputes its forward in backward", false, ""},
+      {"cpu-checkpointing", "with --activation-checkpointing: the kept block inputs in host memory", false, ""},
       {"dtype", "fp32, or mixed (bf16/fp16 params and grads, fp32 master and Adam: K = 12)", true, "fp32"},
       {"device-memory", "memory of one device, e.g. 80GiB", true, ""},
       {"host-memory", "host memory of one node, e.g. 512GB", true, ""},
+      {"headroom", "share of each device kept free for fragmentation and the framework: a plan fits within the rest (10% or 0.1)", true, "10%"},
       {"link-bandwidth", "host<->device bandwidth (PCIe 4.0 x16: 31.5 GB/s in theory, ~25 measured)", true, "25GB/s"},
       {"comm", "backend whose scratch to count: mpi (a whole-unit reduce-scatter scratch), threads or self", true, "mpi"},
       {"stage", "tabulate and recommend only this stage (0-3), with and without offload", true, ""},
@@ -75,6 +80,9 @@ int int_flag(const Flags& flags, const std::string& name) {
   return static_cast<int>(v);
 }
 
+// --params without --largest-unit: the model is taken as this many equal units.
+constexpr std::int64_t kAssumedUnits = 20;
+
 ModelDescription model_from(const Flags& flags, const EstimateConfig& config) {
   const bool named = flags.has("model");
   const bool counts = flags.has("params") || flags.has("largest-unit");
@@ -85,13 +93,23 @@ ModelDescription model_from(const Flags& flags, const EstimateConfig& config) {
   }
   if (named) return named_model(flags.get("model"));
   if (counts) {
-    if (!flags.has("params") || !flags.has("largest-unit")) {
-      throw ConfigError("[estimate] --params and --largest-unit go together: the largest unit sets the stage-3 "
-                        "window and the comm scratch (a transformer block's parameters, or the embedding's)");
+    if (!flags.has("params")) {
+      throw ConfigError("[estimate] --largest-unit needs --params: the model's parameter count");
     }
-    const std::int64_t params = count_flag(flags, "params"), largest = count_flag(flags, "largest-unit");
-    check_count_limits(params, largest);
-    return describe_counts(params, largest);
+    const std::int64_t psi = count_flag(flags, "params");
+    if (flags.has("largest-unit")) {
+      const std::int64_t largest = count_flag(flags, "largest-unit");
+      check_count_limits(psi, largest);
+      return describe_counts(psi, largest);
+    }
+    // A typical transformer's largest unit (one block, or the embedding) is 1/19 (GPT-2 XL) to
+    // 1/80 (Llama 2 70B) of the model: assume the larger end, Ψ/20, and say so.
+    const std::int64_t assumed = std::max<std::int64_t>(1, (psi + kAssumedUnits - 1) / kAssumedUnits);
+    check_count_limits(psi, assumed);
+    ModelDescription m = describe_counts(psi, assumed);
+    m.detail += cat("; largest unit assumed Ψ/", kAssumedUnits, ", as in a typical transformer (GPT-2 XL: Ψ/19, Llama 2 7B: Ψ/33); "
+                    "--largest-unit sets it");
+    return m;
   }
   if (shape) {
     for (const char* f : {"n-embd", "n-layer", "n-head"})
@@ -109,6 +127,20 @@ ModelDescription model_from(const Flags& flags, const EstimateConfig& config) {
   for (const auto& n : named_model_names()) known += (known.empty() ? "" : ", ") + n;
   throw ConfigError(cat("[estimate] no model given: use --model NAME (", known,
                         "), or --params N --largest-unit N, or --n-embd --n-layer --n-head"));
+}
+
+// "10%" or "0.1": a share in [0, 0.9].
+double headroom_flag(const std::string& text) {
+  const bool percent = !text.empty() && text.back() == '%';
+  const std::string_view number = std::string_view(text).substr(0, text.size() - (percent ? 1 : 0));
+  const bool signed_or_empty = number.empty() || number.front() == '-' || number.front() == '+';
+  const std::optional<long double> v0 = signed_or_empty ? std::nullopt : parse_decimal(number);
+  if (!v0) {
+    throw ConfigError(cat("[estimate] --headroom must be a share of the device, such as 10% or 0.1, not ", quote_input(text)));
+  }
+  const double v = static_cast<double>(*v0) / (percent ? 100.0 : 1.0);
+  if (!(v <= 0.9)) throw ConfigError(cat("[estimate] --headroom ", quote_input(text), " leaves less than 10% of the device to plan in: use 0% to 90%"));
+  return v;
 }
 
 struct Setup {
@@ -129,6 +161,11 @@ Setup setup_from(const Flags& flags) {
   in.micro_batch = flags.has("micro-batch") ? int_flag(flags, "micro-batch") : config.micro_batch.value_or(1);
   in.gradient_accumulation_steps = flags.has("gradient-accumulation-steps") ? int_flag(flags, "gradient-accumulation-steps")
                                                                             : config.gradient_accumulation_steps.value_or(1);
+  in.checkpointing.enabled = flags.has("activation-checkpointing");
+  in.checkpointing.cpu = flags.has("cpu-checkpointing");
+  if (in.checkpointing.cpu && !in.checkpointing.enabled) {
+    throw ConfigError("[estimate] --cpu-checkpointing moves the kept block inputs to the host: add --activation-checkpointing");
+  }
   in.dtype = flags.has("dtype") ? parse_dtype(flags.get("dtype")) : config.dtype.value_or(DtypeMode::kFp32);
   if (config.zero) in.zero = *config.zero;
   if (flags.has("delayed-update")) in.zero.delayed_update = true;
@@ -144,6 +181,7 @@ Setup setup_from(const Flags& flags) {
   }
   in.comm_scratch = comm == "mpi";
   if (flags.has("device-memory")) s.capacity.device = parse_byte_size(flags.get("device-memory"), "--device-memory");
+  s.capacity.headroom = headroom_flag(flags.get("headroom"));
   if (flags.has("host-memory")) s.capacity.host = parse_byte_size(flags.get("host-memory"), "--host-memory");
   if (flags.has("stage")) {
     const std::string st = flags.get("stage");

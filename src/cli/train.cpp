@@ -33,6 +33,8 @@ std::vector<FlagSpec> train_flags() {
           {"seed", "initialisation seed (overrides seed)", true, ""},
           {"comm-timeout", "seconds a collective may wait for the other ranks before failing (overrides comm_timeout_seconds; default 300)", true, ""},
           {"set", "any config key, dotted: --set zero_optimization.reduce_bucket_size=2e8 (repeatable)", true, ""},
+          {"activation-checkpointing", "each GPT block keeps only its input and recomputes its forward in backward "
+                                       "(model.checkpoint_activations; the activation_checkpointing section configures it)", false, ""},
           {"strict-config", "refuse top-level config keys that are not DeepSpeed's (by default they are ignored with a warning, as DeepSpeed does)", false, ""},
           {"metrics", "write one JSON object per step (all ranks' figures) to this file", true, ""},
           {"offload", "ZeRO-Offload: none, optimizer, or optimizer+param (sets zero_optimization.offload_*)", true, ""},
@@ -83,6 +85,7 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
     apply_override(j, cat(key, "=", flags.get(flag)));
   }
   if (flags.has("data")) apply_override(j, "data.path", flags.get("data"));
+  if (flags.has("activation-checkpointing")) apply_override(j, "model.checkpoint_activations=true");
   if (flags.has("device-memory")) apply_override(j, "device_memory", flags.get("device-memory"));
   if (flags.has("host-memory")) apply_override(j, "host_memory", flags.get("host-memory"));
   if (flags.has("offload")) {

@@ -50,6 +50,7 @@ std::vector<KeyRule> top_rules_table() {
       {"prescale_gradients", R, kBool, ""},
       {"gradient_predivide_factor", R, kNum, ""},
       {"model", R, kObj, ""},        // ours
+      {"activation_checkpointing", R, kObj, ""},  // activation_section.cpp
       {"data", R, kObj, ""},         // ours
       // Disabled only (read_disabled_only below).
       {"amp", R, kObj, ""},
@@ -85,8 +86,6 @@ std::vector<KeyRule> top_rules_table() {
       {"checkpoint", I, kObj, "how DeepSpeed saves, tags and loads checkpoints; training computes the same numbers"},
       {"datastates_ckpt", I, kObj, "an asynchronous checkpoint engine; training computes the same numbers"},
       {"aio", I, kObj, "asynchronous I/O of the NVMe tier, used only with offload device \"nvme\""},
-      {"activation_checkpointing", I, kObj, "configures deepspeed.checkpointing for models that call it; recomputation gives the same "
-                                            "numbers, but zero's GPT keeps its activations, so memory use is not reduced"},
       // Known but not supported yet, accepted at their no-op value.
       {"sparse_gradients", U, kBool, "sparse embedding gradients; zero reduces dense gradients", false},
       {"gradient_allreduce_op", U, kStr, "\"sum\" leaves the reduced gradients summed over the ranks instead of averaged", "mean"},
@@ -429,7 +428,7 @@ ModelSection read_model(const Section& top) {
   const Use R = Use::read;
   const Section s = top.child("model", {{"type", R, kStr, ""}, {"vocab_size", R, kInt, ""}, {"n_ctx", R, kInt, ""},
                                         {"seq_len", R, kInt, ""}, {"n_embd", R, kInt, ""}, {"n_layer", R, kInt, ""},
-                                        {"n_head", R, kInt, ""}});
+                                        {"n_head", R, kInt, ""}, {"checkpoint_activations", R, kBool, ""}});
   m.type = s.get_string("type", "gpt");
   if (m.type != "gpt") s.fail("type", cat("is \"", m.type, "\"; the only model is \"gpt\""));
   if (s.has("n_ctx") && s.has("seq_len")) s.fail("seq_len", "and n_ctx are the same (the context length); keep one");
@@ -439,6 +438,7 @@ ModelSection read_model(const Section& top) {
   g.channels = static_cast<int>(s.get_int("n_embd", g.channels, 1, kMaxInt));
   g.layers = static_cast<int>(s.get_int("n_layer", g.layers, 1, kMaxInt));
   g.heads = static_cast<int>(s.get_int("n_head", g.heads, 1, kMaxInt));
+  m.checkpointing.enabled = s.get_bool("checkpoint_activations", false);
   if (s.log().problems.size() != before) return m;  // a shape from reported values would only repeat them
   try {
     g.validate();
@@ -547,6 +547,7 @@ TrainConfig parse_config(const nlohmann::json& j, int world_size, const ConfigOp
   AutoContext ctx;
   attempt(log, [&] { read_top_scalars(top, c); });
   attempt(log, [&] { c.model = read_model(top); });
+  attempt(log, [&] { read_activation_checkpointing(top, c.model); });
   attempt(log, [&] { read_batch(top, world_size, c); });
   attempt(log, [&] { read_optimizer(top, c); });
   ctx.train_steps = c.train_steps, ctx.lr = c.adam.lr, ctx.hidden = c.model.shape.channels;
@@ -575,6 +576,7 @@ std::vector<std::string> known_config_keys() {
   add("zero_optimization.offload_optimizer.", offload_rules(true));
   add("zero_optimization.offload_param.", offload_rules(false));
   add("optimizer.params.", adam_param_rules());
+  add("activation_checkpointing.", activation_checkpointing_rules());
   return keys;
 }
 

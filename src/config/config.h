@@ -33,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/gpt_activations.h"
 #include "model/gpt_shape.h"
 #include "optim/adamw.h"
 #include "optim/loss_scaler.h"
@@ -101,10 +102,12 @@ struct Schedule {
 };
 
 // Our own "model" section: {"type": "gpt", "vocab_size", "n_ctx" (or "seq_len"), "n_embd",
-// "n_layer", "n_head"}.
+// "n_layer", "n_head", "checkpoint_activations"}. The checkpointing's settings come from
+// DeepSpeed's "activation_checkpointing" section (cpu_checkpointing).
 struct ModelSection {
   std::string type = "gpt";
   GptShape shape;  // defaults V=256 T=64 C=128 L=4 H=4
+  GptCheckpointing checkpointing;  // enabled: checkpoint_activations (or the CLI's --activation-checkpointing)
 };
 
 enum class DataFormat { auto_detect, text, bin };  // "auto": by extension, .bin is llm.c's format

@@ -136,6 +136,8 @@ struct AutoContext {
 ZeroConfig read_zero(const Section& top, const AutoContext& ctx);      // zero_section.cpp
 Schedule read_scheduler(const Section& top, const AutoContext& ctx);   // schedule.cpp
 std::vector<KeyRule> zero_rules();                                     // zero_section.cpp
+std::vector<KeyRule> activation_checkpointing_rules();                 // activation_section.cpp
+void read_activation_checkpointing(const Section& top, ModelSection& m);  // activation_section.cpp
 std::vector<KeyRule> offload_rules(bool optimizer);                    // zero_section.cpp
 
 }  // namespace zero::config_detail

@@ -9,50 +9,23 @@
 namespace zero {
 namespace {
 
-// Activations of one micro-batch, as in llm.c: per-layer tensors are (L, ...) with the layer
-// outermost. Backward scratch (the d* entries) is shared by all layers.
-enum Act : int {
-  kEncoded,                                                 // (B,T,C)
-  kLn1, kLn1Mean, kLn1Rstd, kQkv, kAtty, kPreatt, kAtt,     // (L,B,T,C) (L,B,T) (L,B,T) (L,B,T,3C) (L,B,T,C) (L,B,NH,T,T) x2
-  kAttproj, kResidual2, kLn2, kLn2Mean, kLn2Rstd,           // (L,B,T,C) x3, (L,B,T) x2
-  kFch, kFchGelu, kFcproj, kResidual3,                      // (L,B,T,4C) x2, (L,B,T,C) x2
-  kLnf, kLnfMean, kLnfRstd, kLogits, kProbs, kLosses,       // (B,T,C) (B,T) (B,T) (B,T,V) (B,T,V) (B,T)
-  kDResidual, kDTmp, kDFchGelu, kDFch, kDQkv, kDPreatt, kDAtt, kDLnf,  // backward scratch, one layer's worth
-  kNumActs
-};
-
-std::vector<std::int64_t> activation_plan(const GptShape& s, int B) {
-  const std::int64_t L = s.layers, T = s.seq_len, C = s.channels, V = s.vocab_size, NH = s.heads;
-  const std::int64_t BT = B * T, BTC = BT * C, att = B * NH * T * T;
-  std::vector<std::int64_t> n(kNumActs);
-  n[kEncoded] = BTC;
-  n[kLn1] = L * BTC, n[kLn1Mean] = L * BT, n[kLn1Rstd] = L * BT, n[kQkv] = L * 3 * BTC, n[kAtty] = L * BTC;
-  n[kPreatt] = L * att, n[kAtt] = L * att;
-  n[kAttproj] = L * BTC, n[kResidual2] = L * BTC, n[kLn2] = L * BTC, n[kLn2Mean] = L * BT, n[kLn2Rstd] = L * BT;
-  n[kFch] = L * 4 * BTC, n[kFchGelu] = L * 4 * BTC, n[kFcproj] = L * BTC, n[kResidual3] = L * BTC;
-  n[kLnf] = BTC, n[kLnfMean] = BT, n[kLnfRstd] = BT, n[kLogits] = BT * V, n[kProbs] = BT * V, n[kLosses] = BT;
-  n[kDResidual] = BTC, n[kDTmp] = BTC, n[kDFchGelu] = 4 * BTC, n[kDFch] = 4 * BTC, n[kDQkv] = 3 * BTC;
-  n[kDPreatt] = att, n[kDAtt] = att, n[kDLnf] = BTC;
-  return n;
-}
+using namespace gpt;  // the Act indices (gpt_activations.h)
 
 // Parameter indices inside a block unit, in gpt_shape.cpp's order.
 enum BlockParam : int { kLn1W, kLn1B, kWQkv, kBQkv, kWAttProj, kBAttProj, kLn2W, kLn2B, kWFc, kBFc, kWMlpProj, kBMlpProj };
 
 }  // namespace
 
-std::uint64_t Gpt::activation_bytes(const GptShape& shape, int micro_batch) {
-  std::uint64_t total = 0;
-  for (auto n : activation_plan(shape, micro_batch)) total += static_cast<std::uint64_t>(n) * sizeof(float);
-  return total;
+ActivationBytes Gpt::activation_bytes(const GptShape& shape, int micro_batch, const GptCheckpointing& checkpointing) {
+  return activation_plan_bytes(shape, micro_batch, checkpointing);
 }
 
-Gpt::Gpt(const GptShape& shape, int micro_batch, Ledger& ledger) : shape_(shape), B_(micro_batch) {
+Gpt::Gpt(const GptShape& shape, int micro_batch, Ledger& ledger, const GptCheckpointing& checkpointing)
+    : shape_(shape), B_(micro_batch), ckpt_(checkpointing) {
   shape_.validate();
   if (micro_batch <= 0) throw ConfigError(cat("[model] the micro-batch must be at least 1 sequence, not ", micro_batch));
-  const auto plan = activation_plan(shape_, B_);
-  for (std::int64_t n : plan) {
-    buffers_.emplace_back(ledger, Tier::kDevice, Category::kActivations, static_cast<std::size_t>(n), "GPT activations");
+  for (const ActivationEntry& e : activation_plan(shape_, B_, ckpt_)) {
+    buffers_.emplace_back(ledger, e.tier, Category::kActivations, static_cast<std::size_t>(e.numel), "GPT activations");
     acts_.push_back(buffers_.back().data());
   }
   inputs_.assign(static_cast<std::size_t>(B_) * shape_.seq_len, 0);
@@ -77,6 +50,7 @@ const float* Gpt::probs(int b, int t) const {
 
 const float* Gpt::block_input(int l) const {
   const std::int64_t BTC = static_cast<std::int64_t>(B_) * shape_.seq_len * shape_.channels;
+  if (ckpt_.cpu) return acts_[kEncoded];  // staged from the host (stage_block_input)
   return l == 0 ? acts_[kEncoded] : acts_[kResidual3] + (l - 1) * BTC;
 }
 
@@ -94,36 +68,42 @@ void Gpt::backward(int unit, const UnitViews& v) {
 
 void Gpt::embedding_forward(const UnitViews& v) {
   gpt::encoder_forward(acts_[kEncoded], inputs_.data(), v.param(0, 0), v.param(0, 1), B_, shape_.seq_len, shape_.channels);
+  keep_block_input(0, acts_[kEncoded]);
 }
 
 void Gpt::embedding_backward(const UnitViews& v) {
   gpt::encoder_backward(v.grad(0, 0), v.grad(0, 1), acts_[kDResidual], inputs_.data(), B_, shape_.seq_len, shape_.channels);
 }
 
-void Gpt::block_forward(int l, const UnitViews& v) {
+void Gpt::block_forward(int l, const UnitViews& v, bool recompute) {
   const int T = shape_.seq_len, C = shape_.channels, NH = shape_.heads, BT = B_ * T, u = l + 1;
   const std::int64_t BTC = static_cast<std::int64_t>(BT) * C, att = static_cast<std::int64_t>(B_) * NH * T * T;
   auto p = [&](int i) { return v.param(u, i); };
-  float* ln1 = acts_[kLn1] + l * BTC;
-  float* qkv = acts_[kQkv] + l * 3 * BTC;
-  float* atty = acts_[kAtty] + l * BTC;
-  float* attproj = acts_[kAttproj] + l * BTC;
-  float* residual2 = acts_[kResidual2] + l * BTC;
-  float* ln2 = acts_[kLn2] + l * BTC;
-  float* fch = acts_[kFch] + l * 4 * BTC;
-  float* fch_gelu = acts_[kFchGelu] + l * 4 * BTC;
-  float* fcproj = acts_[kFcproj] + l * BTC;
+  const int k = slot(l);
+  stage_block_input(l);
+  float* ln1 = acts_[kLn1] + k * BTC;
+  float* qkv = acts_[kQkv] + k * 3 * BTC;
+  float* atty = acts_[kAtty] + k * BTC;
+  float* attproj = acts_[kAttproj] + k * BTC;
+  float* residual2 = acts_[kResidual2] + k * BTC;
+  float* ln2 = acts_[kLn2] + k * BTC;
+  float* fch = acts_[kFch] + k * 4 * BTC;
+  float* fch_gelu = acts_[kFchGelu] + k * 4 * BTC;
+  float* fcproj = acts_[kFcproj] + k * BTC;
   const float* x = block_input(l);
-  gpt::layernorm_forward(ln1, acts_[kLn1Mean] + l * BT, acts_[kLn1Rstd] + l * BT, x, p(kLn1W), p(kLn1B), BT, C);
+  gpt::layernorm_forward(ln1, acts_[kLn1Mean] + k * BT, acts_[kLn1Rstd] + k * BT, x, p(kLn1W), p(kLn1B), BT, C);
   gpt::matmul_forward(qkv, ln1, p(kWQkv), p(kBQkv), BT, C, 3 * C);
-  gpt::attention_forward(atty, acts_[kPreatt] + l * att, acts_[kAtt] + l * att, qkv, B_, T, C, NH);
+  gpt::attention_forward(atty, acts_[kPreatt] + k * att, acts_[kAtt] + k * att, qkv, B_, T, C, NH);
   gpt::matmul_forward(attproj, atty, p(kWAttProj), p(kBAttProj), BT, C, C);
   gpt::residual_forward(residual2, x, attproj, BTC);
-  gpt::layernorm_forward(ln2, acts_[kLn2Mean] + l * BT, acts_[kLn2Rstd] + l * BT, residual2, p(kLn2W), p(kLn2B), BT, C);
+  gpt::layernorm_forward(ln2, acts_[kLn2Mean] + k * BT, acts_[kLn2Rstd] + k * BT, residual2, p(kLn2W), p(kLn2B), BT, C);
   gpt::matmul_forward(fch, ln2, p(kWFc), p(kBFc), BT, C, 4 * C);
   gpt::gelu_forward(fch_gelu, fch, 4 * BTC);
   gpt::matmul_forward(fcproj, fch_gelu, p(kWMlpProj), p(kBMlpProj), BT, 4 * C, C);
-  gpt::residual_forward(acts_[kResidual3] + l * BTC, residual2, fcproj, BTC);
+  if (recompute) return;  // the output is the next block's kept input already
+  float* out = acts_[kResidual3] + (ckpt_.cpu ? 0 : l) * BTC;
+  gpt::residual_forward(out, residual2, fcproj, BTC);
+  keep_block_input(l + 1, out);
 }
 
 // Backward through a block. On entry kDResidual holds the gradient of the block's output; on
@@ -133,25 +113,28 @@ void Gpt::block_backward(int l, const UnitViews& v) {
   const std::int64_t BTC = static_cast<std::int64_t>(BT) * C, att = static_cast<std::int64_t>(B_) * NH * T * T;
   auto p = [&](int i) { return v.param(u, i); };
   auto g = [&](int i) { return v.grad(u, i); };
+  const int k = slot(l);
+  if (ckpt_.enabled) recompute_block(l, v);
   float* dres = acts_[kDResidual];
   float* dtmp = acts_[kDTmp];
   // residual3 = residual2 + mlp(ln2(residual2))
-  gpt::matmul_backward(acts_[kDFchGelu], g(kWMlpProj), g(kBMlpProj), dres, acts_[kFchGelu] + l * 4 * BTC, p(kWMlpProj), BT, 4 * C, C);
-  gpt::gelu_backward(acts_[kDFch], acts_[kFch] + l * 4 * BTC, acts_[kDFchGelu], 4 * BTC);
-  gpt::matmul_backward(dtmp, g(kWFc), g(kBFc), acts_[kDFch], acts_[kLn2] + l * BTC, p(kWFc), BT, C, 4 * C);
-  gpt::layernorm_backward(dres, g(kLn2W), g(kLn2B), dtmp, acts_[kResidual2] + l * BTC, p(kLn2W), acts_[kLn2Mean] + l * BT,
-                          acts_[kLn2Rstd] + l * BT, BT, C);
+  gpt::matmul_backward(acts_[kDFchGelu], g(kWMlpProj), g(kBMlpProj), dres, acts_[kFchGelu] + k * 4 * BTC, p(kWMlpProj), BT, 4 * C, C);
+  gpt::gelu_backward(acts_[kDFch], acts_[kFch] + k * 4 * BTC, acts_[kDFchGelu], 4 * BTC);
+  gpt::matmul_backward(dtmp, g(kWFc), g(kBFc), acts_[kDFch], acts_[kLn2] + k * BTC, p(kWFc), BT, C, 4 * C);
+  gpt::layernorm_backward(dres, g(kLn2W), g(kLn2B), dtmp, acts_[kResidual2] + k * BTC, p(kLn2W), acts_[kLn2Mean] + k * BT,
+                          acts_[kLn2Rstd] + k * BT, BT, C);
   // residual2 = x + attn(ln1(x))
-  gpt::matmul_backward(dtmp, g(kWAttProj), g(kBAttProj), dres, acts_[kAtty] + l * BTC, p(kWAttProj), BT, C, C);
-  gpt::attention_backward(acts_[kDQkv], acts_[kDPreatt], acts_[kDAtt], dtmp, acts_[kQkv] + l * 3 * BTC, acts_[kAtt] + l * att,
+  gpt::matmul_backward(dtmp, g(kWAttProj), g(kBAttProj), dres, acts_[kAtty] + k * BTC, p(kWAttProj), BT, C, C);
+  gpt::attention_backward(acts_[kDQkv], acts_[kDPreatt], acts_[kDAtt], dtmp, acts_[kQkv] + k * 3 * BTC, acts_[kAtt] + k * att,
                           B_, T, C, NH);
-  gpt::matmul_backward(dtmp, g(kWQkv), g(kBQkv), acts_[kDQkv], acts_[kLn1] + l * BTC, p(kWQkv), BT, C, 3 * C);
-  gpt::layernorm_backward(dres, g(kLn1W), g(kLn1B), dtmp, block_input(l), p(kLn1W), acts_[kLn1Mean] + l * BT,
-                          acts_[kLn1Rstd] + l * BT, BT, C);
+  gpt::matmul_backward(dtmp, g(kWQkv), g(kBQkv), acts_[kDQkv], acts_[kLn1] + k * BTC, p(kWQkv), BT, C, 3 * C);
+  gpt::layernorm_backward(dres, g(kLn1W), g(kLn1B), dtmp, block_input(l), p(kLn1W), acts_[kLn1Mean] + k * BT,
+                          acts_[kLn1Rstd] + k * BT, BT, C);
 }
 
 void Gpt::head_forward(const UnitViews& v) {
   const int T = shape_.seq_len, C = shape_.channels, V = shape_.vocab_size, BT = B_ * T, u = shape_.layers + 1;
+  stage_block_input(shape_.layers);
   gpt::layernorm_forward(acts_[kLnf], acts_[kLnfMean], acts_[kLnfRstd], block_input(shape_.layers), v.param(u, 0),
                          v.param(u, 1), BT, C);
   gpt::matmul_forward(acts_[kLogits], acts_[kLnf], v.param(0, 0), nullptr, BT, C, V);  // tied: logits = lnf wte^T
@@ -160,6 +143,7 @@ void Gpt::head_forward(const UnitViews& v) {
 
 void Gpt::head_backward(const UnitViews& v) {
   const int T = shape_.seq_len, C = shape_.channels, V = shape_.vocab_size, BT = B_ * T, u = shape_.layers + 1;
+  stage_block_input(shape_.layers);
   float* dlogits = acts_[kLogits];  // the logits are not needed any more: reuse their memory
   gpt::softmax_crossentropy_backward(dlogits, acts_[kProbs], targets_.data(), BT, V);
   gpt::matmul_backward(acts_[kDLnf], v.grad(0, 0), nullptr, dlogits, acts_[kLnf], v.param(0, 0), BT, C, V);

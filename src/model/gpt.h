@@ -4,7 +4,9 @@
 //
 // The engine owns parameters and gradients; this class owns the activations of one micro-batch
 // (B sequences of T tokens), allocated once through the ledger (category activations), so the
-// ledger's peak is the whole story.
+// ledger's peak is the whole story. With activation checkpointing each block keeps only its input
+// and recomputes its forward just before its backward, with the same kernels in the same order,
+// so the gradients are the same bits (gpt_activations.h: what is kept where).
 #pragma once
 
 #include <cstdint>
@@ -13,16 +15,18 @@
 
 #include "engine/module.h"
 #include "memory/ledger.h"
+#include "model/gpt_activations.h"
 #include "model/gpt_shape.h"
 
 namespace zero {
 
 class Gpt final : public Module {
  public:
-  Gpt(const GptShape& shape, int micro_batch, Ledger& ledger);
+  Gpt(const GptShape& shape, int micro_batch, Ledger& ledger, const GptCheckpointing& checkpointing = {});
 
-  // Bytes the constructor allocates for activations and backward scratch: what the planner uses.
-  static std::uint64_t activation_bytes(const GptShape& shape, int micro_batch);
+  // Bytes the constructor allocates for activations and backward scratch, by tier: what the
+  // planner uses. ConfigError for cpu checkpointing without checkpointing.
+  static ActivationBytes activation_bytes(const GptShape& shape, int micro_batch, const GptCheckpointing& checkpointing = {});
 
   // This rank's micro-batch: inputs and next-token targets, (B, T) each, token ids < V.
   void set_batch(const std::int32_t* inputs, const std::int32_t* targets);
@@ -36,19 +40,27 @@ class Gpt final : public Module {
   const float* probs(int b, int t) const;
   const GptShape& shape() const { return shape_; }
   int micro_batch() const { return B_; }
+  const GptCheckpointing& checkpointing() const { return ckpt_; }
 
  private:
-  struct Activations;
   void embedding_forward(const UnitViews& v);
-  void block_forward(int l, const UnitViews& v);
+  // recompute: the checkpointed block's forward again, for its backward (its output is kept already)
+  void block_forward(int l, const UnitViews& v, bool recompute = false);
   void head_forward(const UnitViews& v);
   void block_backward(int l, const UnitViews& v);
   void head_backward(const UnitViews& v);
   void embedding_backward(const UnitViews& v);
   const float* block_input(int l) const;
+  // Checkpointing (gpt_checkpoint.cpp). The layer slot of block l's internals: l, or 0 when one
+  // block's buffers serve all; cpu checkpointing's copies of kept inputs to and from the host.
+  int slot(int l) const { return ckpt_.enabled ? 0 : l; }
+  void recompute_block(int l, const UnitViews& v);
+  void stage_block_input(int l);
+  void keep_block_input(int l, const float* x);
 
   GptShape shape_;
   int B_;
+  GptCheckpointing ckpt_;
   std::vector<std::int32_t> inputs_, targets_;  // (B, T)
   std::vector<Buffer> buffers_;                 // every activation, in activation_plan order
   std::vector<float*> acts_;                    // the same, by index (see gpt.cpp: Act)

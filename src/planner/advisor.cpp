@@ -8,14 +8,24 @@
 namespace zero {
 
 std::string gib(std::uint64_t bytes) {
+  const char* units[] = {"KiB", "MiB", "GiB"};
+  if (bytes < 1024) return cat(bytes, " B");
+  double v = static_cast<double>(bytes) / 1024.0;
+  int u = 0;
+  for (; u < 2 && v >= 1024.0; ++u) v /= 1024.0;
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
   return buf;
+}
+
+std::optional<std::uint64_t> Capacity::usable_device() const {
+  if (!device) return std::nullopt;
+  return static_cast<std::uint64_t>(static_cast<double>(*device) * (1.0 - headroom));
 }
 
 Fit check_fit(const Plan& plan, const Capacity& capacity) {
   Fit f;
-  if (capacity.device) f.device = plan.device.total() <= *capacity.device;
+  if (capacity.device) f.device = plan.device.total() <= *capacity.usable_device();
   if (capacity.host) f.host = plan.host_per_node <= *capacity.host;
   return f;
 }
@@ -47,6 +57,26 @@ std::vector<Plan> plan_all(const PlanInput& input, std::optional<int> only_stage
   return plans;
 }
 
+std::optional<int> largest_micro_batch(const PlanInput& input, const ZeroSettings& z, const Capacity& c) {
+  if (!c.device || !(input.model.gpt || input.model.llama)) return std::nullopt;
+  PlanInput in = input;
+  in.zero = z;
+  auto fits = [&](int b) {
+    in.micro_batch = b;
+    return check_fit(plan(in), Capacity{c.device, std::nullopt, c.headroom}).fits();
+  };
+  constexpr int kMost = 65536;
+  if (!fits(1)) return 0;
+  int lo = 1, hi = 2;  // fits(lo); hi: the first size tried that does not, or past kMost
+  while (hi <= kMost && fits(hi)) lo = hi, hi *= 2;
+  if (hi > kMost) return lo;
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 namespace {
 
 // The labels the advisor weighs, most preferred first (see advisor.h); the offload ones carry
@@ -71,8 +101,12 @@ const Plan* find(const std::vector<Plan>& plans, const std::string& label) {
   return nullptr;
 }
 
+std::string usable(const Capacity& c) {
+  return cat(gib(*c.usable_device()), " usable of ", gib(*c.device), " per device (", c.headroom * 100, "% headroom)");
+}
+
 std::string per_device(const Plan& p, const Capacity& c) {
-  return c.device ? cat(gib(p.device.total()), " of ", gib(*c.device), " per device")
+  return c.device ? cat(gib(p.device.total()), " of the ", usable(c))
                   : cat(gib(p.device.total()), " per device; no --device-memory given");
 }
 
@@ -84,7 +118,7 @@ std::string host_part(const Plan& p, const Capacity& c) {
 
 std::string why_not(const Plan& p, const Fit& f, const Capacity& c) {
   std::string s = cat("stage ", p.label, ": does not fit: ");
-  if (f.device == false) s += cat("needs ", gib(p.device.total()), " per device, more than the ", gib(*c.device));
+  if (f.device == false) s += cat("needs ", gib(p.device.total()), " per device, more than the ", usable(c));
   if (f.device == false && f.host == false) s += "; ";
   if (f.host == false) s += cat("needs ", gib(p.host_per_node), " of host memory per node, more than the ", gib(*c.host));
   return s;
@@ -177,12 +211,66 @@ std::string closest(const std::vector<Plan>& plans, const std::vector<std::strin
               : std::string();
 }
 
+
+// Among the device-only configurations after `chosen` in the order that fit with the same
+// traffic, the one with the most memory to spare (the lowest device peak), if lower than chosen's.
+const Plan* more_to_spare(const Plan& chosen, const std::vector<Plan>& plans, const std::vector<std::string>& labels,
+                          const Capacity& c) {
+  if (chosen.zero.offload_optimizer) return nullptr;
+  const Plan* best = &chosen;
+  for (const std::string& label : labels) {
+    const Plan* p = find(plans, label);
+    if (!p || p->zero.offload_optimizer || p->traffic.total() != chosen.traffic.total() || !check_fit(*p, c).fits()) continue;
+    if (p->device.total() < best->device.total()) best = p;
+  }
+  return best == &chosen ? nullptr : best;
+}
+
+// What fits on these ranks with the micro-batch (and the accumulation keeping the global batch)
+// or the checkpointing of `in` changed: "stage 2 fits (...)", or empty.
+std::string fit_with(const PlanInput& in, const Capacity& c, std::optional<int> only_stage) {
+  const auto label = first_fit(in, in.ranks, c, only_stage);
+  if (!label) return "";
+  const auto plans = plan_all(in, only_stage);
+  return cat("stage ", *label, " fits (", per_device(*find(plans, *label), c), ")");
+}
+
+void add_alternatives(const PlanInput& input, const Capacity& c, std::optional<int> only_stage, Recommendation& r) {
+  const bool modelled = input.model.gpt || input.model.llama;
+  if (!modelled) return;
+  auto smaller_batch = [&](PlanInput in, const std::string& also) {
+    for (int m = in.micro_batch - 1; m >= 1; --m) {
+      if (input.micro_batch % m != 0) continue;  // the global batch kept exactly
+      in.micro_batch = m;
+      in.gradient_accumulation_steps = input.gradient_accumulation_steps * (input.micro_batch / m);
+      const std::string fit = fit_with(in, c, only_stage);
+      if (fit.empty()) continue;
+      r.alternatives.push_back(cat("micro-batch ", m, " with gradient accumulation ", in.gradient_accumulation_steps,
+                                   " (the same global batch)", also, ": ", fit));
+      return true;
+    }
+    return false;
+  };
+  const bool by_batch = smaller_batch(input, "");
+  if (input.checkpointing.enabled) return;
+  PlanInput ck = input;
+  ck.checkpointing.enabled = true;
+  const std::string fit = fit_with(ck, c, only_stage);
+  if (!fit.empty()) {
+    r.alternatives.push_back(cat("activation checkpointing (--activation-checkpointing: each block's forward runs again in "
+                                 "backward, about a third more compute): ", fit));
+  } else if (!by_batch) {
+    smaller_batch(ck, " and activation checkpointing");
+  }
+}
+
 }  // namespace
 
 Recommendation recommend(const PlanInput& input, const std::vector<Plan>& plans, const Capacity& capacity,
                          std::optional<int> only_stage) {
   Recommendation r;
-  for (const std::string& label : preference(input, only_stage)) {
+  const std::vector<std::string> labels = preference(input, only_stage);
+  for (const std::string& label : labels) {
     const Plan* p = find(plans, label);
     if (!p) continue;
     const Fit f = check_fit(*p, capacity);
@@ -191,11 +279,19 @@ Recommendation recommend(const PlanInput& input, const std::vector<Plan>& plans,
       continue;
     }
     r.reasons.push_back(why_chosen(*p, plans, capacity, input.link_bandwidth));
+    const Plan* spare = more_to_spare(*p, plans, labels, capacity);
+    if (spare) {
+      r.reasons.push_back(cat("stage ", spare->label, ": fits (", per_device(*spare, capacity), ") at the same traffic (",
+                              gib(spare->traffic.total()), " per rank per step) with ", gib(p->device.total() - spare->device.total()),
+                              " more to spare than stage ", p->label, ": preferred"));
+      p = spare;
+    }
     r.index = static_cast<int>(p - plans.data());
     return r;
   }
-  r.closest = closest(plans, preference(input, only_stage), capacity);
+  r.closest = closest(plans, labels, capacity);
   search_ranks(input, capacity, only_stage, r);
+  add_alternatives(input, capacity, only_stage, r);
   return r;
 }
 

@@ -13,12 +13,14 @@ namespace {
 // them, are real.
 class ShapeModule final : public Module {
  public:
-  ShapeModule(std::vector<UnitSpec> units, std::uint64_t activation_bytes, Ledger& ledger)
-      : units_(std::move(units)), activation_bytes_(activation_bytes), ledger_(ledger) {
-    if (activation_bytes_ > 0) ledger_.on_alloc(Tier::kDevice, Category::kActivations, activation_bytes_, "activations");
+  ShapeModule(std::vector<UnitSpec> units, const ActivationBytes& activations, Ledger& ledger)
+      : units_(std::move(units)), activations_(activations), ledger_(ledger) {
+    if (activations_.device > 0) ledger_.on_alloc(Tier::kDevice, Category::kActivations, activations_.device, "activations");
+    if (activations_.host > 0) ledger_.on_alloc(Tier::kHost, Category::kActivations, activations_.host, "kept activations");
   }
   ~ShapeModule() override {
-    if (activation_bytes_ > 0) ledger_.on_free(Tier::kDevice, Category::kActivations, activation_bytes_);
+    if (activations_.device > 0) ledger_.on_free(Tier::kDevice, Category::kActivations, activations_.device);
+    if (activations_.host > 0) ledger_.on_free(Tier::kHost, Category::kActivations, activations_.host);
   }
   std::vector<UnitSpec> units() const override { return units_; }
   void forward(int, const UnitViews&) override {}
@@ -27,7 +29,7 @@ class ShapeModule final : public Module {
 
  private:
   std::vector<UnitSpec> units_;
-  std::uint64_t activation_bytes_;
+  ActivationBytes activations_;
   Ledger& ledger_;
 };
 
@@ -55,9 +57,9 @@ TierBytes bytes_of(const std::array<std::uint64_t, kNumCategories>& by_category)
 
 }  // namespace
 
-DryRun run_dry(const PlanInput& in, std::uint64_t activation_bytes) {
+DryRun run_dry(const PlanInput& in, const ActivationBytes& activations) {
   Ledger ledger;
-  ShapeModule model(in.model.units, activation_bytes, ledger);
+  ShapeModule model(in.model.units, activations, ledger);
   // One rank runs the self backend, which has no transport scratch, whatever was asked.
   auto comm = make_counting_communicator(in.ranks, in.comm_scratch && in.ranks > 1);
   Engine engine(engine_config(in.zero), model, *comm, ledger);

@@ -20,7 +20,7 @@ struct DryRun {
   std::uint64_t to_host = 0, to_device = 0;  // the second step's copies across the link
 };
 
-// `activation_bytes`: what the model allocates for activations before the engine is built.
-DryRun run_dry(const PlanInput& input, std::uint64_t activation_bytes);
+// `activations`: what the model allocates for activations, by tier, before the engine is built.
+DryRun run_dry(const PlanInput& input, const ActivationBytes& activations);
 
 }  // namespace zero::planner_detail

@@ -92,6 +92,7 @@ ModelDescription describe_llama(const LlamaShape& shape, const std::string& name
   m.family = "llama";
   m.detail = shape.describe();
   m.units = shape.units();  // validates
+  m.llama = shape;
   return m;
 }
 

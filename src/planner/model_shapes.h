@@ -43,6 +43,7 @@ struct ModelDescription {
   std::string source;  // for named shapes: whose published dimensions these are
   std::vector<UnitSpec> units;   // forward order, with borrows (the GPT head borrows the embedding)
   std::optional<GptShape> gpt;   // set for family "gpt2": the activation hook reads it
+  std::optional<LlamaShape> llama;  // set for family "llama": planner/activation_counts.h reads it
 
   std::int64_t num_parameters() const;
   std::int64_t largest_unit() const;  // parameters of the largest unit, unpadded

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "model/gpt.h"
 #include "partition/layout.h"
+#include "planner/activation_counts.h"
 #include "planner/dry_run.h"
 #include "planner/step_walk.h"
 
@@ -19,7 +20,11 @@ DtypeMode parse_dtype(const std::string& text) {
                         "with fp32 master parameters and Adam state)"));
 }
 
-ActivationBytesFn gpt_activation_hook() { return &Gpt::activation_bytes; }
+ActivationBytesFn gpt_activation_hook() {
+  return [](const GptShape& shape, int micro_batch, const GptCheckpointing& ckpt) {
+    return Gpt::activation_bytes(shape, micro_batch, ckpt);
+  };
+}
 
 std::uint64_t TierBytes::total() const {
   std::uint64_t t = 0;
@@ -122,13 +127,14 @@ void persistent_state(const PlanInput& in, const FlatLayout& layout, TierBytes& 
 }
 
 // Mixed precision, until the engine has 16-bit buffers to run dry: the step walked by hand.
-void walk_mixed(const PlanInput& in, const FlatLayout& layout, std::uint64_t activations, Plan& p) {
+void walk_mixed(const PlanInput& in, const FlatLayout& layout, const ActivationBytes& activations, Plan& p) {
   const ZeroSettings& z = in.zero;
   const ElementBytes b = element_bytes(in.dtype);
   TierBytes device;
   persistent_state(in, layout, device, p.host);
   p.persistent_device = device;
-  device[Category::kActivations] = activations;
+  device[Category::kActivations] = activations.device;
+  p.host[Category::kActivations] = activations.host;
   planner_detail::WalkOptions w;
   w.stage = z.stage;
   w.offload_optimizer = z.offload_optimizer;
@@ -170,8 +176,14 @@ Plan plan(const PlanInput& in) {
   p.largest_unit = layout.largest_unit();
   p.units = layout.num_units();
 
-  const std::uint64_t activations = in.model.gpt && in.activation_bytes ? in.activation_bytes(*in.model.gpt, in.micro_batch) : 0;
-  p.activations_modelled = in.model.gpt && in.activation_bytes;
+  ActivationBytes activations;
+  if (in.model.gpt && in.activation_bytes) {
+    activations = in.activation_bytes(*in.model.gpt, in.micro_batch, in.checkpointing);
+    p.activations_modelled = true;
+  } else if (in.model.llama) {
+    activations = llama_activation_bytes(*in.model.llama, in.micro_batch, in.checkpointing, in.dtype == DtypeMode::kMixed ? 2 : 4);
+    p.activations_modelled = true;
+  }
   if (in.dtype == DtypeMode::kFp32) {
     const planner_detail::DryRun dry = planner_detail::run_dry(in, activations);
     p.device = dry.device;

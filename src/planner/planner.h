@@ -15,8 +15,9 @@
 // for (the largest outstanding one: the comm thread runs one at a time), so the prediction is
 // never below what a run holds; it equals it where the collectives hold no scratch, and exceeds
 // it under MPI by at most one reduction's scratch where a reduction overlaps compute (stage 3).
-// Activations come from a hook (the GPT model's own count), allocated before the engine, as the
-// model allocates them: a constant.
+// Activations come from a hook (the GPT model's own count; LLaMA shapes: activation_counts.h),
+// allocated before the engine, as the model allocates them: a constant, by tier (cpu
+// checkpointing keeps the block inputs in the host tier).
 //
 // Mixed precision is still walked by hand (planner/step_walk.cpp) until the engine holds 16-bit
 // buffers to run dry; what follows describes both.
@@ -55,6 +56,7 @@
 
 #include "comm/communicator.h"
 #include "memory/ledger.h"
+#include "model/gpt_activations.h"
 #include "planner/model_shapes.h"
 
 namespace zero {
@@ -88,10 +90,12 @@ struct ZeroSettings {
 // about 25 GB/s (CUDA's bandwidthTest on A100-class machines), which is what offload sees.
 inline constexpr double kPcie4x16Bandwidth = 25e9;
 
-// Activation bytes per rank of a GPT shape at a micro-batch size. The default is the GPT model's
-// own count (Gpt::activation_bytes, what its constructor allocates through the ledger). Empty:
-// activations are not modelled (the output says so). Shapes other than GPT-2's have no hook.
-using ActivationBytesFn = std::function<std::uint64_t(const GptShape&, int micro_batch)>;
+// Activation bytes per rank of a GPT shape at a micro-batch size, by tier, with or without
+// activation checkpointing. The default is the GPT model's own count (Gpt::activation_bytes,
+// what its constructor allocates through the ledger). Empty: GPT shapes' activations are not
+// modelled (the output says so). LLaMA shapes are counted by the planner itself
+// (planner/activation_counts.h); bare counts have no activations.
+using ActivationBytesFn = std::function<ActivationBytes(const GptShape&, int micro_batch, const GptCheckpointing&)>;
 ActivationBytesFn gpt_activation_hook();
 
 struct PlanInput {
@@ -100,6 +104,7 @@ struct PlanInput {
   int ranks_per_node = 1;        // for the host total per node
   DtypeMode dtype = DtypeMode::kFp32;
   int micro_batch = 1;           // sequences per rank per micro-batch (activations only)
+  GptCheckpointing checkpointing;  // activation checkpointing (activations only)
   int gradient_accumulation_steps = 1;
   ZeroSettings zero;
   // The MPI backend's reduce_scatter scratch (a whole unit per call). The threads and self

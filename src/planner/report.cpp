@@ -1,5 +1,6 @@
 #include "planner/report.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/error.h"
@@ -13,6 +14,14 @@ EstimateReport make_report(const PlanInput& input, const Capacity& capacity, std
   r.only_stage = only_stage;
   r.plans = plan_all(input, only_stage);
   r.recommendation = recommend(input, r.plans, capacity, only_stage);
+  PlanInput plain = input, ckpt = input;
+  plain.checkpointing = {};
+  ckpt.checkpointing.enabled = true;
+  for (const Plan& p : r.plans) {
+    const auto without = largest_micro_batch(plain, p.zero, capacity);
+    if (!without) break;
+    r.largest_batches.emplace_back(*without, *largest_micro_batch(ckpt, p.zero, capacity));
+  }
   return r;
 }
 
@@ -28,7 +37,24 @@ std::string grouped(std::uint64_t n) {
   return out;
 }
 
-double to_gib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
+// The table's unit: GiB, or MiB or KiB when its largest figure is below 1 GiB or 1 MiB, so that
+// small models do not print as columns of 0.00.
+struct TableUnit {
+  const char* name;
+  double bytes;
+  double of(std::uint64_t b) const { return static_cast<double>(b) / bytes; }
+};
+
+TableUnit table_unit(const EstimateReport& r) {
+  std::uint64_t most = 0;
+  for (const Plan& p : r.plans) {
+    most = std::max({most, p.device.total(), p.host.total(), p.host_per_node, p.traffic.total(),
+                     p.host_to_device_bytes + p.device_to_host_bytes});
+  }
+  if (most >= (1ull << 30)) return {"GiB", 1024.0 * 1024.0 * 1024.0};
+  if (most >= (1ull << 20)) return {"MiB", 1024.0 * 1024.0};
+  return {"KiB", 1024.0};
+}
 
 const char* fit_word(std::optional<bool> f) { return !f ? "?" : (*f ? "yes" : "NO"); }
 
@@ -52,24 +78,24 @@ std::string header(const EstimateReport& r) {
   return s + link;
 }
 
-std::string row(const EstimateReport& r, std::size_t i) {
+std::string row(const EstimateReport& r, std::size_t i, const TableUnit& u) {
   const Plan& p = r.plans[i];
   const Fit f = check_fit(p, r.capacity);
   const TierBytes& d = p.device;
   char act[16];
   if (p.activations_modelled) {
-    std::snprintf(act, sizeof act, "%8.2f", to_gib(d[Category::kActivations]));
+    std::snprintf(act, sizeof act, "%8.2f", u.of(d[Category::kActivations]));
   } else {
     std::snprintf(act, sizeof act, "%8s", "n/m");
   }
   char buf[320];
   std::snprintf(buf, sizeof buf,
                 "%-12s %8.2f %8.2f %8.2f %8.2f %8.2f %s %9.2f %4s | %8.2f %9.2f %4s | %9.2f %9.2f %8.2f",
-                p.label.c_str(), to_gib(d[Category::kParameters]), to_gib(d[Category::kGradients]),
-                to_gib(d[Category::kOptimizerState]), to_gib(d[Category::kCommBuffers]),
-                to_gib(d[Category::kGatheredParameters]), act, to_gib(d.total()), fit_word(f.device),
-                to_gib(p.host.total()), to_gib(p.host_per_node), fit_word(f.host), to_gib(p.traffic.total()),
-                to_gib(p.host_to_device_bytes + p.device_to_host_bytes), p.link_seconds);
+                p.label.c_str(), u.of(d[Category::kParameters]), u.of(d[Category::kGradients]),
+                u.of(d[Category::kOptimizerState]), u.of(d[Category::kCommBuffers]),
+                u.of(d[Category::kGatheredParameters]), act, u.of(d.total()), fit_word(f.device),
+                u.of(p.host.total()), u.of(p.host_per_node), fit_word(f.host), u.of(p.traffic.total()),
+                u.of(p.host_to_device_bytes + p.device_to_host_bytes), p.link_seconds);
   std::string s = buf;
   if (static_cast<int>(i) == r.recommendation.index) s += "  <- recommended";
   if (r.configured && *r.configured == p.label) s += "  (your config)";
@@ -77,15 +103,16 @@ std::string row(const EstimateReport& r, std::size_t i) {
 }
 
 std::string table(const EstimateReport& r) {
-  std::string s =
-      "\nGiB per rank    ------------------------ device, at its peak ------------------------ |"
-      " ------ host ------- | ------- per step -------\n";
+  const TableUnit u = table_unit(r);
+  std::string s = cat("\n", u.name,
+                      " per rank    ------------------------ device, at its peak ------------------------ |"
+                      " ------ host ------- | ------- per step -------\n");
   char buf[320];
   std::snprintf(buf, sizeof buf, "%-12s %8s %8s %8s %8s %8s %8s %9s %4s | %8s %9s %4s | %9s %9s %8s\n", "stage",
                 "params", "grads", "optim", "comm", "gathered", "activ.", "total", "fits", "rank", "node", "fits",
                 "network", "host link", "link s");
   s += buf;
-  for (std::size_t i = 0; i < r.plans.size(); ++i) s += row(r, i);
+  for (std::size_t i = 0; i < r.plans.size(); ++i) s += row(r, i, u);
   return s;
 }
 
@@ -106,8 +133,19 @@ std::string notes(const EstimateReport& r) {
   s += cat("  buckets: a unit larger than reduce_bucket_size (", in.zero.reduce_bucket_size, ") or allgather_bucket_size (",
            in.zero.allgather_bucket_size, ") elements moves in bucket-sized pieces, bounding comm scratch; the stage3_*\n"
            "    settings do not change these figures yet\n");
-  s += "  fits: yes / NO / ? (capacity not given); 1 GiB = 2^30 bytes\n";
+  s += cat("  fits: yes / NO / ? (capacity not given); the device within ", r.capacity.headroom * 100,
+           "% headroom (--headroom: fragmentation, the framework's context and workspaces are not in these figures); "
+           "1 GiB = 2^30 bytes\n");
   return s;
+}
+
+std::string largest_batches(const EstimateReport& r) {
+  if (r.largest_batches.empty()) return "";
+  std::string s = "\nlargest micro-batch that fits a device (within the headroom), without / with activation checkpointing:\n ";
+  for (std::size_t i = 0; i < r.largest_batches.size(); ++i) {
+    s += cat(" ", r.plans[i].label, ": ", r.largest_batches[i].first, " / ", r.largest_batches[i].second, i + 1 < r.largest_batches.size() ? ";" : "");
+  }
+  return s + "\n";
 }
 
 std::string recommendation(const EstimateReport& r) {
@@ -122,11 +160,14 @@ std::string recommendation(const EstimateReport& r) {
   }
   for (const std::string& reason : rec.reasons) s += "  " + reason + "\n";
   if (rec.index < 0) {
+    for (const std::string& a : rec.alternatives) s += cat("  on these ranks: ", a, "\n");
     if (!rec.closest.empty()) s += cat("  nearest on ", r.input.ranks, r.input.ranks == 1 ? " rank: " : " ranks: ", rec.closest, "\n");
     s += rec.ranks_needed
              ? cat("  with ", *rec.ranks_needed, " ranks of these devices (", r.plans.front().ranks_per_node,
                    " per node), stage ", rec.label_needed, " would fit\n")
-             : "  no number of these devices makes any configuration fit (more host memory, or the NVMe tier, which zero does not have yet)\n";
+             : rec.alternatives.empty()
+                   ? "  no number of these devices makes any configuration fit (more host memory, or the NVMe tier, which zero does not have yet)\n"
+                   : "  no number of these devices makes any configuration fit as it is: more ranks do not shrink a rank's activations\n";
   }
   if (rec.index >= 0 && !r.plans.front().activations_modelled) {
     s += "  (activations are not in these figures: keep room for them beside the total)\n";
@@ -136,7 +177,9 @@ std::string recommendation(const EstimateReport& r) {
 
 }  // namespace
 
-std::string format_report(const EstimateReport& r) { return header(r) + table(r) + notes(r) + recommendation(r); }
+std::string format_report(const EstimateReport& r) {
+  return header(r) + table(r) + notes(r) + largest_batches(r) + recommendation(r);
+}
 
 namespace {
 
@@ -177,6 +220,9 @@ nlohmann::json plan_json(const EstimateReport& r, std::size_t i) {
                     {"seconds", p.link_seconds}};
   j["fits"] = {{"device", optional_json(f.device)}, {"host", optional_json(f.host)}, {"overall", f.fits()}};
   j["recommended"] = static_cast<int>(i) == r.recommendation.index;
+  if (i < r.largest_batches.size()) {
+    j["largest_micro_batch"] = {{"plain", r.largest_batches[i].first}, {"activation_checkpointing", r.largest_batches[i].second}};
+  }
   j["configured"] = r.configured && *r.configured == p.label;
   return j;
 }
@@ -198,6 +244,7 @@ nlohmann::json report_json(const EstimateReport& r) {
   j["comm_scratch"] = in.comm_scratch;
   j["link_bandwidth_bytes_per_s"] = in.link_bandwidth;
   j["device_memory_bytes"] = r.capacity.device ? nlohmann::json(*r.capacity.device) : nlohmann::json(nullptr);
+  j["device_headroom"] = r.capacity.headroom;
   j["host_memory_bytes"] = r.capacity.host ? nlohmann::json(*r.capacity.host) : nlohmann::json(nullptr);
   j["activations_modelled"] = r.plans.front().activations_modelled;
   const ZeroSettings& z = in.zero;
@@ -215,7 +262,8 @@ nlohmann::json report_json(const EstimateReport& r) {
       {"reasons", rec.reasons},
       {"ranks_needed", rec.ranks_needed ? nlohmann::json(*rec.ranks_needed) : nlohmann::json(nullptr)},
       {"label_needed", rec.ranks_needed ? nlohmann::json(rec.label_needed) : nlohmann::json(nullptr)},
-      {"closest", rec.closest}};
+      {"closest", rec.closest},
+      {"alternatives", rec.alternatives}};
   return j;
 }
 

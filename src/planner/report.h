@@ -19,6 +19,10 @@ struct EstimateReport {
   Recommendation recommendation;
   std::optional<int> only_stage;        // --stage
   std::optional<std::string> configured;  // the label a config file asked for, if any
+  // Per plan: the largest micro-batch that fits the device, without and with activation
+  // checkpointing (largest_micro_batch); empty when the device capacity is not given or
+  // activations are not modelled.
+  std::vector<std::pair<int, int>> largest_batches;
 };
 
 // Plans every configuration for `input` and recommends one.

@@ -119,6 +119,7 @@ PlanInput plan_input(const TrainConfig& c, int world_size, const std::string& ba
   in.ranks = world_size;
   in.ranks_per_node = backend == "threads" ? world_size : 1;
   in.micro_batch = c.micro_batch_size;
+  in.checkpointing = c.model.checkpointing;
   in.gradient_accumulation_steps = c.gradient_accumulation_steps;
   in.zero.stage = c.zero.stage;
   in.zero.offload_optimizer = c.zero.offload_optimizer.device == OffloadDevice::cpu;
@@ -200,7 +201,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     Communicator& comm;
     ~Untrace() { comm.set_tracer(nullptr); }
   } untrace{comm};
-  Gpt gpt(c.model.shape, B, ledger);
+  Gpt gpt(c.model.shape, B, ledger, c.model.checkpointing);
   Engine engine(engine_config(c, tracer.get()), gpt, comm, ledger);
 
   std::unique_ptr<data::ValidationWindows> windows;

@@ -312,13 +312,7 @@ TEST(GptStages, BitIdenticalAcrossStages) {
     std::vector<float> stage0;
     for (int stage = 0; stage <= 3; ++stage) {
       run.stage = stage;
-      ThreadWorld world(n);
-      std::vector<std::vector<float>> params(n);
-      world.run([&](int r) {
-        Ledger ledger;
-        auto comm = world.communicator(r, &ledger);
-        params[r] = testing::train_gpt(run, *comm, ledger);
-      });
+      const std::vector<std::vector<float>> params = testing::train_gpt_threads(run, n);
       for (int r = 1; r < n; ++r) ASSERT_TRUE(same_bits(params[r], params[0])) << "N=" << n << " stage " << stage << " rank " << r;
       if (stage == 0) stage0 = params[0];
       EXPECT_TRUE(same_bits(params[0], stage0)) << dtype_label(dtype) << " N=" << n << ": stage " << stage << " differs from stage 0";

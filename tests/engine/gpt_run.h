@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/thread_world.h"
 #include "engine/engine.h"
 #include "model/gpt.h"
 #include "partition/init.h"
@@ -17,14 +18,19 @@ struct GptRun {
   int global_batch = 4;  // sequences per step
   GptShape shape{32, 8, 16, 2, 2};
   Dtype dtype = Dtype::kF32;  // compute dtype: bf16/f16 train in mixed precision
+  GptCheckpointing checkpointing;
+  bool offload_optimizer = false;
+  bool offload_params = false;
 };
 
 // Every rank of the world calls it; returns this rank's whole weights after the run.
 inline std::vector<float> train_gpt(const GptRun& run, Communicator& comm, Ledger& ledger) {
   const int B = run.global_batch / comm.size(), T = run.shape.seq_len;
-  Gpt gpt(run.shape, B, ledger);
+  Gpt gpt(run.shape, B, ledger, run.checkpointing);
   EngineConfig config;
   config.stage = run.stage;
+  config.offload.optimizer = run.offload_optimizer;
+  config.offload.params = run.offload_params;
   config.device = run.device;
   config.adam.lr = 1e-2f;
   config.adam.weight_decay = 0.1f;
@@ -45,6 +51,18 @@ inline std::vector<float> train_gpt(const GptRun& run, Communicator& comm, Ledge
     engine.train_step();
   }
   return engine.full_parameters();
+}
+
+// The run on n thread ranks: each rank's whole weights after it.
+inline std::vector<std::vector<float>> train_gpt_threads(const GptRun& run, int n) {
+  ThreadWorld world(n);
+  std::vector<std::vector<float>> params(n);
+  world.run([&](int r) {
+    Ledger ledger;
+    auto comm = world.communicator(r, &ledger);
+    params[r] = train_gpt(run, *comm, ledger);
+  });
+  return params;
 }
 
 }  // namespace zero::testing

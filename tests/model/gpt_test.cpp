@@ -115,7 +115,7 @@ float model_loss_and_grads(const Tiny& tiny, const FlatLayout& layout, std::vect
   for (int u = 0; u < layout.num_units(); ++u) views.set(u, params.data() + layout.unit(u).flat_offset, grads.data() + layout.unit(u).flat_offset);
   for (int u = 0; u < layout.num_units(); ++u) gpt.forward(u, views);
   for (int u = layout.num_units() - 1; u >= 0; --u) gpt.backward(u, views);
-  EXPECT_EQ(ledger.usage(Tier::kDevice).total_current, Gpt::activation_bytes(tiny.shape, tiny.B));
+  EXPECT_EQ(ledger.usage(Tier::kDevice).total_current, Gpt::activation_bytes(tiny.shape, tiny.B).device);
   return gpt.loss();
 }
 
@@ -171,7 +171,7 @@ TEST(Gpt, ActivationBytesAreWhatItAllocates) {
   GptShape shape{256, 64, 128, 4, 4};
   Ledger ledger;
   Gpt gpt(shape, 3, ledger);
-  EXPECT_EQ(ledger.usage(Tier::kDevice).current[static_cast<int>(Category::kActivations)], Gpt::activation_bytes(shape, 3));
+  EXPECT_EQ(ledger.usage(Tier::kDevice).current[static_cast<int>(Category::kActivations)], Gpt::activation_bytes(shape, 3).device);
 }
 
 }  // namespace

@@ -276,19 +276,29 @@ TEST(AgainstEngine, MlpPlainAndTiedEveryStage) {
   }
 }
 
+// With and without activation checkpointing (cpu checkpointing's kept inputs in the host tier):
+// the planner's activations are the GPT's, and its peak the ledger's, for several shapes and
+// micro-batch sizes.
 TEST(AgainstEngine, GptEveryStageActivationsIncluded) {
-  const GptShape shape{64, 16, 32, 2, 2};
-  const int batch = 2;
-  auto make = [&](Ledger& ledger) { return std::make_unique<Gpt>(shape, batch, ledger); };
-  const auto set_batch = gpt_random_batches(shape, batch);
-  for (int n : {2, 4}) {
-    for (int stage = 0; stage <= 3; ++stage) {
-      for (int micro : {1, 2}) {
-        const Measured m = measure(n, stage, micro, make, set_batch);
-        PlanInput in = threads_input(describe_gpt(shape), n, stage, micro);
-        in.micro_batch = batch;
-        expect_prediction(in, m, cat("GPT N=", n, " stage ", stage, " micro-batches ", micro));
-        EXPECT_EQ(plan(in).device[Category::kActivations], Gpt::activation_bytes(shape, batch));
+  const std::vector<std::pair<GptShape, int>> cases = {{{64, 16, 32, 2, 2}, 2}, {{48, 24, 24, 3, 3}, 3}};
+  for (const auto& [shape, batch] : cases) {
+    for (const GptCheckpointing ckpt : {GptCheckpointing{}, GptCheckpointing{true, false}, GptCheckpointing{true, true}}) {
+      auto make = [&](Ledger& ledger) { return std::make_unique<Gpt>(shape, batch, ledger, ckpt); };
+      const auto set_batch = gpt_random_batches(shape, batch);
+      for (int n : {2, 4}) {
+        for (int stage = 0; stage <= 3; ++stage) {
+          for (int micro : {1, 2}) {
+            const Measured m = measure(n, stage, micro, make, set_batch);
+            PlanInput in = threads_input(describe_gpt(shape), n, stage, micro);
+            in.micro_batch = batch;
+            in.checkpointing = ckpt;
+            expect_prediction(in, m, cat("GPT ", shape.describe(), " B=", batch, ckpt.enabled ? (ckpt.cpu ? " cpu-ckpt" : " ckpt") : "",
+                                         " N=", n, " stage ", stage, " micro-batches ", micro));
+            const Plan p = plan(in);
+            EXPECT_EQ(p.device[Category::kActivations], Gpt::activation_bytes(shape, batch, ckpt).device);
+            EXPECT_EQ(p.host[Category::kActivations], Gpt::activation_bytes(shape, batch, ckpt).host);
+          }
+        }
       }
     }
   }
@@ -485,7 +495,8 @@ TEST(Offload, HostHoldsOptimizerStateGradientShardAndFp32Parameters) {
 }
 
 // ---- the advisor ----
-Capacity device_only(std::uint64_t bytes) { return {bytes, std::nullopt}; }
+// Capacities at the thresholds themselves: no headroom (advisor_test.cpp tests the headroom).
+Capacity device_only(std::uint64_t bytes) { return {bytes, std::nullopt, 0.0}; }
 
 std::string recommended(const PlanInput& in, const Capacity& c) {
   const EstimateReport r = make_report(in, c, std::nullopt);
@@ -499,22 +510,23 @@ TEST(Advisor, FollowsThePractice) {
     t.zero = {stage, opt, param};
     return plan(t).device.total();
   };
-  EXPECT_EQ(recommended(in, device_only(peak(1))), "1");      // fits: stage 1, the cheapest traffic
+  // Fits at stage 1: stage 2 fits too, at the same traffic, with more to spare.
+  EXPECT_EQ(recommended(in, device_only(peak(1))), "2");
   EXPECT_EQ(recommended(in, device_only(peak(1) - 1)), "2");  // slightly over: stage 2
   EXPECT_EQ(recommended(in, device_only(peak(2) - 1)), "3");  // far over: stage 3
   const EstimateReport r = make_report(in, device_only(peak(2) - 1), std::nullopt);
   EXPECT_NE(r.recommendation.reasons.back().find("1.5x"), std::string::npos) << r.recommendation.reasons.back();
   // Below stage 3 the host takes over, when it has room: the optimizer first, then parameters.
   const std::uint64_t tib = std::uint64_t(1) << 40;
-  EXPECT_EQ(recommended(in, {peak(3) - 1, tib}), "2+opt");
-  EXPECT_EQ(recommended(in, {peak(2, true) - 1, tib}), "3+opt");
-  EXPECT_EQ(recommended(in, {peak(3, true) - 1, tib}), "3+opt+param");
-  EXPECT_EQ(recommended(in, {peak(3, true) - 1, std::nullopt}), "3+opt+param");  // host unknown: no limit
+  EXPECT_EQ(recommended(in, {peak(3) - 1, tib, 0.0}), "2+opt");
+  EXPECT_EQ(recommended(in, {peak(2, true) - 1, tib, 0.0}), "3+opt");
+  EXPECT_EQ(recommended(in, {peak(3, true) - 1, tib, 0.0}), "3+opt+param");
+  EXPECT_EQ(recommended(in, {peak(3, true) - 1, std::nullopt, 0.0}), "3+opt+param");  // host unknown: no limit
   // With the delayed update asked for, the offload rows carry it (3+opt+param cannot).
   PlanInput dpu = in;
   dpu.zero.delayed_update = true;
-  EXPECT_EQ(recommended(dpu, {peak(3) - 1, tib}), "2+opt+dpu");
-  EXPECT_EQ(recommended(dpu, {peak(3, true) - 1, tib}), "3+opt+param");
+  EXPECT_EQ(recommended(dpu, {peak(3) - 1, tib, 0.0}), "2+opt+dpu");
+  EXPECT_EQ(recommended(dpu, {peak(3, true) - 1, tib, 0.0}), "3+opt+param");
   EXPECT_EQ(make_report(dpu, {}, std::nullopt).plans.size(), 8u);
   // Nothing fits: the fewest ranks at which something would.
   const EstimateReport none = make_report(in, {peak(3) / 8, 1}, std::nullopt);
@@ -533,8 +545,8 @@ TEST(Report, JsonParsesAndCarriesThePlans) {
   const auto j = nlohmann::json::parse(report_json(r).dump());
   EXPECT_EQ(j["model"]["parameters"], 1'557'611'200);
   EXPECT_EQ(j["plans"].size(), 8u);
-  EXPECT_EQ(j["recommendation"]["label"], "1");
-  EXPECT_EQ(j["plans"][1]["recommended"], true);
+  EXPECT_EQ(j["recommendation"]["label"], "2");  // stages 1 and 2 fit at equal traffic: more to spare
+  EXPECT_EQ(j["plans"][2]["recommended"], true);
   EXPECT_TRUE(j["plans"][0]["fits"]["host"].is_null());
   EXPECT_EQ(j["plans"][3]["device_bytes"]["total"], r.plans[3].device.total());
   const std::string text = format_report(r);
