@@ -33,7 +33,7 @@ class ShapeModule final : public Module {
   Ledger& ledger_;
 };
 
-EngineConfig engine_config(const ZeroSettings& z) {
+EngineConfig engine_config(const ZeroSettings& z, DtypeMode dtype) {
   EngineConfig c;
   c.stage = z.stage;
   c.offload.optimizer = z.offload_optimizer;
@@ -45,6 +45,8 @@ EngineConfig engine_config(const ZeroSettings& z) {
   c.stage3 = {z.stage3_prefetch_bucket_size, z.stage3_max_live_parameters, z.stage3_param_persistence_threshold,
               z.stage3_max_reuse_distance};
   c.overlap_comm = z.overlap_comm;
+  // Mixed precision as bf16 (fp16 holds the same bytes; its loss scaler allocates nothing).
+  c.precision.compute = dtype == DtypeMode::kMixed ? Dtype::kBf16 : Dtype::kF32;
   c.device = "counting";
   return c;
 }
@@ -62,7 +64,7 @@ DryRun run_dry(const PlanInput& in, const ActivationBytes& activations) {
   ShapeModule model(in.model.units, activations, ledger);
   // One rank runs the self backend, which has no transport scratch, whatever was asked.
   auto comm = make_counting_communicator(in.ranks, in.comm_scratch && in.ranks > 1);
-  Engine engine(engine_config(in.zero), model, *comm, ledger);
+  Engine engine(engine_config(in.zero, in.dtype), model, *comm, ledger);
 
   DryRun out;
   out.persistent_device = bytes_of(ledger.usage(Tier::kDevice).current);

@@ -7,7 +7,6 @@
 #include "partition/layout.h"
 #include "planner/activation_counts.h"
 #include "planner/dry_run.h"
-#include "planner/step_walk.h"
 
 namespace zero {
 
@@ -92,69 +91,6 @@ void check_units(const FlatLayout& layout) {
   }
 }
 
-struct ElementBytes {
-  std::uint64_t param, grad, optim;  // device parameters, device gradients, optimizer state per element
-};
-
-ElementBytes element_bytes(DtypeMode d) {
-  // fp32: Adam's m and v. Mixed: the fp32 master copy, m and v (K = 12).
-  return d == DtypeMode::kFp32 ? ElementBytes{4, 4, 8} : ElementBytes{2, 2, 12};
-}
-
-// What the stage holds for the whole step, device and host, before any transient buffer.
-void persistent_state(const PlanInput& in, const FlatLayout& layout, TierBytes& device, TierBytes& host) {
-  const ZeroSettings& z = in.zero;
-  const ElementBytes b = element_bytes(in.dtype);
-  const std::uint64_t P = layout.padded_numel(), S = layout.shard_numel();
-  device[Category::kParameters] = z.stage < 3 ? P * b.param : (z.offload_param ? 0 : S * b.param);
-  if (z.offload_optimizer) {
-    // Every stage's gradients are transient on the device (the walk has them); the host holds
-    // m, v (+ the fp32 master in mixed precision), the fp32 gradient shard CPU Adam reads (two
-    // with the delayed update) and, in fp32 mode, the fp32 parameter shard CPU Adam updates.
-    // Stage 1 keeps its whole gradients on the device with offload too (one stage, one policy).
-    if (z.stage < 2) device[Category::kGradients] = P * b.grad;
-    // Shedding stages accumulating over micro-batches add later slices through one host staging slice.
-    if (z.stage >= 2 && in.gradient_accumulation_steps > 1) host[Category::kCommBuffers] = layout.largest_unit() / in.ranks * 4;
-    host[Category::kOptimizerState] = S * b.optim;
-    host[Category::kGradients] = S * 4 * (z.delayed_update ? 2 : 1);
-    if (in.dtype == DtypeMode::kFp32) host[Category::kParameters] = S * 4;
-    // offload_param in mixed precision: the bf16 shard DeepSpeed keeps on the host to gather from.
-    if (z.offload_param && in.dtype == DtypeMode::kMixed) host[Category::kParameters] = S * b.param;
-    return;
-  }
-  device[Category::kGradients] = (z.stage < 2 ? P : S) * b.grad;
-  device[Category::kOptimizerState] = (z.stage == 0 ? P : S) * b.optim;
-}
-
-// Mixed precision, until the engine has 16-bit buffers to run dry: the step walked by hand.
-void walk_mixed(const PlanInput& in, const FlatLayout& layout, const ActivationBytes& activations, Plan& p) {
-  const ZeroSettings& z = in.zero;
-  const ElementBytes b = element_bytes(in.dtype);
-  TierBytes device;
-  persistent_state(in, layout, device, p.host);
-  p.persistent_device = device;
-  device[Category::kActivations] = activations.device;
-  p.host[Category::kActivations] = activations.host;
-  planner_detail::WalkOptions w;
-  w.stage = z.stage;
-  w.offload_optimizer = z.offload_optimizer;
-  w.offload_param = z.offload_param;
-  w.param_bytes = b.param;
-  w.grad_bytes = b.grad;
-  w.comm_scratch = in.comm_scratch && in.ranks > 1;  // one rank runs the self backend: no scratch
-  w.micro_batches = in.gradient_accumulation_steps;
-  const auto per_rank = [&](std::int64_t bucket) { return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(bucket) / in.ranks); };
-  w.reduce_segment = per_rank(z.reduce_bucket_size);
-  w.gather_segment = per_rank(z.allgather_bucket_size);
-  const planner_detail::WalkResult walk = planner_detail::walk_step(layout, w, device);
-  p.device = walk.peak;
-  p.traffic = walk.traffic;
-  if (z.offload_optimizer) {
-    p.device_to_host_bytes = walk.reduced_slice_elements * b.grad;
-    p.host_to_device_bytes = z.offload_param ? walk.gathered_slice_elements * b.param : layout.shard_numel() * b.param;
-  }
-}
-
 }  // namespace
 
 Plan plan(const PlanInput& in) {
@@ -184,17 +120,13 @@ Plan plan(const PlanInput& in) {
     activations = llama_activation_bytes(*in.model.llama, in.micro_batch, in.checkpointing, in.dtype == DtypeMode::kMixed ? 2 : 4);
     p.activations_modelled = true;
   }
-  if (in.dtype == DtypeMode::kFp32) {
-    const planner_detail::DryRun dry = planner_detail::run_dry(in, activations);
-    p.device = dry.device;
-    p.host = dry.host;
-    p.persistent_device = dry.persistent_device;
-    p.traffic = dry.traffic;
-    p.device_to_host_bytes = dry.to_host;
-    p.host_to_device_bytes = dry.to_device;
-  } else {
-    walk_mixed(in, layout, activations, p);
-  }
+  const planner_detail::DryRun dry = planner_detail::run_dry(in, activations);
+  p.device = dry.device;
+  p.host = dry.host;
+  p.persistent_device = dry.persistent_device;
+  p.traffic = dry.traffic;
+  p.device_to_host_bytes = dry.to_host;
+  p.host_to_device_bytes = dry.to_device;
   p.host_per_node = p.host.total() * static_cast<std::uint64_t>(p.ranks_per_node);
   if (z.offload_optimizer) p.link_seconds = static_cast<double>(p.device_to_host_bytes + p.host_to_device_bytes) / in.link_bandwidth;
   return p;

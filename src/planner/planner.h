@@ -19,31 +19,16 @@
 // allocated before the engine, as the model allocates them: a constant, by tier (cpu
 // checkpointing keeps the block inputs in the host tier).
 //
-// Mixed precision is still walked by hand (planner/step_walk.cpp) until the engine holds 16-bit
-// buffers to run dry; what follows describes both.
-//
-// Byte sizes per element: fp32 mode: 4 for everything. Mixed precision (bf16/fp16 parameters
-// and gradients, fp32 master parameters and Adam's m and v: the ZeRO paper's K = 12): parameters
-// 2, gradients 2 (and the collectives on them), optimizer state 12 per shard element.
-//
-// Offload (ZeRO-Offload, src/engine/optimizer_host.cpp):
-//   offload_optimizer (stages 1-3)  host, per rank: the fp32 parameters CPU Adam updates, Adam's
-//     m and v, and the fp32 gradient shard reduced slices land in: 16 bytes per shard element in
-//     both modes (fp32 mode: parameters 4, optimizer state 8, gradients 4; mixed precision counts
-//     the fp32 master in the optimizer state, K = 12). With the delayed update a second gradient
-//     shard (20 bytes): the CPU reads step t's while step t+1's land in the other.
-//     Device: the parameters stay (stages 1-2 whole, stage 3 the shard). Each stage keeps its own
-//     gradient policy: stage 1 keeps its whole gradients and reduces them in place once per step;
-//     stages 2-3 reduce-scatter every unit in every micro-batch, with the transient unit
-//     gradients and each reduced slice in a device buffer (comm) until the copy stream has
-//     landed it on the host (later micro-batches through one host staging slice). Link per step:
-//     every reduced slice device->host (gradient dtype) and the updated parameter shard
-//     host->device (parameter dtype).
-//   offload_param (stage 3, with offload_optimizer)  no parameters on the device between uses: the
-//     fp32 shard on the host is the only copy (mixed precision adds the bf16 shard DeepSpeed keeps
-//     there); each gather first copies the rank's slice host->device into a staging buffer (comm),
-//     freed once the gather has completed (at the unit's fetch). Link host->device: every
-//     gather's slice instead of the updated shard (the CPU's result stays on the host).
+// What the dry run finds, as the engine allocates it (the tests hold the figures to the ledger):
+// fp32: 4 bytes for everything. Mixed precision (planned as bf16; fp16 holds the same bytes): 16-bit
+// parameters and gradients (and the collectives on them), an fp32 master, m and v per shard
+// element in the optimizer state (the ZeRO paper's K = 12), and fp32 scratch for the unit being
+// computed (counted as activations). With offload_optimizer the host holds the master, m, v, the
+// gradient shard in the training type and, in mixed precision, the 16-bit copy bound for the
+// device: 16 bytes per shard element in both modes; the delayed update adds a second gradient
+// shard. With offload_param the host shard is the master itself. The link carries each reduced
+// slice down and the updated shard (or, with offload_param, every gathered slice) up, in the
+// training type.
 // Offload in stage 0, parameter offload outside stage 3 or without optimizer offload, and the
 // delayed update without optimizer offload or with parameter offload are refused, as the engine
 // refuses them.

@@ -131,8 +131,8 @@ std::string notes(const EstimateReport& r) {
   s += "    by all-reduce, reduce-scatter and all-gather; host link: host<->device copies per step with offload and\n"
        "    their time, both directions one after the other\n";
   s += cat("  buckets: a unit larger than reduce_bucket_size (", in.zero.reduce_bucket_size, ") or allgather_bucket_size (",
-           in.zero.allgather_bucket_size, ") elements moves in bucket-sized pieces, bounding comm scratch; the stage3_*\n"
-           "    settings do not change these figures yet\n");
+           in.zero.allgather_bucket_size, ") elements moves in bucket-sized pieces, bounding comm scratch; stage 3's\n"
+           "    prefetch, live cap, persistence and reuse settings are in these figures: they are the engine's own schedule run dry\n");
   s += cat("  fits: yes / NO / ? (capacity not given); the device within ", r.capacity.headroom * 100,
            "% headroom (--headroom: fragmentation, the framework's context and workspaces are not in these figures); "
            "1 GiB = 2^30 bytes\n");

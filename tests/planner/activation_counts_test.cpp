@@ -43,8 +43,10 @@ TEST(PlannerActivations, EveryNamedShapeWithAndWithoutCheckpointing) {
     EXPECT_LT(ckpt.device[Category::kActivations], plain.device[Category::kActivations]) << name;
     in.micro_batch = 4;
     EXPECT_GT(plan(in).device[Category::kActivations], ckpt.device[Category::kActivations]) << name;
-    if (in.model.gpt) {
-      EXPECT_EQ(ckpt.device[Category::kActivations], Gpt::activation_bytes(*in.model.gpt, 2, {true, false}).device) << name;
+    if (in.model.gpt) {  // in fp32, where the engine adds no widening scratch to the model's own activations
+      in.dtype = DtypeMode::kFp32;
+      in.micro_batch = 2;
+      EXPECT_EQ(plan(in).device[Category::kActivations], Gpt::activation_bytes(*in.model.gpt, 2, {true, false}).device) << name;
     }
   }
 }

@@ -160,7 +160,7 @@ struct Measured {
 template <typename MakeModel, typename SetBatch>
 Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetBatch set_batch,
                  const OffloadOptions& offload = {}, std::size_t bucket = 0, const Stage3Options& stage3 = {},
-                 bool overlap_comm = true) {
+                 bool overlap_comm = true, Dtype dtype = Dtype::kF32) {
   ThreadWorld world(n, {std::chrono::seconds(60), nullptr});
   std::vector<Measured> out(n);
   world.run([&](int r) {
@@ -173,6 +173,7 @@ Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetB
     c.reduce_bucket_elements = c.allgather_bucket_elements = bucket;
     c.stage3 = stage3;
     c.overlap_comm = overlap_comm;
+    c.precision.compute = dtype;
     Engine engine(c, *model, *comm, ledger);
     for (int s = 0; s < 2; ++s) {
       // Every copy of step 1 has completed when step() returns (the delayed update's Adam may
@@ -255,6 +256,14 @@ std::vector<OffloadCase> offload_cases() {
   for (int stage = 1; stage <= 3; ++stage) add(stage, false, false);
   add(3, true, false);
   for (int stage = 1; stage <= 3; ++stage) add(stage, false, true);
+  return cases;
+}
+
+// Stages 0-3 without offload, then every offload configuration.
+std::vector<OffloadCase> every_configuration() {
+  std::vector<OffloadCase> cases;
+  for (int stage = 0; stage <= 3; ++stage) cases.push_back({ZeroSettings{stage}, OffloadOptions{}});
+  for (const OffloadCase& oc : offload_cases()) cases.push_back(oc);
   return cases;
 }
 
@@ -357,9 +366,7 @@ TEST(AgainstEngine, GptEveryOffloadConfigurationActivationsIncluded) {
 TEST(AgainstEngine, SmallBucketsEveryStageAndOffloadConfiguration) {
   const MlpShape shape{{9, 21, 17, 21, 9}, true};
   ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt};
-  std::vector<OffloadCase> cases;
-  for (int stage = 0; stage <= 3; ++stage) cases.push_back({ZeroSettings{stage}, OffloadOptions{}});
-  for (const OffloadCase& oc : offload_cases()) cases.push_back(oc);
+  const std::vector<OffloadCase> cases = every_configuration();
   int exact = 0, total = 0;
   for (int n : {2, 3}) {
     for (std::size_t bucket : {std::size_t{5}, std::size_t{64}}) {
@@ -433,9 +440,7 @@ TEST(AgainstEngine, Stage3ScheduleSettingsEveryPlacement) {
 TEST(AgainstEngine, OverlapCommOffEveryConfiguration) {
   const GptShape gpt{64, 16, 32, 2, 2};
   const int batch = 2;
-  std::vector<OffloadCase> cases;
-  for (int stage = 0; stage <= 3; ++stage) cases.push_back({ZeroSettings{stage}, OffloadOptions{}});
-  for (const OffloadCase& oc : offload_cases()) cases.push_back(oc);
+  const std::vector<OffloadCase> cases = every_configuration();
   for (const OffloadCase& oc : cases) {
     const Measured m = measure(3, oc.zero.stage, 2, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, batch, l); },
                                gpt_random_batches(gpt, batch), oc.engine, 0, {}, false);
@@ -444,6 +449,26 @@ TEST(AgainstEngine, OverlapCommOffEveryConfiguration) {
     in.zero.overlap_comm = false;
     in.micro_batch = batch;
     expect_prediction(in, m, cat("GPT N=3 ", plan_label(oc.zero), " without overlap"));
+  }
+}
+
+// Mixed precision (bf16): the dry run holds the engine's 16-bit parameters and gradients, fp32
+// masters and moments, 16-bit collectives and its widening scratch, so it predicts the ledger,
+// the traffic, the host bytes and the link exactly, in every stage and offload configuration.
+TEST(AgainstEngine, MixedPrecisionEveryConfiguration) {
+  const GptShape gpt{64, 16, 32, 2, 2};
+  const int batch = 2;
+  const std::vector<OffloadCase> cases = every_configuration();
+  for (int n : {2, 3}) {
+    for (const OffloadCase& oc : cases) {
+      const Measured m = measure(n, oc.zero.stage, 2, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, batch, l); },
+                                 gpt_random_batches(gpt, batch), oc.engine, 0, {}, true, Dtype::kBf16);
+      PlanInput in = threads_input(describe_gpt(gpt), n, oc.zero.stage, 2);
+      in.zero = oc.zero;
+      in.micro_batch = batch;
+      in.dtype = DtypeMode::kMixed;
+      expect_prediction(in, m, cat("bf16 GPT N=", n, " ", plan_label(oc.zero)));
+    }
   }
 }
 
@@ -473,13 +498,13 @@ TEST(Offload, HostHoldsOptimizerStateGradientShardAndFp32Parameters) {
     EXPECT_EQ(one.host.bytes, p.host.bytes);
     EXPECT_EQ(one.device_to_host_bytes, p.device_to_host_bytes);
     EXPECT_EQ(one.label, "1+opt");
-    // The delayed update: a second fp32 gradient shard on the host, nothing else.
+    // The delayed update: a second gradient shard on the host (in the training type), nothing else.
     in.zero.stage = 2;
     in.zero.delayed_update = true;
     const Plan dpu = plan(in);
     EXPECT_EQ(dpu.label, "2+opt+dpu");
-    EXPECT_EQ(dpu.host[Category::kGradients], 8 * S);
-    EXPECT_EQ(dpu.host.total(), 20 * S);
+    EXPECT_EQ(dpu.host[Category::kGradients], 2 * S * pb);
+    EXPECT_EQ(dpu.host.total(), 16 * S + S * pb);
     EXPECT_EQ(dpu.device.bytes, p.device.bytes);
     EXPECT_EQ(dpu.host_to_device_bytes + dpu.device_to_host_bytes, p.host_to_device_bytes + p.device_to_host_bytes);
     in.zero.delayed_update = false;
@@ -488,7 +513,7 @@ TEST(Offload, HostHoldsOptimizerStateGradientShardAndFp32Parameters) {
     in.zero.offload_param = true;
     const Plan q = plan(in);
     EXPECT_EQ(q.persistent_device.model_states(), 0u);
-    EXPECT_EQ(q.host.total(), (d == DtypeMode::kFp32 ? 16 : 18) * S);
+    EXPECT_EQ(q.host.total(), 16 * S);  // the host shard is the master: nothing more than optimizer offload
     EXPECT_GT(q.device[Category::kGatheredParameters], 0u);
     EXPECT_EQ(q.host_to_device_bytes, 2 * S * pb);  // every unit gathered in forward and in backward
   }
