@@ -1,0 +1,348 @@
+// The planner against the engine: the dry run's predicted peak device bytes, traffic, host bytes
+// and link bytes equal what the engine's ledger, traffic counters and copies measure on thread
+// ranks, in every stage, offload configuration, bucket size, stage-3 setting, overlap_comm setting
+// and precision.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <random>
+
+#include "comm/thread_world.h"
+#include "common/error.h"
+#include "engine/mlp_run.h"
+#include "model/gpt.h"
+#include "planner/planner.h"
+
+namespace zero {
+namespace {
+// ---- the planner against the engine: predicted peak device bytes = the ledger's peak ----
+struct Measured {
+  std::uint64_t peak = 0;
+  TierUsage usage;
+  TierUsage host;
+  Traffic traffic;
+  // Host<->device copies of the last step, as the device counted them.
+  std::uint64_t to_host = 0, to_device = 0;
+};
+
+// Runs two optimizer steps of the engine on N thread ranks; rank 0's ledger, traffic and copies
+// of the second step.
+template <typename MakeModel, typename SetBatch>
+Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetBatch set_batch,
+                 const OffloadOptions& offload = {}, std::size_t bucket = 0, const Stage3Options& stage3 = {},
+                 bool overlap_comm = true, Dtype dtype = Dtype::kF32) {
+  ThreadWorld world(n, {std::chrono::seconds(60), nullptr});
+  std::vector<Measured> out(n);
+  world.run([&](int r) {
+    Ledger ledger;
+    auto comm = world.communicator(r, &ledger);
+    auto model = make_model(ledger);
+    EngineConfig c;
+    c.stage = stage;
+    c.offload = offload;
+    c.reduce_bucket_elements = c.allgather_bucket_elements = bucket;
+    c.stage3 = stage3;
+    c.overlap_comm = overlap_comm;
+    c.precision.compute = dtype;
+    Engine engine(c, *model, *comm, ledger);
+    for (int s = 0; s < 2; ++s) {
+      // Every copy of step 1 has completed when step() returns (the delayed update's Adam may
+      // still run, but it copies nothing until the next step's optimizer phase).
+      for (int m = 0; m < micro_batches; ++m) {
+        set_batch(*model, r * 100 + s * 10 + m);
+        engine.forward_backward(m + 1 == micro_batches);
+      }
+      engine.step();
+    }
+    Measured& m = out[r];
+    m.peak = ledger.usage(Tier::kDevice).total_peak;
+    m.usage = ledger.usage(Tier::kDevice);
+    m.host = ledger.usage(Tier::kHost);
+    m.traffic = engine.last_step_traffic();
+    m.to_host = engine.last_step_to_host();
+    m.to_device = engine.last_step_to_device();
+  });
+  return out[0];
+}
+
+// `slack`: how far the prediction may exceed the ledger's peak (0: equal). The dry run reserves
+// communication scratch from a collective's issue to its first wait, where a running comm thread
+// holds it only while the collective runs (planner.h): with scratch, the prediction is the bound.
+// Random tokens for a GPT's micro-batch, from a seed.
+std::function<void(Gpt&, int)> gpt_random_batches(const GptShape& shape, int batch) {
+  return [shape, batch](Gpt& gpt, int seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::int32_t> in(batch * shape.seq_len), tgt(in.size());
+    for (auto& t : in) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
+    for (auto& t : tgt) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
+    gpt.set_batch(in.data(), tgt.data());
+  };
+}
+
+void expect_prediction(const PlanInput& in, const Measured& m, const std::string& what, std::uint64_t slack = 0) {
+  const Plan p = plan(in);
+  if (slack == 0) {
+    EXPECT_EQ(p.device.total(), m.peak) << what << ": predicted " << p.device.total() << ", ledger " << m.peak;
+  } else {
+    EXPECT_GE(p.device.total(), m.peak) << what << ": predicted " << p.device.total() << ", ledger " << m.peak;
+    EXPECT_LE(p.device.total(), m.peak + slack) << what << ": predicted " << p.device.total() << ", ledger " << m.peak;
+  }
+  for (int c = 0; c < kNumCollectives; ++c) {
+    EXPECT_EQ(p.traffic.sent[c], m.traffic.sent[c]) << what << " " << collective_name(static_cast<Collective>(c));
+    EXPECT_EQ(p.traffic.calls[c], m.traffic.calls[c]) << what << " " << collective_name(static_cast<Collective>(c));
+  }
+  for (int c = 0; c < kNumCategories; ++c) {  // host buffers live for the whole run: peak = now
+    EXPECT_EQ(p.host.bytes[c], m.host.peak[c]) << what << " host " << category_name(static_cast<Category>(c));
+  }
+  EXPECT_EQ(p.device_to_host_bytes, m.to_host) << what << ": gradient slices to the host";
+  EXPECT_EQ(p.host_to_device_bytes, m.to_device) << what << ": parameter slices to the device";
+}
+
+PlanInput threads_input(ModelDescription model, int n, int stage, int micro_batches) {
+  PlanInput in;
+  in.model = std::move(model);
+  in.ranks = in.ranks_per_node = n;
+  in.zero.stage = stage;
+  in.gradient_accumulation_steps = micro_batches;
+  in.comm_scratch = false;  // the threads backend has no reduce-scatter scratch
+  return in;
+}
+
+// The offload configurations the engine runs, as the planner and the engine each spell them.
+struct OffloadCase {
+  ZeroSettings zero;
+  OffloadOptions engine;
+};
+std::vector<OffloadCase> offload_cases() {
+  std::vector<OffloadCase> cases;
+  auto add = [&](int stage, bool param, bool delayed) {
+    OffloadCase c;
+    c.zero.stage = stage;
+    c.zero.offload_optimizer = c.engine.optimizer = true;
+    c.zero.offload_param = c.engine.params = param;
+    c.zero.delayed_update = c.engine.delayed_update = delayed;  // from the first step (no warm-up)
+    cases.push_back(c);
+  };
+  for (int stage = 1; stage <= 3; ++stage) add(stage, false, false);
+  add(3, true, false);
+  for (int stage = 1; stage <= 3; ++stage) add(stage, false, true);
+  return cases;
+}
+
+// Stages 0-3 without offload, then every offload configuration.
+std::vector<OffloadCase> every_configuration() {
+  std::vector<OffloadCase> cases;
+  for (int stage = 0; stage <= 3; ++stage) cases.push_back({ZeroSettings{stage}, OffloadOptions{}});
+  for (const OffloadCase& oc : offload_cases()) cases.push_back(oc);
+  return cases;
+}
+
+TEST(AgainstEngine, MlpPlainAndTiedEveryStage) {
+  for (bool tied : {false, true}) {
+    MlpShape shape = tied ? MlpShape{{9, 21, 17, 21, 9}, true} : MlpShape{};
+    ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt};
+    for (int n : {1, 2, 3, 4}) {
+      for (int stage = 0; stage <= 3; ++stage) {
+        for (int micro : {1, 3}) {
+          const Measured m = measure(
+              n, stage, micro, [&](Ledger&) { return std::make_unique<Mlp>(shape); },
+              [&](Mlp& mlp, int seed) { mlp.set_batch(mlp_synthetic_batch(shape, 7, seed, 0, 2)); });
+          expect_prediction(threads_input(model, n, stage, micro), m,
+                            cat(tied ? "tied" : "plain", " MLP N=", n, " stage ", stage, " micro-batches ", micro));
+        }
+      }
+    }
+  }
+}
+
+// With and without activation checkpointing (cpu checkpointing's kept inputs in the host tier):
+// the planner's activations are the GPT's, and its peak the ledger's, for several shapes and
+// micro-batch sizes.
+TEST(AgainstEngine, GptEveryStageActivationsIncluded) {
+  const std::vector<std::pair<GptShape, int>> cases = {{{64, 16, 32, 2, 2}, 2}, {{48, 24, 24, 3, 3}, 3}};
+  for (const auto& [shape, batch] : cases) {
+    for (const GptCheckpointing ckpt : {GptCheckpointing{}, GptCheckpointing{true, false}, GptCheckpointing{true, true}}) {
+      auto make = [&](Ledger& ledger) { return std::make_unique<Gpt>(shape, batch, ledger, ckpt); };
+      const auto set_batch = gpt_random_batches(shape, batch);
+      for (int n : {2, 4}) {
+        for (int stage = 0; stage <= 3; ++stage) {
+          for (int micro : {1, 2}) {
+            const Measured m = measure(n, stage, micro, make, set_batch);
+            PlanInput in = threads_input(describe_gpt(shape), n, stage, micro);
+            in.micro_batch = batch;
+            in.checkpointing = ckpt;
+            expect_prediction(in, m, cat("GPT ", shape.describe(), " B=", batch, ckpt.enabled ? (ckpt.cpu ? " cpu-ckpt" : " ckpt") : "",
+                                         " N=", n, " stage ", stage, " micro-batches ", micro));
+            const Plan p = plan(in);
+            EXPECT_EQ(p.device[Category::kActivations], Gpt::activation_bytes(shape, batch, ckpt).device);
+            EXPECT_EQ(p.host[Category::kActivations], Gpt::activation_bytes(shape, batch, ckpt).host);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Offload, every configuration: device peak, host bytes by category, traffic and the bytes each
+// step copies across the link, all exactly as the engine's ledger, counters and copies have them.
+TEST(AgainstEngine, MlpPlainAndTiedEveryOffloadConfiguration) {
+  for (bool tied : {false, true}) {
+    MlpShape shape = tied ? MlpShape{{9, 21, 17, 21, 9}, true} : MlpShape{};
+    ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt};
+    for (int n : {1, 2, 4}) {
+      for (const OffloadCase& oc : offload_cases()) {
+        for (int micro : {1, 3}) {
+          const Measured m = measure(
+              n, oc.zero.stage, micro, [&](Ledger&) { return std::make_unique<Mlp>(shape); },
+              [&](Mlp& mlp, int seed) { mlp.set_batch(mlp_synthetic_batch(shape, 7, seed, 0, 2)); }, oc.engine);
+          PlanInput in = threads_input(model, n, oc.zero.stage, micro);
+          in.zero = oc.zero;
+          expect_prediction(in, m, cat(tied ? "tied" : "plain", " MLP N=", n, " ", plan_label(oc.zero), " micro-batches ", micro));
+        }
+      }
+    }
+  }
+}
+
+TEST(AgainstEngine, GptEveryOffloadConfigurationActivationsIncluded) {
+  const GptShape shape{64, 16, 32, 2, 2};
+  const int batch = 2;
+  auto make = [&](Ledger& ledger) { return std::make_unique<Gpt>(shape, batch, ledger); };
+  const auto set_batch = gpt_random_batches(shape, batch);
+  for (int n : {1, 2, 4}) {
+    for (const OffloadCase& oc : offload_cases()) {
+      for (int micro : {1, 2}) {
+        const Measured m = measure(n, oc.zero.stage, micro, make, set_batch, oc.engine);
+        PlanInput in = threads_input(describe_gpt(shape), n, oc.zero.stage, micro);
+        in.zero = oc.zero;
+        in.micro_batch = batch;
+        const std::string what = cat("GPT N=", n, " ", plan_label(oc.zero), " micro-batches ", micro);
+        expect_prediction(in, m, what);
+        const Plan p = plan(in);
+        std::printf("[ measured ] %-34s device peak %7llu B (predicted %7llu), host %6llu B (%6llu), link %5llu B down "
+                    "(%5llu), %5llu B up (%5llu)\n",
+                    what.c_str(), static_cast<unsigned long long>(m.peak), static_cast<unsigned long long>(p.device.total()),
+                    static_cast<unsigned long long>(m.host.total_peak), static_cast<unsigned long long>(p.host.total()),
+                    static_cast<unsigned long long>(m.to_host), static_cast<unsigned long long>(p.device_to_host_bytes),
+                    static_cast<unsigned long long>(m.to_device), static_cast<unsigned long long>(p.host_to_device_bytes));
+      }
+    }
+  }
+}
+
+// Buckets of a few elements: every collective runs as many pieces with packing scratch. Traffic,
+// host bytes and link bytes are still exact; the device peak is bounded by the prediction, and
+// exceeds the ledger's by at most one collective's packing scratch.
+TEST(AgainstEngine, SmallBucketsEveryStageAndOffloadConfiguration) {
+  const MlpShape shape{{9, 21, 17, 21, 9}, true};
+  ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt};
+  const std::vector<OffloadCase> cases = every_configuration();
+  int exact = 0, total = 0;
+  for (int n : {2, 3}) {
+    for (std::size_t bucket : {std::size_t{5}, std::size_t{64}}) {
+      for (const OffloadCase& oc : cases) {
+        for (int micro : {1, 2}) {
+          const Measured m = measure(
+              n, oc.zero.stage, micro, [&](Ledger&) { return std::make_unique<Mlp>(shape); },
+              [&](Mlp& mlp, int seed) { mlp.set_batch(mlp_synthetic_batch(shape, 7, seed, 0, 2)); }, oc.engine, bucket);
+          PlanInput in = threads_input(model, n, oc.zero.stage, micro);
+          in.zero = oc.zero;
+          in.zero.reduce_bucket_size = in.zero.allgather_bucket_size = static_cast<std::int64_t>(bucket);
+          const std::uint64_t segment = std::max<std::uint64_t>(1, bucket / n), packing = n * segment * sizeof(float);
+          const std::string what = cat("tied MLP N=", n, " bucket ", bucket, " ", plan_label(oc.zero), " micro-batches ", micro);
+          expect_prediction(in, m, what, packing);
+          exact += plan(in).device.total() == m.peak;
+          ++total;
+        }
+      }
+    }
+  }
+  std::printf("[ measured ] small buckets: prediction equal to the ledger's peak in %d of %d runs, above it by at most one "
+              "collective's packing scratch in the rest\n", exact, total);
+}
+
+// Stage 3's schedule settings (prefetch bucket, live cap, persistence, reuse distance), with and
+// without offload and with accumulation: the dry run predicts the ledger's peak, the traffic,
+// the host bytes and the link bytes exactly, for the tied MLP and the GPT with its activations.
+TEST(AgainstEngine, Stage3ScheduleSettingsEveryPlacement) {
+  const MlpShape mlp{{9, 21, 17, 21, 9}, true};
+  const GptShape gpt{64, 16, 32, 2, 2};
+  const int batch = 2;
+  const std::vector<Stage3Options> settings = {
+      {0, 1'000'000'000, 0, 0}, {1'000'000'000, 1'000'000'000, 0, 0}, {1'000, 700, 0, 0}, {-1, 1'000'000'000, 250, 0},
+      {-1, 1'000'000'000, 0, 1'000'000'000}, {600, 1'500, 250, 2'000}};
+  for (int model = 0; model < 2; ++model) {
+    for (int n : {2, 3}) {
+      for (int offload = 0; offload <= 2; ++offload) {
+        for (const Stage3Options& o : settings) {
+          OffloadOptions engine_offload;
+          engine_offload.optimizer = offload >= 1;
+          engine_offload.params = offload == 2;
+          const int micro = 2;
+          Measured m;
+          PlanInput in;
+          if (model == 0) {
+            m = measure(
+                n, 3, micro, [&](Ledger&) { return std::make_unique<Mlp>(mlp); },
+                [&](Mlp& x, int seed) { x.set_batch(mlp_synthetic_batch(mlp, 7, seed, 0, 2)); }, engine_offload, 0, o);
+            in = threads_input(ModelDescription{"mlp", "mlp", "", "", Mlp(mlp).units(), std::nullopt}, n, 3, micro);
+          } else {
+            m = measure(n, 3, micro, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, batch, l); }, gpt_random_batches(gpt, batch),
+                        engine_offload, 0, o);
+            in = threads_input(describe_gpt(gpt), n, 3, micro);
+            in.micro_batch = batch;
+          }
+          in.zero.offload_optimizer = engine_offload.optimizer;
+          in.zero.offload_param = engine_offload.params;
+          in.zero.stage3_prefetch_bucket_size = o.prefetch_bucket;
+          in.zero.stage3_max_live_parameters = o.max_live;
+          in.zero.stage3_param_persistence_threshold = o.persistence_threshold;
+          in.zero.stage3_max_reuse_distance = o.max_reuse_distance;
+          expect_prediction(in, m, cat(model == 0 ? "tied MLP" : "GPT", " N=", n, " ", plan_label(in.zero), " prefetch ", o.prefetch_bucket,
+                                       " live ", o.max_live, " persist ", o.persistence_threshold, " reuse ", o.max_reuse_distance));
+        }
+      }
+    }
+  }
+}
+
+// overlap_comm off, every stage and offload configuration: predicted exactly.
+TEST(AgainstEngine, OverlapCommOffEveryConfiguration) {
+  const GptShape gpt{64, 16, 32, 2, 2};
+  const int batch = 2;
+  const std::vector<OffloadCase> cases = every_configuration();
+  for (const OffloadCase& oc : cases) {
+    const Measured m = measure(3, oc.zero.stage, 2, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, batch, l); },
+                               gpt_random_batches(gpt, batch), oc.engine, 0, {}, false);
+    PlanInput in = threads_input(describe_gpt(gpt), 3, oc.zero.stage, 2);
+    in.zero = oc.zero;
+    in.zero.overlap_comm = false;
+    in.micro_batch = batch;
+    expect_prediction(in, m, cat("GPT N=3 ", plan_label(oc.zero), " without overlap"));
+  }
+}
+
+// Mixed precision (bf16): the dry run holds the engine's 16-bit parameters and gradients, fp32
+// masters and moments, 16-bit collectives and its widening scratch, so it predicts the ledger,
+// the traffic, the host bytes and the link exactly, in every stage and offload configuration.
+TEST(AgainstEngine, MixedPrecisionEveryConfiguration) {
+  const GptShape gpt{64, 16, 32, 2, 2};
+  const int batch = 2;
+  const std::vector<OffloadCase> cases = every_configuration();
+  for (int n : {2, 3}) {
+    for (const OffloadCase& oc : cases) {
+      const Measured m = measure(n, oc.zero.stage, 2, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, batch, l); },
+                                 gpt_random_batches(gpt, batch), oc.engine, 0, {}, true, Dtype::kBf16);
+      PlanInput in = threads_input(describe_gpt(gpt), n, oc.zero.stage, 2);
+      in.zero = oc.zero;
+      in.micro_batch = batch;
+      in.dtype = DtypeMode::kMixed;
+      expect_prediction(in, m, cat("bf16 GPT N=", n, " ", plan_label(oc.zero)));
+    }
+  }
+}
+
+
+}  // namespace
+}  // namespace zero
