@@ -262,6 +262,7 @@ void Engine::set_learning_rate(float lr) {
 float Engine::evaluate() {
   ZERO_CHECK(micro_batches_ == 0, "evaluate() in the middle of gradient accumulation");
   forward();
+  stage_->end_of_uses();  // no backward follows: what forward kept whole for it goes
   return module_.loss();
 }
 

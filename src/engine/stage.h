@@ -44,6 +44,9 @@ class Stage {
   // The schedule is at `position` of its order of use (use_position), the units it reads
   // fetched: a stage may start making what comes next whole (stage 3 gathers ahead).
   virtual void in_use(int /*position*/) {}
+  // The micro-batch's uses are over (after its backward, or after a forward alone: an
+  // evaluation): nothing may stay whole for a reuse that will not come.
+  virtual void end_of_uses() {}
   virtual DeviceSpan params(int u) = 0;  // (unit padded) compute dtype, device: between fetch and release
 
   // ---- gradients ----

@@ -82,9 +82,15 @@ class Stage3 final : public Stage {
   void begin_micro_batch(bool, bool) override {}
   DeviceSpan grads(int u) override { return grads_.get(u); }
   void reduce_gradients(int u) override { grads_.reduce(u, *optimizer_); }
+  void end_of_uses() override {
+    position_ = -1;
+    for (int u = 0; u < ctx_.layout.num_units(); ++u)
+      if (gathered_[u] && gathered_[u]->users == 0) free_gathered(u);
+  }
+
   void finish_reduction() override {
     grads_.finish();
-    position_ = -1;  // the micro-batches' uses are over: nothing is reused across a step
+    end_of_uses();  // nothing is reused across a step
     for (int u = 0; u < ctx_.layout.num_units(); ++u)
       if (persistent(u)) wait_persistent(u);  // the optimizer writes the slices next
   }

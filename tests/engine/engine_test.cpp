@@ -220,6 +220,26 @@ TEST(OverlapComm, OffChangesNoBits) {
 // Stage 3's schedule settings move memory and traffic, never bits: every setting, with and
 // without offload and with gradient accumulation, gives the default schedule's weights, and each
 // has the effect it exists for, in the ledger and the counters.
+// An evaluation is a forward alone: what the reuse distance (or a prefetch into backward) made
+// whole for a backward that never comes is freed when it ends, not left whole until the next step.
+TEST(Stage3Schedule, AnEvaluationLeavesNothingWhole) {
+  const MlpShape shape = tied_shape();
+  for (const Stage3Options& o : {Stage3Options{-1, 1'000'000'000, 0, 1'000'000'000}, Stage3Options{1'000'000'000, 1'000'000'000, 0, 0}}) {
+    Ledger ledger;
+    auto comm = make_communicator("self", {std::chrono::seconds(60), &ledger});
+    Mlp mlp(shape);
+    EngineConfig c;
+    c.stage = 3;
+    c.stage3 = o;
+    Engine engine(c, mlp, *comm, ledger);
+    mlp.set_batch(mlp_synthetic_batch(shape, 7, 1, 0, 1));
+    engine.evaluate();
+    EXPECT_GT(ledger.peak(Tier::kDevice, Category::kGatheredParameters), 0u);
+    EXPECT_EQ(ledger.current(Tier::kDevice, Category::kGatheredParameters), 0u)
+        << "prefetch " << o.prefetch_bucket << " reuse " << o.max_reuse_distance;
+  }
+}
+
 TEST(Stage3Schedule, SettingsChangeNoBitsAndMoveBytesAsTheySay) {
   for (int n : {2, 3})
     for (int offload = 0; offload <= 2; ++offload) {
