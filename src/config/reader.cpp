@@ -91,14 +91,14 @@ std::string describe_value(const nlohmann::json& value) {
 
 int nesting_depth(const nlohmann::json& j) {
   int deepest = 0;
-  std::vector<std::pair<const nlohmann::json*, int>> todo = {{&j, 0}};
-  while (!todo.empty()) {
-    const auto [node, depth] = todo.back();
-    todo.pop_back();
+  std::vector<std::pair<const nlohmann::json*, int>> unvisited = {{&j, 0}};
+  while (!unvisited.empty()) {
+    const auto [node, depth] = unvisited.back();
+    unvisited.pop_back();
     if (!node->is_structured()) continue;
     deepest = std::max(deepest, depth + 1);
     if (deepest > kMaxConfigDepth) return deepest;  // deep enough to refuse: stop counting
-    for (const nlohmann::json& child : *node) todo.push_back({&child, depth + 1});
+    for (const nlohmann::json& child : *node) unvisited.push_back({&child, depth + 1});
   }
   return deepest;
 }
