@@ -209,10 +209,12 @@ TrainOptions train_options(const Flags& flags, int world_size) {
   if (flags.has("eval-batches")) {
     o.val_windows = static_cast<int>(flags.get_int("eval-batches", 1, 1 << 20)) * world_size * o.config.micro_batch_size;
   }
-  o.checkpoints.save_dir = flags.get("save");
-  o.checkpoints.save_every = flags.get_int("save-every", 0, 1LL << 40);
-  o.checkpoints.keep = static_cast<int>(flags.get_int("keep", 0, 1 << 20));
-  o.checkpoints.resume = flags.get("resume");
+  CheckpointFlags ck;  // over the config's train_checkpoints section
+  if (flags.has("save")) ck.save = flags.get("save");
+  if (flags.has("save-every")) ck.save_every = flags.get_int("save-every", 0, 1LL << 40);
+  if (flags.has("keep")) ck.keep = static_cast<int>(flags.get_int("keep", 0, 1 << 20));
+  if (flags.has("resume")) ck.resume = flags.get("resume");
+  apply_checkpoint_settings(o.config.checkpoints, ck, o.checkpoints);
   o.trace = !flags.get("trace").empty() || o.config.zero.offload_optimizer.device == OffloadDevice::cpu;
   return o;
 }

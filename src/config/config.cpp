@@ -52,6 +52,7 @@ std::vector<KeyRule> top_rules_table() {
       {"model", R, kObj, ""},        // ours
       {"activation_checkpointing", R, kObj, ""},  // activation_section.cpp
       {"data", R, kObj, ""},         // ours
+      {"train_checkpoints", R, kObj, ""},  // ours: checkpoint_section.cpp
       // Disabled only (read_disabled_only below).
       {"amp", R, kObj, ""},
       {"autotuning", R, kObj, ""},
@@ -558,6 +559,7 @@ TrainConfig parse_config(const nlohmann::json& j, int world_size, const ConfigOp
   attempt(log, [&] { read_disabled_sections(top); });
   attempt(log, [&] { read_predivide(top, world_size, c); });
   attempt(log, [&] { c.data = read_data(top, c.seed); });
+  attempt(log, [&] { c.checkpoints = read_train_checkpoints(top); });
   if (!log.problems.empty()) throw_problems(log.problems, options.source);
   c.ignored_keys = log.ignored;
   std::sort(c.ignored_keys.begin(), c.ignored_keys.end());
@@ -577,6 +579,7 @@ std::vector<std::string> known_config_keys() {
   add("zero_optimization.offload_param.", offload_rules(false));
   add("optimizer.params.", adam_param_rules());
   add("activation_checkpointing.", activation_checkpointing_rules());
+  add("train_checkpoints.", train_checkpoints_rules());
   return keys;
 }
 
