@@ -139,7 +139,9 @@ std::vector<KeyRule> zero_rules();                                     // zero_s
 std::vector<KeyRule> activation_checkpointing_rules();                 // activation_section.cpp
 void read_activation_checkpointing(const Section& top, ModelSection& m);  // activation_section.cpp
 std::vector<KeyRule> offload_rules(bool optimizer);                    // zero_section.cpp
-std::vector<KeyRule> train_checkpoints_rules();                        // checkpoint_section.cpp
-CheckpointSection read_train_checkpoints(const Section& top);          // checkpoint_section.cpp
+std::vector<KeyRule> train_checkpoints_rules();                        // train_sections.cpp
+CheckpointSection read_train_checkpoints(const Section& top);          // train_sections.cpp
+std::vector<KeyRule> train_eval_rules();                               // train_sections.cpp
+EvalSection read_train_eval(const Section& top);                       // train_sections.cpp
 
 }  // namespace zero::config_detail

@@ -67,12 +67,12 @@ T merged(const std::optional<T>& flag, const T& file, const T& unset, const char
 
 }  // namespace
 
-void apply_checkpoint_settings(const CheckpointSection& file, const CheckpointFlags& flags, CheckpointOptions& out) {
-  out.overrides.clear();
-  out.save_dir = merged(flags.save, file.save, std::string(), "--save", "save", out.overrides);
-  out.save_every = merged(flags.save_every, file.save_every, std::int64_t{0}, "--save-every", "save_every", out.overrides);
-  out.keep = merged(flags.keep, file.keep, 0, "--keep", "keep", out.overrides);
-  out.resume = merged(flags.resume, file.resume, std::string(), "--resume", "resume", out.overrides);
+void apply_checkpoint_settings(const CheckpointSection& file, const CheckpointFlags& flags, CheckpointOptions& out,
+                               std::vector<std::string>& overrides) {
+  out.save_dir = merged(flags.save, file.save, std::string(), "--save", "save", overrides);
+  out.save_every = merged(flags.save_every, file.save_every, std::int64_t{0}, "--save-every", "save_every", overrides);
+  out.keep = merged(flags.keep, file.keep, 0, "--keep", "keep", overrides);
+  out.resume = merged(flags.resume, file.resume, std::string(), "--resume", "resume", overrides);
   if (out.save_dir.empty() && (out.save_every > 0 || out.keep > 0)) {
     throw ConfigError(cat("[checkpoint] ", out.save_every > 0 ? "--save-every (train_checkpoints.save_every)" : "--keep (train_checkpoints.keep)",
                           " without a save directory does nothing: add --save DIR (or train_checkpoints.save)"));
@@ -82,9 +82,6 @@ void apply_checkpoint_settings(const CheckpointSection& file, const CheckpointFl
 TrainCheckpoints::TrainCheckpoints(const CheckpointOptions& options, const TrainConfig& config, Communicator& comm,
                                    std::function<void(const std::string&)> note)
     : options_(options), config_(config), comm_(comm), note_(std::move(note)) {
-  if (note_) {
-    for (const std::string& o : options_.overrides) note_(cat("checkpoints: ", o));
-  }
   std::string error;
   if (!options_.resume.empty()) {
     try {

@@ -23,7 +23,6 @@ struct CheckpointOptions {
   std::string resume;           // a save directory or a checkpoint directory; empty: a fresh run
   std::string config_json;      // the effective config document, recorded in the manifest
   std::string data_path;        // the file trained on (resolved), recorded in the manifest
-  std::vector<std::string> overrides;  // flags that replaced a train_checkpoints value of the config, printed at start-up
 };
 
 // The checkpoint flags a command line gave (unset: not given).
@@ -34,9 +33,11 @@ struct CheckpointFlags {
 };
 
 // The config's train_checkpoints section with the flags over it, into `out` (its other fields
-// are kept); each flag that replaces a value the file gave is listed in out.overrides. ConfigError
-// for save_every or keep without a save directory (they would silently do nothing).
-void apply_checkpoint_settings(const CheckpointSection& file, const CheckpointFlags& flags, CheckpointOptions& out);
+// are kept); each flag that replaces a value the file gave is added to `overrides`
+// ("--save-every 2 overrides train_checkpoints.save_every = 1"). ConfigError for save_every or
+// keep without a save directory (they would silently do nothing).
+void apply_checkpoint_settings(const CheckpointSection& file, const CheckpointFlags& flags, CheckpointOptions& out,
+                               std::vector<std::string>& overrides);
 
 // The model's description in a manifest ({"type": "gpt", "vocab_size", ...}) and back.
 nlohmann::json model_json(const GptShape& shape);

@@ -1,5 +1,6 @@
-// Ours: the "train_checkpoints" section, zero train's sharded checkpoints in the config file
-// (the --save, --save-every, --keep and --resume flags override it). DeepSpeed's own
+// Ours: the training loop's sections. "train_checkpoints": zero train's sharded checkpoints
+// (the --save, --save-every, --keep and --resume flags override it); "train_eval": how often
+// and how much the validation split is evaluated (--eval-every, --eval-batches override it). DeepSpeed's own
 // "checkpoint" section (tag_validation, load_universal, use_node_local_storage, parallel_write,
 // writer) configures how its engine tags and writes checkpoints; zero accepts and ignores it, so
 // these keys live apart and mean one thing whichever tool reads the file.
@@ -27,6 +28,19 @@ CheckpointSection read_train_checkpoints(const Section& top) {
   if (s.has("save") && c.save.empty()) s.fail("save", "is \"\"; give the directory to save into, or remove the key");
   if (s.has("resume") && c.resume.empty()) s.fail("resume", "is \"\"; give a save directory or a step-N directory, or remove the key");
   return c;
+}
+
+std::vector<KeyRule> train_eval_rules() {
+  return {{"every", Use::read, JsonType::integer, ""}, {"batches", Use::read, JsonType::integer, ""}};
+}
+
+EvalSection read_train_eval(const Section& top) {
+  EvalSection e;
+  if (!top.has("train_eval")) return e;
+  const Section s = top.child("train_eval", train_eval_rules());
+  e.every = s.get_int("every", 0, 0, std::int64_t{1} << 40);
+  e.batches = s.get_int("batches", 0, 1, 1 << 20);
+  return e;
 }
 
 }  // namespace zero::config_detail
