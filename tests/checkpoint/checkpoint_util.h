@@ -169,6 +169,7 @@ struct Rig {
     c.adam.weight_decay = 0.1f;
     c.offload.optimizer = offload != "none";
     c.offload.params = offload == "optimizer+param";
+    c.offload.delayed_update = offload == "optimizer+dpu";  // from the first step: in flight after every step
     c.precision.compute = dtype;
     c.precision.loss_scaler.static_scale = 256;  // fp16: no step skipped, the masters move every step
     engine = std::make_unique<Engine>(c, *gpt, comm, ledger);

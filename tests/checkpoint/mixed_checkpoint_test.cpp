@@ -94,5 +94,30 @@ INSTANTIATE_TEST_SUITE_P(
       return cat(p.precision, "_stage", p.stage, off, p.delayed ? "_delayed_update" : "");
     });
 
+// A checkpoint saved with the delayed update in flight holds the parameters in use as a fourth
+// tensor; a run without the delayed update applies the pending update on resume and says so.
+TEST(DelayedUpdateCheckpoint, ResumedWithoutItAppliesThePendingUpdate) {
+  const std::string dir = temp_dir("delayed_applied");
+  const std::string data = text_file(dir);
+  TrainSetup s;
+  s.stage = 2;
+  s.offload = "optimizer";
+  s.delayed_update = true;
+  s.steps = 4;
+  CheckpointOptions save;
+  save.save_dir = dir + "/ck";
+  run_training(s, data, save);
+  const checkpoint::Manifest m = checkpoint::read_manifest(dir + "/ck/step-00000004/manifest.json");
+  EXPECT_EQ(m.tensors, (std::vector<std::string>{"master", "exp_avg", "exp_avg_sq", "params_in_use"}));
+  s.delayed_update = false;
+  s.steps = 6;
+  CheckpointOptions resume;
+  resume.resume = dir + "/ck";
+  const RunOutcome out = run_training(s, data, resume);
+  EXPECT_EQ(out.steps_run, 2);
+  ASSERT_FALSE(out.notes.empty());
+  EXPECT_NE(out.notes[0].find("the delayed update in flight at the save was applied now"), std::string::npos) << out.notes[0];
+}
+
 }  // namespace
 }  // namespace zero

@@ -53,12 +53,12 @@ int load(Communicator& comm, const std::string& dir, Rig& rig) {
   std::uint64_t total = 0;
   for (const auto& f : m.files) total += f.bytes;
   const std::uint64_t read = checkpoint::load_checkpoint(*rig.engine, a, m, comm).bytes_read;
+  checkpoint::Saver saver({dir + "/b", 0, false, 256}, comm);
+  saver.save(*rig.engine, 3, {});  // before full_parameters, which would apply a pending delayed update
+  saver.poll(true);
   const std::vector<float> loaded = rig.engine->full_parameters();
   std::vector<float> trained(loaded.size());
   std::ifstream(dir + "/trained.f32", std::ios::binary).read(reinterpret_cast<char*>(trained.data()), trained.size() * 4);
-  checkpoint::Saver saver({dir + "/b", 0, false, 256}, comm);
-  saver.save(*rig.engine, 3, {});
-  saver.poll(true);
   int bad = 0;
   if (!same_bits(loaded, trained)) bad = fail(comm, "the loaded parameters differ from the trained ones");
   if (comm.size() > 1 && m.world_size > 1 && read >= total) bad = fail(comm, cat("read ", read, " of ", total, " bytes: the whole checkpoint"));
