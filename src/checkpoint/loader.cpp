@@ -71,7 +71,9 @@ void agree_on_errors(Communicator& comm, const std::string& my_error) {
 namespace {
 
 // This rank's held state of every unit, tensor by tensor, read piece by piece from the old files.
-LoadStats read_into(Engine& engine, const std::string& dir, const Manifest& m) {
+// `tensors`: how many of the manifest's (the parameters in use are left out when the engine
+// cannot hold the delayed update in flight).
+LoadStats read_into(Engine& engine, const std::string& dir, const Manifest& m, int tensors) {
   std::map<int, std::unique_ptr<ShardReader>> readers;  // only the files this rank needs
   auto reader = [&](int rank) -> ShardReader& {
     auto& r = readers[rank];
@@ -82,7 +84,7 @@ LoadStats read_into(Engine& engine, const std::string& dir, const Manifest& m) {
   for (int u = 0; u < engine.layout().num_units(); ++u) {
     const Engine::HeldRange held = engine.held_state(u);
     const std::vector<Piece> pieces = pieces_of(m.units[u], held.first, held.count);
-    for (int t = 0; t < kNumStateTensors; ++t) {
+    for (int t = 0; t < tensors; ++t) {
       buf.assign(held.count, 0.0f);  // padding reads as zero
       for (const Piece& p : pieces) {
         reader(p.rank).read(m.tensor_byte(u, t) + sizeof(float) * p.source, sizeof(float) * p.count, buf.data() + p.dest);
@@ -100,15 +102,19 @@ LoadStats read_into(Engine& engine, const std::string& dir, const Manifest& m) {
 LoadStats load_checkpoint(Engine& engine, const std::string& dir, const Manifest& m, Communicator& comm) {
   const auto t0 = std::chrono::steady_clock::now();
   LoadStats stats;
+  EngineCounters counters = counters_of(m);
+  // Without a delayed update to hold it, a pending one is applied: the next forward uses the masters.
+  if (counters.update_in_flight && !engine.holds_update_in_flight(m.step)) counters.update_in_flight = false;
   std::string error;
   try {
     check_same_model(m, engine.layout(), (fs::path(dir) / "manifest.json").string());
-    stats = read_into(engine, dir, m);
+    stats = read_into(engine, dir, m, counters.update_in_flight ? kNumStateTensors + 1 : kNumStateTensors);
+    stats.applied_pending_update = m.tensors.size() > static_cast<std::size_t>(kNumStateTensors) && !counters.update_in_flight;
   } catch (const Error& e) {
     error = e.what();
   }
   agree_on_errors(comm, error);  // before any rank uses what it read
-  engine.state_written(m.step);
+  engine.state_written(counters);
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return stats;
 }

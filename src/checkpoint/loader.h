@@ -24,6 +24,10 @@ void check_same_model(const Manifest& m, const FlatLayout& layout, const std::st
 struct LoadStats {
   std::uint64_t bytes_read = 0;  // by this rank, from disk
   double seconds = 0;
+  // The checkpoint's run had a delayed update in flight, which this engine does not hold (no
+  // delayed update, or a longer warm-up): it was applied now, so the next forward computes
+  // with the saved masters rather than the step before's parameters.
+  bool applied_pending_update = false;
 };
 
 // Loads the checkpoint in `dir` (manifest `m`) into the engine: every held element's master and

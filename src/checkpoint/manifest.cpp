@@ -62,6 +62,31 @@ Manifest describe_layout(const FlatLayout& layout) {
   return m;
 }
 
+void record_counters(Manifest& m, const EngineCounters& c) {
+  m.step = c.steps_done;
+  m.skipped_steps = c.skipped_steps;
+  m.loss_scaler = nullptr;
+  if (c.loss_scaler) {
+    const LossScalerState& s = *c.loss_scaler;
+    m.loss_scaler = {{"scale", s.scale}, {"hysteresis_left", s.hysteresis_left}, {"iter", s.iter},
+                     {"last_overflow_iter", s.last_overflow_iter}};
+  }
+  if (c.update_in_flight) m.tensors.push_back(kParamsInUseName);
+}
+
+EngineCounters counters_of(const Manifest& m) {
+  EngineCounters c;
+  c.steps_done = m.step;
+  c.skipped_steps = m.skipped_steps;
+  if (!m.loss_scaler.is_null()) {
+    const nlohmann::json& j = m.loss_scaler;
+    c.loss_scaler = LossScalerState{j["scale"].get<double>(), j["hysteresis_left"].get<int>(), j["iter"].get<std::int64_t>(),
+                                    j["last_overflow_iter"].get<std::int64_t>()};
+  }
+  c.update_in_flight = m.tensors.size() > static_cast<std::size_t>(kNumStateTensors);
+  return c;
+}
+
 std::string step_dir_name(std::int64_t step) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "step-%08lld", static_cast<long long>(step));
@@ -97,6 +122,8 @@ nlohmann::json to_json(const Manifest& m) {
           {"parameters", m.parameters},
           {"checksum", {{"algorithm", "crc32"}, {"block_bytes", m.block_bytes}}},
           {"files", files},
+          {"skipped_steps", m.skipped_steps},
+          {"loss_scaler", m.loss_scaler},
           {"info", m.info}};
 }
 
@@ -124,8 +151,24 @@ Manifest from_json(const nlohmann::json& j, const std::string& path) {
     }
     m.tensors.push_back(field<std::string>(t, "name", path));
   }
-  if (m.tensors != std::vector<std::string>{"master", "exp_avg", "exp_avg_sq"}) {
-    throw CheckpointError(cat("[checkpoint] ", path, ": the tensors are not master, exp_avg, exp_avg_sq (an optimizer this zero does not have)"));
+  std::vector<std::string> known{"master", "exp_avg", "exp_avg_sq"};
+  if (m.tensors.size() == 4) known.push_back(kParamsInUseName);
+  if (m.tensors != known) {
+    throw CheckpointError(cat("[checkpoint] ", path, ": the tensors are not master, exp_avg, exp_avg_sq[, ", kParamsInUseName,
+                              "] (an optimizer this zero does not have)"));
+  }
+  m.skipped_steps = j.value("skipped_steps", std::int64_t{0});
+  m.loss_scaler = j.value("loss_scaler", nlohmann::json());
+  if (m.skipped_steps < 0 || m.skipped_steps > m.step || !(m.loss_scaler.is_null() || m.loss_scaler.is_object())) {
+    throw CheckpointError(cat("[checkpoint] ", path, ": skipped_steps ", m.skipped_steps, " or loss_scaler ", m.loss_scaler.dump(),
+                              " is not a state a run of ", m.step, " steps can have: the manifest is damaged"));
+  }
+  if (!m.loss_scaler.is_null()) {
+    for (const char* key : {"scale", "hysteresis_left", "iter", "last_overflow_iter"}) {
+      if (!m.loss_scaler.contains(key) || !m.loss_scaler[key].is_number()) {
+        throw CheckpointError(cat("[checkpoint] ", path, ": loss_scaler has no number '", key, "': the manifest is damaged"));
+      }
+    }
   }
   m.block_bytes = field<std::uint64_t>(field<nlohmann::json>(j, "checksum", path), "block_bytes", path);
   if (m.block_bytes == 0) throw CheckpointError(cat("[checkpoint] ", path, ": checksum.block_bytes is 0"));

@@ -5,9 +5,9 @@
 //   DIR/step-00000020/rank-00000-of-00002.bin   rank 0's shard: raw little-endian f32
 //
 // A rank file holds, for every unit in layout order, for every state tensor in manifest order
-// (master, exp_avg, exp_avg_sq), the rank's slice of that unit: `slice` elements, the unit's
+// (master, exp_avg, exp_avg_sq, and params_in_use when a delayed update was in flight), the rank's slice of that unit: `slice` elements, the unit's
 // padding included (zeros). So unit u's tensor t starts at byte
-//   4 * (kNumStateTensors * shard_offset(u) + t * slice(u))
+//   4 * (tensors * shard_offset(u) + t * slice(u))
 // of each rank file, where shard_offset(u) is the sum of the slices of the units before u.
 // Element e of unit u (unpadded order) is in the file of rank e / slice(u), at element
 // e % slice(u) of that tensor's slice. Each file's CRC-32 is kept per block of block_bytes, so a
@@ -22,6 +22,10 @@
 
 #include "checkpoint/checkpoint_error.h"
 #include "partition/layout.h"
+
+namespace zero {
+struct EngineCounters;
+}
 
 namespace zero::checkpoint {
 
@@ -49,9 +53,13 @@ struct Manifest {
   int world_size = 1;
   std::string layout_fingerprint;   // FlatLayout::fingerprint, hex
   std::vector<UnitRecord> units;
-  std::vector<std::string> tensors; // per element of a rank file: master, exp_avg, exp_avg_sq
+  std::vector<std::string> tensors; // per element of a rank file: master, exp_avg, exp_avg_sq[, params_in_use]
   std::uint64_t block_bytes = kDefaultBlockBytes;
   std::vector<FileRecord> files;    // (world_size) by rank
+  // The engine's counters besides the step: fp16's skipped steps and loss scaler; whether the
+  // delayed update was in flight (then `tensors` ends with params_in_use).
+  std::int64_t skipped_steps = 0;
+  nlohmann::json loss_scaler;       // {scale, hysteresis_left, iter, last_overflow_iter}, or null
   nlohmann::json parameters;        // [{name, shape, dtype, unit, offset, unit_offset}]
   nlohmann::json info;              // the trainer's: model, stage, optimizer, schedule, data, seed, config, loss
 
@@ -59,6 +67,12 @@ struct Manifest {
   std::uint64_t tensor_byte(int u, int t) const;
   std::uint64_t rank_file_bytes() const;
 };
+
+inline constexpr const char* kParamsInUseName = "params_in_use";
+
+// The engine's counters as the manifest records them, and back.
+void record_counters(Manifest& m, const EngineCounters& c);
+EngineCounters counters_of(const Manifest& m);
 
 // The layout's part of a manifest (units, parameters, fingerprint, world size, tensors).
 Manifest describe_layout(const FlatLayout& layout);

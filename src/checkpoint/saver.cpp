@@ -92,22 +92,24 @@ SaveStarted Saver::save(Engine& engine, std::int64_t step, nlohmann::json info) 
   fs::create_directories(dir, ec);
   agree_on_errors(comm_, ec ? cat("[checkpoint] cannot create ", dir, ": ", ec.message()) : "");
 
-  engine.synchronize();
+  const EngineCounters counters = engine.counters();  // the delayed update stays in flight, as in a run that saves nothing
+  ZERO_CHECK(counters.steps_done == step, "saving step ", step, " of an engine at step ", counters.steps_done);
   auto p = std::make_unique<Pending>();
   p->dir = dir;
   p->manifest = describe_layout(engine.layout());
-  p->manifest.step = step;
+  record_counters(p->manifest, counters);
   p->manifest.block_bytes = options_.block_bytes;
   p->manifest.info = std::move(info);
   const FlatLayout& layout = engine.layout();
-  const std::size_t numel = kNumStateTensors * layout.shard_numel();
+  const int tensors = static_cast<int>(p->manifest.tensors.size());
+  const std::size_t numel = tensors * layout.shard_numel();
   if (snapshot_size_ != numel) {
     snapshot_.reset(new float[numel]);  // default-initialised: no zero-fill pass
     snapshot_size_ = numel;
   }
   for (int u = 0; u < layout.num_units(); ++u) {
     const UnitPlace& unit = layout.unit(u);
-    for (int t = 0; t < kNumStateTensors; ++t) {
+    for (int t = 0; t < tensors; ++t) {
       const std::span<float> out(snapshot_.get() + p->manifest.tensor_byte(u, t) / sizeof(float), unit.slice);
       engine.read_state(static_cast<StateTensor>(t), u, layout.slice_offset(u, comm_.rank()), out);
     }

@@ -64,7 +64,7 @@ class Saver {
   SaveOptions options_;
   Communicator& comm_;
   std::unique_ptr<Pending> pending_;
-  // (kNumStateTensors * shard_numel) f32, host: the file's bytes; reused, and not zero-filled
+  // (tensors * shard_numel) f32, host: the file's bytes; reused, and not zero-filled
   // (every element is written by the copy), so a save's stall is the copy alone.
   std::unique_ptr<float[]> snapshot_;
   std::size_t snapshot_size_ = 0;

@@ -63,6 +63,9 @@ int inspect(std::vector<std::string> args) {
               info.value("stage", nlohmann::json()).dump().c_str(), info.value("offload", nlohmann::json()).dump().c_str(),
               info.value("precision", nlohmann::json()).dump().c_str());
   std::printf("optimizer: %s\n", info.value("optimizer", nlohmann::json()).dump().c_str());
+  if (!m.loss_scaler.is_null()) {
+    std::printf("fp16 loss scaler: %s; %lld steps skipped\n", m.loss_scaler.dump().c_str(), static_cast<long long>(m.skipped_steps));
+  }
   std::printf("data: %s\n", info.value("data", nlohmann::json()).dump().c_str());
   std::printf("per element: %zu f32 tensors (", m.tensors.size());
   for (std::size_t t = 0; t < m.tensors.size(); ++t) std::printf("%s%s", t ? ", " : "", m.tensors[t].c_str());

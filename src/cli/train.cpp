@@ -199,20 +199,32 @@ void print_summary(const TrainConfig& c, const TrainResult& r, const std::string
   if (!r.sample.empty()) std::printf("\nsample:\n%s\n", r.sample.c_str());
 }
 
+// --NAME's value if given (noted in `overrides` when it replaces the file's `key`), else the file's.
+long long flag_over_file(const Flags& flags, const char* name, long long min, long long max, long long file, const char* key,
+                         std::vector<std::string>& overrides) {
+  if (!flags.has(name)) return file;
+  const long long v = flags.get_int(name, min, max);
+  if (file != 0 && v != file) overrides.push_back(cat("--", name, " ", v, " overrides ", key, " = ", file));
+  return v;
+}
+
 // The run's options for a world of `world_size` ranks, from the flags (and the config they name).
 TrainOptions train_options(const Flags& flags, int world_size) {
   TrainOptions o;
   o.config = build_config(flags, world_size, &o.checkpoints.config_json);
   o.data_path = o.config.data.path.empty() ? data::default_text_path() : o.config.data.path;
   o.sample_chars = static_cast<int>(flags.get_int("sample", 0, 100000));
-  o.eval_every = flags.get_int("eval-every", 0, 1LL << 40);
-  if (flags.has("eval-batches")) {
-    o.val_windows = static_cast<int>(flags.get_int("eval-batches", 1, 1 << 20)) * world_size * o.config.micro_batch_size;
-  }
-  o.checkpoints.save_dir = flags.get("save");
-  o.checkpoints.save_every = flags.get_int("save-every", 0, 1LL << 40);
-  o.checkpoints.keep = static_cast<int>(flags.get_int("keep", 0, 1 << 20));
-  o.checkpoints.resume = flags.get("resume");
+  // The flags over the config's train_eval and train_checkpoints sections; each override is printed.
+  const EvalSection& eval = o.config.eval;
+  o.eval_every = flag_over_file(flags, "eval-every", 0, 1LL << 40, eval.every, "train_eval.every", o.config_overrides);
+  const long long batches = flag_over_file(flags, "eval-batches", 1, 1 << 20, eval.batches, "train_eval.batches", o.config_overrides);
+  if (batches > 0) o.val_windows = static_cast<int>(batches) * world_size * o.config.micro_batch_size;
+  CheckpointFlags ck;
+  if (flags.has("save")) ck.save = flags.get("save");
+  if (flags.has("save-every")) ck.save_every = flags.get_int("save-every", 0, 1LL << 40);
+  if (flags.has("keep")) ck.keep = static_cast<int>(flags.get_int("keep", 0, 1 << 20));
+  if (flags.has("resume")) ck.resume = flags.get("resume");
+  apply_checkpoint_settings(o.config.checkpoints, ck, o.checkpoints, o.config_overrides);
   o.trace = !flags.get("trace").empty() || o.config.zero.offload_optimizer.device == OffloadDevice::cpu;
   return o;
 }
@@ -252,6 +264,7 @@ int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
   std::optional<OutputFile> metrics, trace;
   if (comm.rank() == 0) {
     print_header(c, comm);
+    for (const std::string& s : o.config_overrides) std::printf("config: %s\n", s.c_str());
     if (!flags.get("metrics").empty()) metrics.emplace(NamedPath{"--metrics", flags.get("metrics")}, run_inputs(flags, o));
     if (!flags.get("trace").empty()) trace.emplace(NamedPath{"--trace", flags.get("trace")}, run_inputs(flags, o));
     o.on_step = [&](const StepMetrics& m) {

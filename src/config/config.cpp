@@ -52,6 +52,8 @@ std::vector<KeyRule> top_rules_table() {
       {"model", R, kObj, ""},        // ours
       {"activation_checkpointing", R, kObj, ""},  // activation_section.cpp
       {"data", R, kObj, ""},         // ours
+      {"train_checkpoints", R, kObj, ""},  // ours: train_sections.cpp
+      {"train_eval", R, kObj, ""},         // ours: train_sections.cpp
       // Disabled only (read_disabled_only below).
       {"amp", R, kObj, ""},
       {"autotuning", R, kObj, ""},
@@ -447,6 +449,8 @@ TrainConfig parse_config(const nlohmann::json& j, int world_size, const ConfigOp
   attempt(log, [&] { read_disabled_sections(top); });
   attempt(log, [&] { read_predivide(top, world_size, c); });
   attempt(log, [&] { c.data = read_data(top, c.seed); });
+  attempt(log, [&] { c.checkpoints = read_train_checkpoints(top); });
+  attempt(log, [&] { c.eval = read_train_eval(top); });
   if (!log.problems.empty()) throw_problems(log.problems, options.source);
   c.ignored_keys = log.ignored;
   std::sort(c.ignored_keys.begin(), c.ignored_keys.end());
@@ -468,6 +472,8 @@ std::vector<std::string> known_config_keys() {
   for (const KeyRule& r : lamb_param_rules())  // Lamb's own keys; the rest are Adam's too
     if (std::find(keys.begin(), keys.end(), "optimizer.params." + r.name) == keys.end()) keys.push_back("optimizer.params." + r.name);
   add("activation_checkpointing.", activation_checkpointing_rules());
+  add("train_checkpoints.", train_checkpoints_rules());
+  add("train_eval.", train_eval_rules());
   return keys;
 }
 

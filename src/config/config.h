@@ -121,6 +121,23 @@ struct DataSection {
   std::uint64_t seed = 1234;        // unset: the top-level seed
 };
 
+// Ours: "train_checkpoints": {"save", "save_every", "keep", "resume"}, zero train's sharded
+// checkpoints (DeepSpeed's own "checkpoint" section is another thing, accepted and ignored). The
+// flags --save, --save-every, --keep and --resume override these.
+struct CheckpointSection {
+  std::string save;             // the save directory; empty: no saves
+  std::int64_t save_every = 0;  // 0: only the final save
+  int keep = 0;                 // 0: keep all
+  std::string resume;           // empty: a fresh run
+};
+
+// Ours: "train_eval": {"every", "batches"}, the validation during training (--eval-every and
+// --eval-batches override them).
+struct EvalSection {
+  std::int64_t every = 0;    // also evaluate after every N steps; 0: at the start and the end only
+  std::int64_t batches = 0;  // micro-batches per rank per evaluation; 0: the run's default
+};
+
 struct TrainConfig {
   // Batch: train_batch_size == micro_batch_size * gradient_accumulation_steps * world_size.
   int train_batch_size = 0;
@@ -139,6 +156,8 @@ struct TrainConfig {
   ZeroConfig zero;
   ModelSection model;
   DataSection data;
+  CheckpointSection checkpoints;        // ours: "train_checkpoints"
+  EvalSection eval;                     // ours: "train_eval"
   std::int64_t train_steps = 200;       // ours: optimizer steps to run (DeepSpeed has no such key)
   std::uint64_t seed = 1234;            // ours: initialisation seed (DeepSpeed has no such key)
   std::string device_memory;            // ours: device tier capacity ("80GiB"); empty: unlimited

@@ -142,5 +142,9 @@ std::vector<KeyRule> offload_rules(bool optimizer);                    // zero_s
 void read_optimizer(const Section& top, TrainConfig& c);               // optimizer_section.cpp
 std::vector<KeyRule> adam_param_rules();                               // optimizer_section.cpp
 std::vector<KeyRule> lamb_param_rules();                               // optimizer_section.cpp
+std::vector<KeyRule> train_checkpoints_rules();                        // train_sections.cpp
+CheckpointSection read_train_checkpoints(const Section& top);          // train_sections.cpp
+std::vector<KeyRule> train_eval_rules();                               // train_sections.cpp
+EvalSection read_train_eval(const Section& top);                       // train_sections.cpp
 
 }  // namespace zero::config_detail

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -116,9 +117,19 @@ struct EngineConfig {
 
 // The optimizer state a checkpoint holds per element: the f32 master parameters (the parameters
 // themselves while they are f32) and Adam's moments. Masters and moments stay f32 whatever the
-// compute dtype.
-enum class StateTensor { kMaster, kExpAvg, kExpAvgSq };
-inline constexpr int kNumStateTensors = 3;
+// compute dtype. With the delayed update in flight (the last step's Adam has updated the masters
+// but not yet the parameters the next forward computes with) a fourth: the parameters in use,
+// read and written as f32 (16-bit values widen exactly).
+enum class StateTensor { kMaster, kExpAvg, kExpAvgSq, kParamsInUse };
+inline constexpr int kNumStateTensors = 3;  // always saved; kParamsInUse only with an update in flight
+
+// What a checkpoint restores besides the per-element state.
+struct EngineCounters {
+  std::int64_t steps_done = 0;
+  std::int64_t skipped_steps = 0;                // fp16: steps skipped on overflow (Adam counts the others)
+  std::optional<LossScalerState> loss_scaler;    // fp16
+  bool update_in_flight = false;                 // the delayed update: kParamsInUse differs from the masters
+};
 
 struct StepReport {
   float lr = 0.0f;
@@ -167,13 +178,22 @@ class Engine {
   HeldRange held_state(int u) const;
   // Elements [first, first + out.size()) of unit u's `tensor`, which must lie in held_state(u),
   // copied to or from host memory through the device seam (offloaded state never visits the
-  // device tier). Call between steps, after synchronize().
+  // device tier). Call between steps, after counters().
   void read_state(StateTensor tensor, int u, std::size_t first, std::span<float> out);
   void write_state(StateTensor tensor, int u, std::size_t first, std::span<const float> in);
   // After write_state of every held element: the parameters the stage computes with are made
-  // from the masters (and gathered where the stage keeps them whole), and the next step is
-  // optimizer step `steps_done` + 1 (Adam's bias correction, the schedule).
-  void state_written(std::int64_t steps_done);
+  // from the masters, rounded to the compute dtype as the step rounds them (or, with an update
+  // in flight, are the kParamsInUse written), and gathered where the stage keeps them whole; the
+  // next step is optimizer step `steps_done` + 1 (the schedule), Adam's step count leaves out the
+  // skipped steps, and fp16's loss scaler continues from its saved state.
+  void state_written(const EngineCounters& counters);
+  // The counters a checkpoint of this state records. Waits for the delayed update's Adam to
+  // finish on the masters (without applying it to the parameters in use: that stays the next
+  // step's, as in a run that saves nothing).
+  EngineCounters counters();
+  // Whether state_written may be told of an update in flight: the delayed update is on and the
+  // step after `steps_done` is a delayed one. Otherwise a checkpoint's pending update is applied.
+  bool holds_update_in_flight(std::int64_t steps_done) const;
 
   const FlatLayout& layout() const { return layout_; }
   const EngineConfig& config() const { return config_; }

@@ -21,14 +21,6 @@ Engine::HeldRange Engine::held_state(int u) const {
 }
 
 DeviceSpan Engine::state_span(StateTensor tensor, int u, std::size_t first, std::size_t count) {
-  if (config_.offload.delayed_update) {
-    throw ConfigError("[checkpoint] the delayed update (offload_optimizer.delayed_update) keeps an update in flight "
-                      "between steps, which checkpoints do not capture yet: turn it off to save or resume");
-  }
-  if (config_.precision.compute != Dtype::kF32) {
-    throw ConfigError("[checkpoint] checkpoints of mixed-precision runs (bf16/fp16) are not supported yet: the 16-bit "
-                      "parameters and the loss scale are not rebuilt on resume. Train in fp32 to save or resume");
-  }
   const HeldRange held = held_state(u);
   ZERO_CHECK(first >= held.first && first + count <= held.first + held.count, "state [", first, ", ", first + count,
              ") of unit ", u, " outside the held [", held.first, ", ", held.first + held.count, ")");
@@ -41,11 +33,15 @@ DeviceSpan Engine::state_span(StateTensor tensor, int u, std::size_t first, std:
   return optimizer_->state(u, tensor).sub(first - held.first, count);
 }
 
+// The f32 state is copied; the parameters in use (compute dtype) are widened on the way out and
+// narrowed on the way in (exact: they were 16-bit values).
 void Engine::read_state(StateTensor tensor, int u, std::size_t first, std::span<float> out) {
   if (out.empty()) return;
   const DeviceSpan src = state_span(tensor, u, first, out.size());
   const DeviceSpan staged = state_staging_->sub(0, out.size());
-  device_->copy(device_->compute(), staged, src);
+  if (src.dtype() == Dtype::kF32) device_->copy(device_->compute(), staged, src);
+  else device_->convert(device_->compute(), staged, src);
+  device_->compute().synchronize();
   const auto* view = static_cast<const float*>(device_->transport(staged));
   std::memcpy(out.data(), view, out.size_bytes());
 }
@@ -56,17 +52,35 @@ void Engine::write_state(StateTensor tensor, int u, std::size_t first, std::span
   const DeviceSpan staged = state_staging_->sub(0, in.size());
   auto* view = static_cast<float*>(device_->transport(staged));
   std::memcpy(view, in.data(), in.size_bytes());
-  device_->copy(device_->compute(), dst, staged);
+  if (dst.dtype() == Dtype::kF32) device_->copy(device_->compute(), dst, staged);
+  else device_->convert(device_->compute(), dst, staged);
+  device_->compute().synchronize();
 }
 
-void Engine::state_written(std::int64_t steps_done) {
+EngineCounters Engine::counters() {
+  EngineCounters c;
+  c.steps_done = step_;
+  c.skipped_steps = skipped_;
+  if (scaler_) c.loss_scaler = scaler_->state();
+  c.update_in_flight = optimizer_->update_in_flight();
+  return c;
+}
+
+bool Engine::holds_update_in_flight(std::int64_t steps_done) const {
+  return config_.offload.delayed_update && steps_done + 1 > config_.offload.warmup_steps;
+}
+
+void Engine::state_written(const EngineCounters& c) {
   ZERO_CHECK(micro_batches_ == 0, "checkpoint loaded in the middle of gradient accumulation");
-  ZERO_CHECK(steps_done >= 0, "steps_done ", steps_done);
-  optimizer_->state_written(steps_done);
+  ZERO_CHECK(c.steps_done >= 0 && c.skipped_steps >= 0 && c.skipped_steps <= c.steps_done, "steps_done ", c.steps_done,
+             ", skipped ", c.skipped_steps);
+  ZERO_CHECK(!c.update_in_flight || holds_update_in_flight(c.steps_done), "an update in flight this engine cannot hold");
+  if (scaler_ && c.loss_scaler) scaler_->restore(*c.loss_scaler);
+  optimizer_->state_written(c.steps_done, c.update_in_flight);
   stage_->gather_parameters();
-  step_ = steps_done;
-  applied_ = steps_done;  // fp32 only (state_span refuses mixed precision): no step was skipped
-  skipped_ = 0;
+  step_ = c.steps_done;
+  skipped_ = c.skipped_steps;
+  applied_ = c.steps_done - c.skipped_steps;  // Adam's step count: the steps whose update was applied
   state_staging_.reset();
 }
 

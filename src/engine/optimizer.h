@@ -82,11 +82,18 @@ class ShardOptimizer {
   // stage holds (they must be gathered again).
   virtual bool synchronize() { return false; }
 
-  // Checkpoints: unit u's part of the f32 masters or of Adam's moments, wherever they live.
+  // Checkpoints: unit u's part of the f32 masters or of Adam's moments, wherever they live, or
+  // (kParamsInUse) the part's parameters in the compute dtype.
   virtual DeviceSpan state(int u, StateTensor tensor) = 0;
+  // Waits for optimizer work in flight on the state (the delayed update's Adam) without applying
+  // it to the parameters; true when its result has yet to reach them (the parameters in use are
+  // the step before's).
+  virtual bool update_in_flight() { return false; }
   // The state was overwritten (a checkpoint was loaded): the parameters the stage holds are made
-  // from the masters where the two differ; `steps_done` optimizer steps have been taken.
-  virtual void state_written(std::int64_t steps_done) = 0;
+  // from the masters, rounded to the compute dtype (unless `in_flight`: then they were written
+  // as kParamsInUse and the masters reach them at the next step); `steps_done` optimizer steps
+  // have been taken.
+  virtual void state_written(std::int64_t steps_done, bool in_flight) = 0;
 
  protected:
   // The one division of the reduced gradients at the step's last micro-batch: the average over

@@ -119,13 +119,24 @@ class DeviceOptimizer final : public ShardOptimizer {
     }
   }
 
-  // The parameters the part updates are its masters.
+  // In f32 the parameters the part updates are its masters; in mixed precision the f32 slot.
   DeviceSpan state(int u, StateTensor tensor) override {
     const OptimizerPart& p = part(u);
-    if (tensor == StateTensor::kMaster) return p.params;
-    return slot(tensor == StateTensor::kExpAvg ? m_ : v_, p);
+    switch (tensor) {
+      case StateTensor::kMaster: return master_.empty() ? p.params : slot(master_, p);
+      case StateTensor::kExpAvg: return slot(m_, p);
+      case StateTensor::kExpAvgSq: return slot(v_, p);
+      default: return p.params;
+    }
   }
-  void state_written(std::int64_t) override {}
+  // Mixed precision: the 16-bit parameters from the loaded masters, rounded to nearest even as
+  // Adam's fused copy rounds them.
+  void state_written(std::int64_t, bool in_flight) override {
+    ZERO_CHECK(!in_flight, "an update in flight without the delayed update");
+    if (master_.empty()) return;
+    for (const OptimizerPart& p : ctx_.parts) dev_.convert(dev_.compute(), p.params, slot(master_, p));
+    dev_.compute().synchronize();
+  }
 
  private:
   struct Pending {

@@ -203,14 +203,31 @@ class HostOptimizer final : public ShardOptimizer {
 
   DeviceSpan state(int u, StateTensor tensor) override {
     const OptimizerPart& p = ctx_.parts.at(u);
-    if (tensor == StateTensor::kMaster) return master(p);
-    return (tensor == StateTensor::kExpAvg ? m_ : v_).sub(p.offset, p.params.size());
+    switch (tensor) {
+      case StateTensor::kMaster: return master(p);
+      case StateTensor::kExpAvg: return m_.sub(p.offset, p.params.size());
+      case StateTensor::kExpAvgSq: return v_.sub(p.offset, p.params.size());
+      default: return p.params;
+    }
   }
 
-  // The device parameters are copies of the host masters.
-  void state_written(std::int64_t steps_done) override {
-    ZERO_CHECK(!dirty_ && !adam_queued_, "optimizer state written while an update is in flight");
-    copy_all_to_device();
+  bool update_in_flight() override {
+    wait_adam();
+    return dirty_;
+  }
+
+  // The 16-bit copies are rounded from the loaded masters (as Adam's fused copy rounds them);
+  // the device parameters are copies of the masters, or, with the delayed update in flight,
+  // were loaded as they were (step t-1's) and get step t's at the next step, as in the
+  // uninterrupted run.
+  void state_written(std::int64_t steps_done, bool in_flight) override {
+    ZERO_CHECK(!adam_queued_, "optimizer state written while Adam runs");
+    ZERO_CHECK(!in_flight || delayed(steps_done + 1), "an update in flight without a delayed next step");
+    for (const OptimizerPart& p : ctx_.parts)
+      if (mixed() && own_master(p)) dev_.convert(dev_.host(), fused_copy(p), master(p));
+    dev_.host().synchronize();
+    if (!in_flight) copy_all_to_device();
+    dirty_ = in_flight;
     steps_ = steps_done;
   }
 

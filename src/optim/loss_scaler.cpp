@@ -55,4 +55,18 @@ void LossScaler::update(bool overflow) {
   ++iter_;
 }
 
+void LossScaler::restore(const LossScalerState& s) {
+  if (!dynamic()) return;  // a static scale has no state
+  if (!(s.scale >= config_.min_scale) || !std::isfinite(s.scale) || s.hysteresis_left < 1 || s.hysteresis_left > config_.hysteresis ||
+      s.iter < 0 || s.last_overflow_iter < -1 || s.last_overflow_iter >= s.iter) {
+    throw ConfigError(cat("[engine] the saved fp16 loss scaler (scale ", s.scale, ", hysteresis left ", s.hysteresis_left, ", step ",
+                          s.iter, ", last overflow ", s.last_overflow_iter, ") cannot come from this fp16 section (min_loss_scale ",
+                          config_.min_scale, ", hysteresis ", config_.hysteresis, "): resume with the fp16 settings that saved it"));
+  }
+  scale_ = s.scale;
+  hysteresis_left_ = s.hysteresis_left;
+  iter_ = s.iter;
+  last_overflow_iter_ = s.last_overflow_iter;
+}
+
 }  // namespace zero

@@ -24,6 +24,15 @@ struct LossScalerConfig {
   bool dynamic() const { return static_scale == 0.0; }
 };
 
+// The scaler's state between steps: what a checkpoint keeps so that a resumed run scales,
+// skips and grows exactly as the uninterrupted one.
+struct LossScalerState {
+  double scale = 1.0;
+  int hysteresis_left = 0;             // overflows still absorbed before the next halving
+  std::int64_t iter = 0;               // steps seen
+  std::int64_t last_overflow_iter = -1;
+};
+
 // ConfigError naming the key when a setting is out of range.
 void check_loss_scaler(const LossScalerConfig& c);
 
@@ -35,6 +44,10 @@ class LossScaler {
   // After a step whose gradients did (or did not) overflow. Throws TrainingError when an
   // overflow happens at the minimum scale.
   void update(bool overflow);
+  LossScalerState state() const { return {scale_, hysteresis_left_, iter_, last_overflow_iter_}; }
+  // Continues from a saved state. ConfigError when this config cannot have reached it (a scale
+  // below min_scale, more hysteresis left than the config allows).
+  void restore(const LossScalerState& s);
 
  private:
   LossScalerConfig config_;

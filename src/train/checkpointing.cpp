@@ -54,24 +54,34 @@ GptShape model_from_json(const nlohmann::json& m, const std::string& where) {
   }
 }
 
-void check_checkpointable(const CheckpointOptions& options, const TrainConfig& config) {
-  if (options.save_dir.empty() && options.resume.empty()) return;
-  const char* flag = options.save_dir.empty() ? "--resume" : "--save";
-  if (config.fp16 || config.bf16) {
-    throw ConfigError(cat("[checkpoint] ", flag, " with ", config.fp16 ? "fp16" : "bf16",
-                          ": checkpoints of mixed-precision runs are not supported yet (the 16-bit parameters and the loss scale "
-                          "are not rebuilt on resume); train in fp32 to save or resume"));
-  }
-  if (config.zero.offload_optimizer.delayed_update) {
-    throw ConfigError(cat("[checkpoint] ", flag, " with offload_optimizer.delayed_update: the delayed update keeps an update in "
-                          "flight between steps, which checkpoints do not capture yet; turn it off to save or resume"));
+namespace {
+
+// The flag's value if given (noting it when it replaces the file's), else the file's.
+template <typename T>
+T merged(const std::optional<T>& flag, const T& file, const T& unset, const char* flag_name, const char* key,
+         std::vector<std::string>& overrides) {
+  if (!flag) return file;
+  if (file != unset && *flag != file) overrides.push_back(cat(flag_name, " ", *flag, " overrides train_checkpoints.", key, " = ", file));
+  return *flag;
+}
+
+}  // namespace
+
+void apply_checkpoint_settings(const CheckpointSection& file, const CheckpointFlags& flags, CheckpointOptions& out,
+                               std::vector<std::string>& overrides) {
+  out.save_dir = merged(flags.save, file.save, std::string(), "--save", "save", overrides);
+  out.save_every = merged(flags.save_every, file.save_every, std::int64_t{0}, "--save-every", "save_every", overrides);
+  out.keep = merged(flags.keep, file.keep, 0, "--keep", "keep", overrides);
+  out.resume = merged(flags.resume, file.resume, std::string(), "--resume", "resume", overrides);
+  if (out.save_dir.empty() && (out.save_every > 0 || out.keep > 0)) {
+    throw ConfigError(cat("[checkpoint] ", out.save_every > 0 ? "--save-every (train_checkpoints.save_every)" : "--keep (train_checkpoints.keep)",
+                          " without a save directory does nothing: add --save DIR (or train_checkpoints.save)"));
   }
 }
 
 TrainCheckpoints::TrainCheckpoints(const CheckpointOptions& options, const TrainConfig& config, Communicator& comm,
                                    std::function<void(const std::string&)> note)
     : options_(options), config_(config), comm_(comm), note_(std::move(note)) {
-  check_checkpointable(options_, config_);
   std::string error;
   if (!options_.resume.empty()) {
     try {
@@ -98,7 +108,7 @@ nlohmann::json TrainCheckpoints::info(const Engine& engine, std::int64_t step, f
   return {{"model", model_json(c.model.shape)},
           {"stage", c.zero.stage},
           {"offload", {{"optimizer", engine.config().offload.optimizer}, {"param", engine.config().offload.params}}},
-          {"precision", {{"compute", "f32"}, {"master", "f32"}}},
+          {"precision", {{"compute", dtype_label(engine.config().precision.compute)}, {"master", "f32"}}},
           {"optimizer", {{"type", c.optimizer_type}, {"step", step}, {"lr", a.lr}, {"betas", {a.beta1, a.beta2}},
                          {"eps", a.eps}, {"weight_decay", a.weight_decay}, {"decoupled_weight_decay", a.decoupled}}},
           {"schedule", schedule_json(c.scheduler)},
@@ -138,9 +148,15 @@ std::int64_t TrainCheckpoints::resume(Engine& engine, std::int64_t data_tokens) 
   differs("train_batch_size", was.value("/data/train_batch_size"_json_pointer, nlohmann::json()), config_.train_batch_size);
   differs("data tokens", was.value("/data/tokens"_json_pointer, nlohmann::json()), data_tokens);
   differs("data seed", was.value("/data/seed"_json_pointer, nlohmann::json()), config_.data.seed);
+  differs("precision", was.value("/precision/compute"_json_pointer, nlohmann::json()),
+          dtype_label(engine.config().precision.compute));
+  if (stats.applied_pending_update) {
+    diffs += "\n  the delayed update in flight at the save was applied now (this run has no delayed step next)";
+  }
   if (note_) {
     note_(cat("resumed from ", resume_dir_, " at step ", m.step, " (written by ", m.world_size, " ranks at stage ",
-              was.value("stage", -1), "); this rank read ", format_bytes(stats.bytes_read), " in ", stats.seconds * 1e3, " ms",
+              was.value("stage", -1), "); this rank read ", format_bytes(stats.bytes_read), " in ", stats.seconds * 1e3, " ms (",
+              static_cast<double>(stats.bytes_read) / std::max(stats.seconds, 1e-9) / 1e9, " GB/s)",
               diffs.empty() ? "" : "; differences from the run that saved it:" + diffs));
   }
   return m.step;

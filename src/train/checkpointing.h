@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "checkpoint/saver.h"
 #include "comm/communicator.h"
@@ -23,14 +25,23 @@ struct CheckpointOptions {
   std::string data_path;        // the file trained on (resolved), recorded in the manifest
 };
 
+// The checkpoint flags a command line gave (unset: not given).
+struct CheckpointFlags {
+  std::optional<std::string> save, resume;
+  std::optional<std::int64_t> save_every;
+  std::optional<int> keep;
+};
+
+// The config's train_checkpoints section with the flags over it, into `out` (its other fields
+// are kept); each flag that replaces a value the file gave is added to `overrides`
+// ("--save-every 2 overrides train_checkpoints.save_every = 1"). ConfigError for save_every or
+// keep without a save directory (they would silently do nothing).
+void apply_checkpoint_settings(const CheckpointSection& file, const CheckpointFlags& flags, CheckpointOptions& out,
+                               std::vector<std::string>& overrides);
+
 // The model's description in a manifest ({"type": "gpt", "vocab_size", ...}) and back.
 nlohmann::json model_json(const GptShape& shape);
 GptShape model_from_json(const nlohmann::json& model, const std::string& where);
-
-// Refuses, before anything runs, a --save or --resume that checkpoints cannot serve yet: mixed
-// precision (the 16-bit parameters and the loss scale are not rebuilt on resume) and the delayed
-// update (an update in flight between steps). ConfigError naming what to change.
-void check_checkpointable(const CheckpointOptions& options, const TrainConfig& config);
 
 class TrainCheckpoints {
  public:

@@ -156,7 +156,6 @@ void check_plan_fits(const TrainConfig& c, int world_size, const std::string& ba
 }  // namespace
 
 void check_train_options(const TrainOptions& o, int world_size, const std::string& backend) {
-  check_checkpointable(o.checkpoints, o.config);
   const data::TokenData tokens = load_data(o);
   data::split_tokens(tokens, o.config.data.val_fraction, o.config.model.shape.seq_len);  // throws if too short
   Ledger ledger;

@@ -56,6 +56,9 @@ struct TrainOptions {
   bool trace = false;  // record the timeline (compute, communication, copies, CPU optimizer)
   CheckpointOptions checkpoints;                        // --save, --save-every, --keep, --resume
   std::function<void(const std::string&)> on_note;     // rank 0 only: checkpoint messages
+  // Flags that replaced a value the config file gave ("--eval-every 5 overrides train_eval.every
+  // = 10"), for the CLI to print once.
+  std::vector<std::string> config_overrides;
 };
 
 struct TrainResult {

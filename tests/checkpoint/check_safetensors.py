@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""check_safetensors.py CHECKPOINT_DIR FILE fp32|bf16: an independent reader (json and struct
-only) of the safetensors file `zero ckpt export` wrote, checked against the checkpoint's rank
-files read by the documented format (README: Checkpoints). Exits non-zero on any difference."""
+"""check_safetensors.py CHECKPOINT_DIR FILE fp32|bf16 [mixed]: an independent reader (json and
+struct only) of the safetensors file `zero ckpt export` wrote, checked against the checkpoint's
+rank files read by the documented format (README: Checkpoints). With `mixed` (a bf16 or fp16
+run), the masters must be true fp32 masters: some of their low 16 bits are set (16-bit
+parameters saved in their place would have none). Exits non-zero on any difference."""
 import json, struct, sys
 
 ckpt, path, dtype = sys.argv[1], sys.argv[2], sys.argv[3]
+mixed = len(sys.argv) > 4 and sys.argv[4] == "mixed"
 m = json.load(open(ckpt + "/manifest.json"))
 ranks = [open(ckpt + "/" + f["name"], "rb").read() for f in m["files"]]
 ntensors = len(m["tensors"])
@@ -48,6 +51,7 @@ meta = header.pop("__metadata__", None)
 assert meta is not None and meta["format"] == "pt", "no __metadata__"
 assert len(header) == len(m["parameters"]), "%d tensors, the checkpoint has %d parameters" % (len(header), len(m["parameters"]))
 end_of_data = 0
+low_bits = 0  # masters whose low 16 bits are not zero
 for p in m["parameters"]:
     name, transposed = hf_name(p["name"])
     t = header[name]
@@ -56,6 +60,7 @@ for p in m["parameters"]:
     assert t["dtype"] == ("F32" if dtype == "fp32" else "BF16"), name
     b, e = t["data_offsets"]
     want = master(p)
+    low_bits += sum(1 for x in want if x & 0xFFFF)
     if transposed:
         rows, cols = p["shape"]
         want = [want[r * cols + c] for c in range(cols) for r in range(rows)]
@@ -69,4 +74,6 @@ for p in m["parameters"]:
     assert not bad, "%s: %d elements differ, first at %d" % (name, len(bad), bad[0])
     end_of_data = max(end_of_data, e)
 assert base + end_of_data == len(data), "the file has %d bytes after its tensors" % (len(data) - base - end_of_data)
+if mixed:
+    assert low_bits > 0, "every master is a 16-bit value: the checkpoint holds the 16-bit parameters, not the fp32 masters"
 print("ok: %d tensors (%s) equal the checkpoint's parameters" % (len(header), dtype))

@@ -93,15 +93,7 @@ TEST_P(SameNResume, BitIdentical) {
   s.ranks = p.ranks;
   s.stage = p.stage;
   s.offload = p.offload;
-  const RunOutcome straight = run_training(s, data, {});
-  s.steps = 3;
-  CheckpointOptions save;
-  save.save_dir = dir + "/ck";
-  run_training(s, data, save);
-  s.steps = 6;
-  CheckpointOptions resume;
-  resume.resume = dir + "/ck";
-  const RunOutcome resumed = run_training(s, data, resume);
+  const auto [straight, resumed] = straight_and_resumed(s, data, dir, false);
   EXPECT_EQ(resumed.steps_run, 3);
   EXPECT_EQ(resumed.result.weights_sha256, straight.result.weights_sha256);
   ASSERT_EQ(resumed.result.losses.size(), 3u);
@@ -278,44 +270,12 @@ TEST_F(BadCheckpoint, KeepsTheNewest) {
 
 // ---- another world size or stage: exact ----
 
-// An engine over a small GPT (units of 4,224, 2,208 and 32 elements: uneven for N = 3 and 4)
-// that can train on counter-based tokens; the test's stand-in for the trainer.
-struct Rig {
-  GptShape shape{256, 8, 16, 2, 2};
-  Ledger ledger;
-  std::unique_ptr<Gpt> gpt;
-  std::unique_ptr<Engine> engine;
-  Rig(int stage, const std::string& offload, Communicator& comm) {
-    gpt = std::make_unique<Gpt>(shape, 12 / comm.size(), ledger);
-    EngineConfig c;
-    c.stage = stage;
-    c.device = "strict";  // the state is reached only through the device seam
-    c.adam.lr = 1e-2f;
-    c.adam.weight_decay = 0.1f;
-    c.offload.optimizer = offload != "none";
-    c.offload.params = offload == "optimizer+param";
-    engine = std::make_unique<Engine>(c, *gpt, comm, ledger);
-  }
-  void train(int steps, Communicator& comm) {
-    const int B = gpt->micro_batch(), T = shape.seq_len;
-    std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
-    for (int s = 0; s < steps; ++s) {
-      for (std::size_t i = 0; i < in.size(); ++i) {
-        const std::uint64_t at = static_cast<std::uint64_t>(comm.rank()) * in.size() + i;
-        in[i] = static_cast<std::int32_t>(counter_uniform(s, at) * 256);
-        tgt[i] = static_cast<std::int32_t>(counter_uniform(s + 1000, at) * 256);
-      }
-      gpt->set_batch(in.data(), tgt.data());
-      engine->train_step();
-    }
-  }
-};
-
 struct Reshape {
   int from_ranks, from_stage;
   const char* from_offload;
   int to_ranks, to_stage;
   const char* to_offload;
+  Dtype dtype = Dtype::kF32;  // of both runs: mixed precision saves and loads the f32 masters
 };
 
 class Resharding : public ::testing::TestWithParam<Reshape> {};
@@ -333,7 +293,7 @@ TEST_P(Resharding, LoadsExactlyReadingOnlyOverlaps) {
     ThreadWorld world(p.from_ranks);
     world.run([&](int r) {
       auto comm = world.communicator(r);
-      Rig rig(p.from_stage, p.from_offload, *comm);
+      Rig rig(p.from_stage, p.from_offload, *comm, p.dtype);
       rig.train(3, *comm);
       checkpoint::Saver saver({dir + "/a", 0, false, kBlock}, *comm);
       saver.save(*rig.engine, 3, {{"note", "test"}});
@@ -351,18 +311,18 @@ TEST_P(Resharding, LoadsExactlyReadingOnlyOverlaps) {
   ThreadWorld world(p.to_ranks);
   world.run([&](int r) {
     auto comm = world.communicator(r);
-    Rig rig(p.to_stage, p.to_offload, *comm);
+    Rig rig(p.to_stage, p.to_offload, *comm, p.dtype);
     read[r] = checkpoint::load_checkpoint(*rig.engine, a, m, *comm).bytes_read;
-    loaded[r] = rig.engine->full_parameters();
     checkpoint::Saver saver({dir + "/b", 0, false, kBlock}, *comm);
-    saver.save(*rig.engine, 3, {});
+    saver.save(*rig.engine, 3, {});  // before full_parameters, which applies a pending delayed update
     saver.poll(true);
-    // The held elements of every unit, three tensors, and at most two partial blocks per
+    loaded[r] = rig.engine->full_parameters();
+    // The held elements of every unit, each tensor, and at most two partial blocks per
     // piece: the ranges this rank needed, and nothing else.
     std::uint64_t bound = 0;
     for (int u = 0; u < rig.engine->layout().num_units(); ++u) {
       const Engine::HeldRange h = rig.engine->held_state(u);
-      bound += kNumStateTensors * (4 * h.count + 2 * kBlock * checkpoint::pieces_of(m.units[u], h.first, h.count).size());
+      bound += m.tensors.size() * (4 * h.count + 2 * kBlock * checkpoint::pieces_of(m.units[u], h.first, h.count).size());
     }
     EXPECT_LE(read[r], bound) << "rank " << r;
   });
@@ -371,7 +331,7 @@ TEST_P(Resharding, LoadsExactlyReadingOnlyOverlaps) {
     if (p.to_stage > 0 && p.to_ranks > 1) EXPECT_LT(read[r], total) << "rank " << r << " read the whole checkpoint";
   }
   for (int u = 0; u < static_cast<int>(m.units.size()); ++u) {
-    for (int t = 0; t < kNumStateTensors; ++t) {
+    for (int t = 0; t < static_cast<int>(m.tensors.size()); ++t) {
       EXPECT_TRUE(same_bits(consolidated(a, u, t), consolidated(b, u, t))) << "unit " << u << " tensor " << m.tensors[t];
     }
   }
@@ -384,12 +344,18 @@ INSTANTIATE_TEST_SUITE_P(WorldsAndStages, Resharding,
                          ::testing::Values(Reshape{4, 3, "none", 2, 1, "none"}, Reshape{2, 2, "none", 3, 2, "none"},
                                            Reshape{2, 1, "optimizer", 3, 3, "optimizer+param"},
                                            Reshape{4, 3, "optimizer+param", 2, 1, "optimizer"}, Reshape{3, 0, "none", 4, 3, "none"},
-                                           Reshape{2, 3, "none", 1, 0, "none"}, Reshape{1, 0, "none", 3, 1, "none"}),
+                                           Reshape{2, 3, "none", 1, 0, "none"}, Reshape{1, 0, "none", 3, 1, "none"},
+                                           Reshape{4, 3, "none", 2, 1, "none", Dtype::kBf16},
+                                           Reshape{2, 1, "optimizer", 3, 3, "optimizer+param", Dtype::kF16},
+                                           Reshape{3, 3, "optimizer+param", 2, 2, "none", Dtype::kBf16},
+                                           // The delayed update in flight: its parameters in use reshard too.
+                                           Reshape{2, 2, "optimizer+dpu", 3, 1, "optimizer+dpu"},
+                                           Reshape{3, 3, "optimizer+dpu", 2, 2, "optimizer+dpu", Dtype::kBf16}),
                          [](const ::testing::TestParamInfo<Reshape>& i) {
                            const Reshape& p = i.param;
-                           auto off = [](const char* o) { return std::string(o[0] == 'n' ? "" : o[9] == '+' ? "_offload_param" : "_offload"); };
+                           auto off = [](const std::string& o) { return o == "none" ? "" : o == "optimizer" ? "_offload" : o == "optimizer+dpu" ? "_offload_delayed" : "_offload_param"; };
                            return cat("N", p.from_ranks, "_stage", p.from_stage, off(p.from_offload), "_to_N", p.to_ranks, "_stage",
-                                      p.to_stage, off(p.to_offload));
+                                      p.to_stage, off(p.to_offload), p.dtype == Dtype::kF32 ? "" : cat("_", dtype_label(p.dtype)));
                          });
 
 }  // namespace

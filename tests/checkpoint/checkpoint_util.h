@@ -14,6 +14,8 @@
 
 #include "comm/thread_world.h"
 #include "config/config.h"
+#include "engine/engine.h"
+#include "model/gpt.h"
 #include "partition/init.h"
 #include "train/trainer.h"
 
@@ -46,6 +48,12 @@ struct TrainSetup {
   int n_layer = 2;
   int n_embd = 16;
   double lr = 5e-3;
+  std::string precision = "fp32";  // fp32, bf16, fp16 (dynamic loss scaling unless loss_scale > 0)
+  double loss_scale = 0;           // fp16.loss_scale: 0 dynamic
+  int initial_scale_power = 16;    // fp16: the first dynamic scale is 2^power
+  int loss_scale_window = 1000;    // fp16: clean steps before the scale doubles
+  bool delayed_update = false;     // offload_optimizer.delayed_update (warm-up of delayed_warmup steps)
+  int delayed_warmup = 2;
 };
 
 inline TrainConfig make_config(const TrainSetup& s) {
@@ -60,6 +68,14 @@ inline TrainConfig make_config(const TrainSetup& s) {
   if (s.offload != "none") {
     j["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
     if (s.offload == "optimizer+param") j["zero_optimization"]["offload_param"] = {{"device", "cpu"}};
+    if (s.delayed_update) {
+      j["zero_optimization"]["offload_optimizer"]["delayed_update"] = {{"enabled", true}, {"warmup_steps", s.delayed_warmup}};
+    }
+  }
+  if (s.precision == "bf16") j["bf16"] = {{"enabled", true}};
+  if (s.precision == "fp16") {
+    j["fp16"] = {{"enabled", true}, {"loss_scale", s.loss_scale}, {"initial_scale_power", s.initial_scale_power},
+                 {"loss_scale_window", s.loss_scale_window}, {"hysteresis", 2}, {"min_loss_scale", 1}};
   }
   return parse_config(j, s.ranks);
 }
@@ -89,6 +105,31 @@ inline RunOutcome run_training(const TrainSetup& s, const std::string& data, con
   return out;
 }
 
+struct SplitRuns {
+  RunOutcome straight, resumed;
+};
+
+// s.steps straight, and s.steps / 2 + save (into DIR/first) + resume to s.steps. With
+// `save_final`, both save at their end too (DIR/straight, DIR/second), so that their final
+// optimizer states can be compared.
+inline SplitRuns straight_and_resumed(TrainSetup s, const std::string& data, const std::string& dir, bool save_final) {
+  const int steps = s.steps;
+  SplitRuns out;
+  CheckpointOptions straight;
+  if (save_final) straight.save_dir = dir + "/straight";
+  out.straight = run_training(s, data, straight);
+  s.steps = steps / 2;
+  CheckpointOptions first;
+  first.save_dir = dir + "/first";
+  run_training(s, data, first);
+  s.steps = steps;
+  CheckpointOptions second;
+  second.resume = dir + "/first";
+  if (save_final) second.save_dir = dir + "/second";
+  out.resumed = run_training(s, data, second);
+  return out;
+}
+
 // Tensor t of unit u, consolidated in unpadded order, read from the rank files by the format's
 // documented arithmetic alone (not the library's reader).
 inline std::vector<float> consolidated(const std::string& dir, int u, int t) {
@@ -111,6 +152,42 @@ inline std::vector<float> consolidated(const std::string& dir, int u, int t) {
   }
   return out;
 }
+
+// An engine over a small GPT (units of 4,224, 2,208 and 32 elements: uneven for N = 3 and 4)
+// that can train on counter-based tokens; the tests' stand-in for the trainer.
+struct Rig {
+  GptShape shape{256, 8, 16, 2, 2};
+  Ledger ledger;
+  std::unique_ptr<Gpt> gpt;
+  std::unique_ptr<Engine> engine;
+  Rig(int stage, const std::string& offload, Communicator& comm, Dtype dtype = Dtype::kF32) {
+    gpt = std::make_unique<Gpt>(shape, 12 / comm.size(), ledger);
+    EngineConfig c;
+    c.stage = stage;
+    c.device = "strict";  // the state is reached only through the device seam
+    c.adam.lr = 1e-2f;
+    c.adam.weight_decay = 0.1f;
+    c.offload.optimizer = offload != "none";
+    c.offload.params = offload == "optimizer+param";
+    c.offload.delayed_update = offload == "optimizer+dpu";  // from the first step: in flight after every step
+    c.precision.compute = dtype;
+    c.precision.loss_scaler.static_scale = 256;  // fp16: no step skipped, the masters move every step
+    engine = std::make_unique<Engine>(c, *gpt, comm, ledger);
+  }
+  void train(int steps, Communicator& comm) {
+    const int B = gpt->micro_batch(), T = shape.seq_len;
+    std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
+    for (int s = 0; s < steps; ++s) {
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        const std::uint64_t at = static_cast<std::uint64_t>(comm.rank()) * in.size() + i;
+        in[i] = static_cast<std::int32_t>(counter_uniform(s, at) * 256);
+        tgt[i] = static_cast<std::int32_t>(counter_uniform(s + 1000, at) * 256);
+      }
+      gpt->set_batch(in.data(), tgt.data());
+      engine->train_step();
+    }
+  }
+};
 
 inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;

@@ -112,5 +112,43 @@ TEST(LossScaler, BadSettingsNameTheKey) {
   EXPECT_NE(message(c).find("fp16.loss_scale_window"), std::string::npos);
 }
 
+// A scaler restored from another's state at any step continues exactly as the original (what a
+// checkpoint of an fp16 run relies on); a state the config cannot reach is refused.
+TEST(LossScaler, RestoredStateContinuesIdentically) {
+  std::mt19937 rng(11);
+  for (int hysteresis : {1, 3})
+    for (bool consecutive : {false, true})
+      for (int cut : {0, 1, 7, 40}) {
+        LossScalerConfig c;
+        c.initial_scale_power = 12;
+        c.window = 4;
+        c.hysteresis = hysteresis;
+        c.consecutive_hysteresis = consecutive;
+        c.min_scale = std::ldexp(1.0, -100);  // never reached: the sequences go on
+        LossScaler original(c);
+        std::bernoulli_distribution overflow(0.3);
+        std::vector<bool> overflows(120);
+        for (std::size_t i = 0; i < overflows.size(); ++i) overflows[i] = overflow(rng);
+        for (int i = 0; i < cut; ++i) original.update(overflows[i]);
+        LossScaler resumed(c);
+        resumed.restore(original.state());
+        for (std::size_t i = cut; i < overflows.size(); ++i) {
+          original.update(overflows[i]);
+          resumed.update(overflows[i]);
+          ASSERT_EQ(resumed.scale(), original.scale()) << "cut " << cut << ", step " << i;
+          ASSERT_EQ(resumed.state().hysteresis_left, original.state().hysteresis_left);
+        }
+      }
+  LossScalerConfig c;
+  c.hysteresis = 2;
+  c.min_scale = 1;
+  LossScaler s(c);
+  EXPECT_THROW(s.restore({0.5, 1, 3, 1}), ConfigError);   // below min_loss_scale
+  EXPECT_THROW(s.restore({1024, 3, 3, 1}), ConfigError);  // more hysteresis than configured
+  EXPECT_THROW(s.restore({1024, 1, 3, 3}), ConfigError);  // an overflow not yet seen
+  s.restore({1024, 1, 3, 1});
+  EXPECT_EQ(s.scale(), 1024.0f);
+}
+
 }  // namespace
 }  // namespace zero

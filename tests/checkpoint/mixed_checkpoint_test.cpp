@@ -1,0 +1,123 @@
+// Checkpoints of mixed-precision (bf16, fp16) and delayed-update (ZeRO-Offload's DPU) runs:
+// 20 steps straight and 10 + save + resume + 10 give the same weights, the same loss curve, the
+// same loss-scale history and the same final optimizer state (every byte of the rank files).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+
+#include "checkpoint/manifest.h"
+#include "checkpoint/checkpoint_util.h"
+
+namespace zero {
+namespace {
+
+using namespace zero::testing;
+
+struct MixedCase {
+  const char* precision;
+  int stage;
+  const char* offload;
+  bool delayed = false;
+  double loss_scale = 0;  // fp16: a static scale (the delayed update refuses dynamic scaling)
+};
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Every rank file of the checkpoint at `step` in save directory `dir`, concatenated.
+std::string rank_files(const std::string& dir, std::int64_t step) {
+  const std::string at = dir + "/" + checkpoint::step_dir_name(step);
+  const checkpoint::Manifest m = checkpoint::read_manifest(at + "/manifest.json");
+  std::string all;
+  for (const checkpoint::FileRecord& f : m.files) all += bytes_of(at + "/" + f.name);
+  return all;
+}
+
+class MixedResume : public ::testing::TestWithParam<MixedCase> {};
+
+TEST_P(MixedResume, TwentyStraightEqualsTenSaveResumeTen) {
+  const MixedCase p = GetParam();
+  std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::replace(name.begin(), name.end(), '/', '_');
+  const std::string dir = temp_dir("mixed_" + name);
+  const std::string data = text_file(dir);
+  TrainSetup s;
+  s.steps = 20;
+  s.stage = p.stage;
+  s.offload = p.offload;
+  s.precision = p.precision;
+  s.delayed_update = p.delayed;
+  s.loss_scale = p.loss_scale;
+  // fp16: a first scale so high that the first steps overflow and are skipped, and a short
+  // window, so that the scaler's state at step 10 (scale, clean steps, hysteresis) matters.
+  s.initial_scale_power = 40;
+  s.loss_scale_window = 3;
+  const auto [straight, resumed] = straight_and_resumed(s, data, dir, true);
+
+  EXPECT_EQ(resumed.steps_run, 10);
+  EXPECT_EQ(resumed.result.first_step, 10);
+  EXPECT_EQ(resumed.result.weights_sha256, straight.result.weights_sha256);
+  ASSERT_EQ(resumed.result.losses.size(), 10u);
+  ASSERT_EQ(straight.result.losses.size(), 20u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(resumed.result.losses[i], straight.result.losses[10 + i]) << "step " << 11 + i;
+  EXPECT_EQ(resumed.result.final_val_loss, straight.result.final_val_loss);
+  EXPECT_EQ(resumed.result.skipped_steps, straight.result.skipped_steps);
+  EXPECT_EQ(resumed.result.final_loss_scale, straight.result.final_loss_scale);
+  // The masters and moments after step 20, every byte.
+  EXPECT_TRUE(rank_files(dir + "/second", 20) == rank_files(dir + "/straight", 20)) << "the final optimizer state differs";
+  if (std::string(p.precision) == "fp16" && p.loss_scale == 0) {
+    EXPECT_GT(straight.result.skipped_steps, 0) << "the test meant the first steps to overflow";
+  }
+  // The manifest says what precision the masters serve.
+  std::ifstream in(dir + "/first/step-00000010/manifest.json");
+  const nlohmann::json m = nlohmann::json::parse(in);
+  EXPECT_EQ(m["info"]["precision"]["compute"], std::string(p.precision) == "bf16" ? "bf16" : std::string(p.precision) == "fp16" ? "f16" : "f32");
+  EXPECT_EQ(m["info"]["precision"]["master"], "f32");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    PrecisionsStagesOffload, MixedResume,
+    ::testing::Values(MixedCase{"bf16", 0, "none"}, MixedCase{"bf16", 1, "none"}, MixedCase{"bf16", 2, "none"},
+                      MixedCase{"bf16", 3, "none"}, MixedCase{"bf16", 2, "optimizer"}, MixedCase{"bf16", 3, "optimizer+param"},
+                      MixedCase{"fp16", 0, "none"}, MixedCase{"fp16", 1, "none"}, MixedCase{"fp16", 2, "none"},
+                      MixedCase{"fp16", 3, "none"}, MixedCase{"fp16", 1, "optimizer"}, MixedCase{"fp16", 3, "optimizer+param"},
+                      // The delayed update: fp32, bf16, and fp16 with a static scale.
+                      MixedCase{"fp32", 2, "optimizer", true}, MixedCase{"bf16", 3, "optimizer", true},
+                      MixedCase{"fp16", 1, "optimizer", true, 1024}),
+    [](const ::testing::TestParamInfo<MixedCase>& i) {
+      const MixedCase& p = i.param;
+      const std::string off = p.offload[0] == 'n' ? "" : p.offload[9] == '+' ? "_offload_param" : "_offload";
+      return cat(p.precision, "_stage", p.stage, off, p.delayed ? "_delayed_update" : "");
+    });
+
+// A checkpoint saved with the delayed update in flight holds the parameters in use as a fourth
+// tensor; a run without the delayed update applies the pending update on resume and says so.
+TEST(DelayedUpdateCheckpoint, ResumedWithoutItAppliesThePendingUpdate) {
+  const std::string dir = temp_dir("delayed_applied");
+  const std::string data = text_file(dir);
+  TrainSetup s;
+  s.stage = 2;
+  s.offload = "optimizer";
+  s.delayed_update = true;
+  s.steps = 4;
+  CheckpointOptions save;
+  save.save_dir = dir + "/ck";
+  run_training(s, data, save);
+  const checkpoint::Manifest m = checkpoint::read_manifest(dir + "/ck/step-00000004/manifest.json");
+  EXPECT_EQ(m.tensors, (std::vector<std::string>{"master", "exp_avg", "exp_avg_sq", "params_in_use"}));
+  s.delayed_update = false;
+  s.steps = 6;
+  CheckpointOptions resume;
+  resume.resume = dir + "/ck";
+  const RunOutcome out = run_training(s, data, resume);
+  EXPECT_EQ(out.steps_run, 2);
+  ASSERT_FALSE(out.notes.empty());
+  EXPECT_NE(out.notes[0].find("the delayed update in flight at the save was applied now"), std::string::npos) << out.notes[0];
+}
+
+}  // namespace
+}  // namespace zero
