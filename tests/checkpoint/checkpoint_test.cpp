@@ -348,12 +348,14 @@ INSTANTIATE_TEST_SUITE_P(WorldsAndStages, Resharding,
                                            Reshape{4, 3, "none", 2, 1, "none", Dtype::kBf16},
                                            Reshape{2, 1, "optimizer", 3, 3, "optimizer+param", Dtype::kF16},
                                            Reshape{3, 3, "optimizer+param", 2, 2, "none", Dtype::kBf16},
+                                           // offload_param alone: parameters in the host tier, the optimizer's state on the device.
+                                           Reshape{4, 3, "param", 2, 1, "none"}, Reshape{2, 3, "none", 3, 3, "param", Dtype::kBf16},
                                            // The delayed update in flight: its parameters in use reshard too.
                                            Reshape{2, 2, "optimizer+dpu", 3, 1, "optimizer+dpu"},
                                            Reshape{3, 3, "optimizer+dpu", 2, 2, "optimizer+dpu", Dtype::kBf16}),
                          [](const ::testing::TestParamInfo<Reshape>& i) {
                            const Reshape& p = i.param;
-                           auto off = [](const std::string& o) { return o == "none" ? "" : o == "optimizer" ? "_offload" : o == "optimizer+dpu" ? "_offload_delayed" : "_offload_param"; };
+                           auto off = [](const std::string& o) { return o == "none" ? "" : o == "optimizer" ? "_offload" : o == "optimizer+dpu" ? "_offload_delayed" : o == "param" ? "_offload_param_alone" : "_offload_param"; };
                            return cat("N", p.from_ranks, "_stage", p.from_stage, off(p.from_offload), "_to_N", p.to_ranks, "_stage",
                                       p.to_stage, off(p.to_offload), p.dtype == Dtype::kF32 ? "" : cat("_", dtype_label(p.dtype)));
                          });

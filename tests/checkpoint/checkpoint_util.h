@@ -43,7 +43,7 @@ inline std::string text_file(const std::string& dir) {
 struct TrainSetup {
   int ranks = 2;
   int stage = 1;
-  std::string offload = "none";  // none, optimizer, optimizer+param
+  std::string offload = "none";  // none, optimizer, optimizer+param, param (offload_param alone)
   int steps = 6;
   int n_layer = 2;
   int n_embd = 16;
@@ -65,7 +65,9 @@ inline TrainConfig make_config(const TrainSetup& s) {
                       {"zero_optimization", {{"stage", s.stage}}},
                       {"train_steps", s.steps},
                       {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 16}, {"n_embd", s.n_embd}, {"n_layer", s.n_layer}, {"n_head", 2}}}};
-  if (s.offload != "none") {
+  if (s.offload == "param") {
+    j["zero_optimization"]["offload_param"] = {{"device", "cpu"}};
+  } else if (s.offload != "none") {
     j["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
     if (s.offload == "optimizer+param") j["zero_optimization"]["offload_param"] = {{"device", "cpu"}};
     if (s.delayed_update) {
@@ -167,8 +169,8 @@ struct Rig {
     c.device = "strict";  // the state is reached only through the device seam
     c.adam.lr = 1e-2f;
     c.adam.weight_decay = 0.1f;
-    c.offload.optimizer = offload != "none";
-    c.offload.params = offload == "optimizer+param";
+    c.offload.optimizer = offload != "none" && offload != "param";
+    c.offload.params = offload == "optimizer+param" || offload == "param";
     c.offload.delayed_update = offload == "optimizer+dpu";  // from the first step: in flight after every step
     c.precision.compute = dtype;
     c.precision.loss_scaler.static_scale = 256;  // fp16: no step skipped, the masters move every step

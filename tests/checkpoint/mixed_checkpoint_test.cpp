@@ -85,12 +85,15 @@ INSTANTIATE_TEST_SUITE_P(
                       MixedCase{"bf16", 3, "none"}, MixedCase{"bf16", 2, "optimizer"}, MixedCase{"bf16", 3, "optimizer+param"},
                       MixedCase{"fp16", 0, "none"}, MixedCase{"fp16", 1, "none"}, MixedCase{"fp16", 2, "none"},
                       MixedCase{"fp16", 3, "none"}, MixedCase{"fp16", 1, "optimizer"}, MixedCase{"fp16", 3, "optimizer+param"},
+                      // offload_param alone: the 16-bit parameters' home in the host tier, the masters on the device.
+                      MixedCase{"bf16", 3, "param"}, MixedCase{"fp16", 3, "param"},
                       // The delayed update: fp32, bf16, and fp16 with a static scale.
                       MixedCase{"fp32", 2, "optimizer", true}, MixedCase{"bf16", 3, "optimizer", true},
                       MixedCase{"fp16", 1, "optimizer", true, 1024}),
     [](const ::testing::TestParamInfo<MixedCase>& i) {
       const MixedCase& p = i.param;
-      const std::string off = p.offload[0] == 'n' ? "" : p.offload[9] == '+' ? "_offload_param" : "_offload";
+      const std::string o = p.offload;
+      const std::string off = o == "none" ? "" : o == "param" ? "_offload_param_alone" : o == "optimizer+param" ? "_offload_param" : "_offload";
       return cat(p.precision, "_stage", p.stage, off, p.delayed ? "_delayed_update" : "");
     });
 
