@@ -10,14 +10,17 @@ t0=$(date +%s)
 say() { echo "[gpu-check $(( $(date +%s) - t0 ))s] $*"; }
 
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache); fi
+mkdir -p "$build"
 say "configuring $build (CUDA on)"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DZERO_CUDA=ON > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
-if ! grep -q "zero: CUDA on" "$build.configure.log"; then
-  grep "zero: CUDA" "$build.configure.log" || true
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DZERO_CUDA=ON "${launcher[@]}" > "$build/gpu-check.configure.log" 2>&1 || { cat "$build/gpu-check.configure.log"; exit 1; }
+if ! grep -q "zero: CUDA on" "$build/gpu-check.configure.log"; then
+  grep "zero: CUDA" "$build/gpu-check.configure.log" || true
   echo "gpu-check: FAILED: the CUDA build was not configured (see the line above): install the CUDA toolkit, cuBLAS and NCCL"
   exit 1
 fi
-grep "zero: CUDA on" "$build.configure.log"
+grep "zero: CUDA on" "$build/gpu-check.configure.log"
 say "building (zero and the GPU tests, $(nproc) jobs)"
 gpu_tests=$(sed -n 's/^ *zero_gpu_test(\([a-z_0-9]*\) .*/\1/p' tests/CMakeLists.txt | tr '\n' ' ')
 # shellcheck disable=SC2086
@@ -25,14 +28,14 @@ cmake --build "$build" -j"$(nproc)" --target zero_cli $gpu_tests
 say "built"
 
 set +e
-"$build/tests/cuda_ops_test" --gtest_filter=-* > "$build.probe.log" 2>&1
+"$build/tests/cuda_ops_test" --gtest_filter=-* > "$build/gpu-check.probe.log" 2>&1
 probe=$?
 set -e
 if [ "$probe" -eq 77 ]; then
-  echo "gpu-check: built; no GPU on this machine ($(cat "$build.probe.log")): nothing to run"
+  echo "gpu-check: built; no GPU on this machine ($(cat "$build/gpu-check.probe.log")): nothing to run"
   exit 0
 fi
-[ "$probe" -eq 0 ] || { cat "$build.probe.log"; echo "gpu-check: FAILED: the GPU probe exited $probe"; exit 1; }
+[ "$probe" -eq 0 ] || { cat "$build/gpu-check.probe.log"; echo "gpu-check: FAILED: the GPU probe exited $probe"; exit 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv 2>/dev/null || true
 
 status=0

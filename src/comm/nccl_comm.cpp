@@ -79,8 +79,12 @@ ncclDataType_t nccl_type(Dtype d) {
 class NcclCommunicator final : public Communicator {
  public:
   static std::unique_ptr<Communicator> create(CommOptions options) {
-    std::unique_ptr<Communicator> mpi = make_mpi_communicator(options);
+    std::string why;
+    if (!cuda_device_present(&why)) {  // before MPI starts: a clear error, once
+      throw ConfigError(cat("[comm] the nccl backend needs a CUDA GPU per rank, and this machine has none (", why, "): use --comm mpi"));
+    }
     const int ordinal = cuda_device_ordinal();
+    std::unique_ptr<Communicator> mpi = make_mpi_communicator(options);
     cuda_check(cudaSetDevice(ordinal), "selecting the GPU for nccl");
     ncclUniqueId id{};
     if (mpi->rank() == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");

@@ -139,7 +139,11 @@ class CudaDevice final : public Device, private CudaKernelMemory {
     return rc == cudaSuccess;
   }
   void unlock(Tier tier, void* p, std::size_t) override {
-    if (tier == Tier::kHost) cudaHostUnregister(p);
+    if (tier != Tier::kHost) return;
+    // A copy from page-locked memory runs after the call that issued it returned (unlike one from
+    // pageable memory, which is staged first): let every copy finish before the pages go.
+    cudaDeviceSynchronize();
+    cudaHostUnregister(p);
   }
 
  private:
