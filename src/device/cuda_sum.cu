@@ -52,7 +52,7 @@ __global__ void predict_kernel(const double* sums, std::size_t runs, double acc,
 __global__ void effects_kernel(const void* x, std::size_t n, Dtype d, const int* binades, exact_sum::Effect* effects) {
   __shared__ exact_sum::Effect part[kThreads];
   const int e = binades[blockIdx.x];
-  exact_sum::Effect mine;
+  exact_sum::Effect mine = exact_sum::identity();
   if (e == exact_sum::kNoBinade) {
     mine.inc[0] = mine.inc[1] = exact_sum::kCap;
   } else {

@@ -37,9 +37,12 @@ inline constexpr int kNoBinade = -100000;                      // "no prediction
 inline constexpr int kLowest = -1000, kHighest = 1000;        // binades the fast path takes (normal, no overflow)
 
 // What a run does to k: k += inc[k & 1]; inc saturates at kCap (the run leaves the binade).
+// (Trivial, so that a GPU's __shared__ array of them needs no constructor.)
 struct Effect {
-  std::int64_t inc[2] = {0, 0};
+  std::int64_t inc[2];
 };
+
+ZERO_HD inline Effect identity() { return {{0, 0}}; }
 
 ZERO_HD inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) {  // a, b in [0, kCap]
   const std::int64_t s = a + b;
@@ -48,7 +51,7 @@ ZERO_HD inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) {  //
 
 // `first` then `second`.
 ZERO_HD inline Effect then(const Effect& first, const Effect& second) {
-  Effect r;
+  Effect r = identity();
   for (int p = 0; p < 2; ++p) {
     const std::int64_t a = first.inc[p];
     r.inc[p] = saturating_add(a, second.inc[(p + static_cast<int>(a & 1)) & 1]);
@@ -59,7 +62,7 @@ ZERO_HD inline Effect then(const Effect& first, const Effect& second) {
 // The effect of adding y (an exact square, >= 0) in binade e.
 ZERO_HD inline Effect term(double y, int e) {
   const double q = std::ldexp(y, 52 - e);  // y / u, exact (a power-of-two scaling; tiny q: f < 1/2 anyway)
-  Effect r;
+  Effect r = identity();
   if (!(q < static_cast<double>(kCap))) {  // too large for the binade, an infinity or a NaN
     r.inc[0] = r.inc[1] = kCap;
     return r;
