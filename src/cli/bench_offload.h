@@ -9,5 +9,7 @@
 namespace zero::cli {
 
 int bench_offload_main(const std::vector<std::string>& args);
+// With --device D (not cpu): the link's copy bandwidth on device D first (bench_link.cpp).
+void print_link_bandwidth(const std::string& device_name);
 
 }  // namespace zero::cli

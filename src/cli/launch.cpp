@@ -62,20 +62,20 @@ PlannedWorld planned_world(const Flags& flags, bool relaunches) {
   const bool under_mpi = launched_by_mpi(&launched) && launched > 1;
   const std::string comm = flags.get("comm");
   if (comm == "threads") return {static_cast<int>(flags.get_int("ranks", 1, 1024)), "threads"};
-  if (comm == "mpi" || (comm == "auto" && under_mpi)) {
+  if (comm == "mpi" || comm == "nccl" || (comm == "auto" && under_mpi)) {
     const int size = under_mpi ? launched : 1;
     if (flags.has("ranks") && flags.get_int("ranks", 1, 1 << 20) != size) {
       throw ConfigError(cat("[cli] --ranks ", flags.get("ranks"), " but the mpi job has ", size,
                             " ranks: drop --ranks, or launch with mpirun -np ", flags.get("ranks")));
     }
-    return {size, "mpi"};
+    return {size, comm == "nccl" ? "nccl" : "mpi"};  // nccl: one GPU per process, bootstrapped over mpi
   }
   if (comm == "auto" && relaunches) {
     const int n = static_cast<int>(flags.get_int("ranks", 1, 4096));
     return {n, n > 1 ? "mpi" : "threads"};  // more than one: relaunched under mpirun
   }
   if (comm == "auto") return {static_cast<int>(flags.get_int("ranks", 1, 1024)), "threads"};
-  throw ConfigError(cat("[comm] unknown backend '", comm, "' for --comm: use auto, threads or mpi"));
+  throw ConfigError(cat("[comm] unknown backend '", comm, "' for --comm: use auto, threads, mpi or nccl (GPU build)"));
 }
 
 bool wants_mpi_job(const Flags& flags) {

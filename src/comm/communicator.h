@@ -185,6 +185,9 @@ class Communicator {
   // ConfigError unless positive.
   void set_timeout(std::chrono::milliseconds timeout);
 
+  // True for a backend whose transport reads and writes GPU memory (nccl).
+  virtual bool reads_device_memory() const { return false; }
+
   // Ends every rank of the job after an unrecoverable error (MPI_Abort under MPI). Never returns.
   [[noreturn]] virtual void abort(int code);
 
@@ -209,6 +212,12 @@ class Communicator {
   virtual bool executes() const { return true; }
   // The communicator of split(); runs on the comm thread. The default refuses (CommError).
   virtual std::unique_ptr<Communicator> do_split(int color, int key);
+  // The memory the transport reads and writes, for segmented.cpp's packing: how to copy bytes
+  // within it and where its packing scratch lives. The defaults are host memory (memcpy, an
+  // accounted host Buffer); a backend on GPU memory (nccl) overrides both. local_scratch returns
+  // nullptr for the default.
+  virtual void copy_local(void* dst, const void* src, std::size_t bytes);
+  virtual std::shared_ptr<void> local_scratch(std::size_t bytes);
   // Called by a backend's constructor when it knows more than "every rank on one node".
   void set_topology(const NodeTopology& topology) { topology_ = topology; }
 

@@ -37,13 +37,16 @@ std::size_t max_segment_elements(std::size_t element_bytes, std::size_t limit) {
 // to orphaned_scratch_: after a failure the transport may still write into it.
 class Communicator::Scratch {
  public:
-  explicit Scratch(Ledger* ledger) : ledger_(ledger) {}
+  Scratch(Communicator& comm, Ledger* ledger) : comm_(comm), ledger_(ledger) {}
 
   // At least `bytes` bytes, float-aligned.
   void* bytes(std::size_t bytes) {
     const std::size_t numel = (bytes + sizeof(float) - 1) / sizeof(float);
     if (numel <= size_) return data_;
-    if (ledger_) {
+    if (auto local = comm_.local_scratch(numel * sizeof(float))) {  // the backend's own memory (GPU)
+      local_ = std::move(local);
+      data_ = static_cast<float*>(local_.get());
+    } else if (ledger_) {
       owned_ = Buffer(*ledger_, Tier::kDevice, Category::kCommBuffers, numel, "segment scratch", false);  // written before read
       data_ = owned_.data();
     } else {
@@ -55,7 +58,9 @@ class Communicator::Scratch {
   }
 
  private:
+  Communicator& comm_;
   Ledger* ledger_;
+  std::shared_ptr<void> local_;     // from the backend's local_scratch, if it has its own
   Buffer owned_;                    // with a ledger: accounted as comm_buffers, device tier
   std::vector<float> unaccounted_;  // without one
   float* data_ = nullptr;
@@ -63,7 +68,7 @@ class Communicator::Scratch {
 };
 
 void Communicator::run_pieces(const std::function<void(Scratch&)>& body) {
-  auto scratch = std::make_shared<Scratch>(options_.ledger);
+  auto scratch = std::make_shared<Scratch>(*this, options_.ledger);
   try {
     body(*scratch);
   } catch (const CommError&) {
@@ -104,7 +109,7 @@ void Communicator::segmented_reduce_scatter(const void* send, void* recv, std::s
   auto* packed = static_cast<char*>(scratch.bytes(n * p.s * eb));  // (N, len) elements, piece j of every slice
   for (std::size_t j = 0; j < p.count; ++j) {
     const std::size_t off = p.offset(j), len = p.length(j);
-    for (std::size_t r = 0; r < n; ++r) std::memcpy(packed + r * len * eb, src + (r * k + off) * eb, len * eb);
+    for (std::size_t r = 0; r < n; ++r) copy_local(packed + r * len * eb, src + (r * k + off) * eb, len * eb);
     begin_piece(running_, j, p.count);
     do_reduce_scatter(packed, dst + off * eb, len, dtype);
   }
@@ -131,10 +136,10 @@ void Communicator::segmented_all_gather(const void* send, void* recv, std::size_
   for (std::size_t j = 0; j < p.count; ++j) {
     const std::size_t off = p.offset(j) * element_bytes, len = p.length(j) * element_bytes;  // bytes
     char* mine = packed + static_cast<std::size_t>(rank_) * len;
-    std::memcpy(mine, src + off, len);
+    copy_local(mine, src + off, len);
     begin_piece(running_, j, p.count);
     do_all_gather(mine, packed, len);
-    for (std::size_t r = 0; r < n; ++r) std::memcpy(dst + r * k * element_bytes + off, packed + r * len, len);
+    for (std::size_t r = 0; r < n; ++r) copy_local(dst + r * k * element_bytes + off, packed + r * len, len);
   }
 }
 
@@ -148,6 +153,9 @@ void Communicator::segmented_broadcast(void* data, std::size_t k, std::size_t el
     do_broadcast(bytes + p.offset(j) * element_bytes, p.length(j) * element_bytes, root);
   }
 }
+
+void Communicator::copy_local(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+std::shared_ptr<void> Communicator::local_scratch(std::size_t) { return nullptr; }
 
 std::uint64_t Communicator::scratch_bytes(Collective kind, std::size_t k, std::size_t segment, Dtype dtype) const {
   const std::size_t eb = dtype_bytes(dtype);

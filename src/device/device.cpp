@@ -100,8 +100,13 @@ class InlineStream final : public Stream {
 
 // Runs operations on a thread of its own, in issue order. The first failure is kept and the
 // later operations skipped, so a failed copy never feeds a later step with half its data.
+// `start` runs first on the thread; `drain`, if set, runs on it at every record() (a GPU
+// stream's synchronize: the event is then the GPU's completion too).
 class ThreadStream final : public Stream {
  public:
+  ThreadStream(const std::function<void()>& start, std::function<void()> drain) : drain_(std::move(drain)) {
+    if (start) queue_.push(start).get();
+  }
   void run(std::function<void()> op) override {
     queue_.push([this, op = std::move(op)] {
       if (error_) return;
@@ -115,6 +120,7 @@ class ThreadStream final : public Stream {
   Handle record() override {
     return Handle(queue_.push([this] {
       if (error_) std::rethrow_exception(error_);
+      if (drain_) drain_();
     }));
   }
   void wait(const Handle& event) override {
@@ -122,6 +128,7 @@ class ThreadStream final : public Stream {
   }
 
  private:
+  std::function<void()> drain_;
   std::exception_ptr error_;  // queue thread only
   TaskQueue queue_;           // last: joined first, before error_ goes
 };
@@ -129,7 +136,10 @@ class ThreadStream final : public Stream {
 }  // namespace
 
 std::unique_ptr<Stream> make_inline_stream() { return std::make_unique<InlineStream>(); }
-std::unique_ptr<Stream> make_thread_stream() { return std::make_unique<ThreadStream>(); }
+std::unique_ptr<Stream> make_thread_stream() { return std::make_unique<ThreadStream>(nullptr, nullptr); }
+std::unique_ptr<Stream> make_thread_stream(const std::function<void()>& start, std::function<void()> drain) {
+  return std::make_unique<ThreadStream>(start, std::move(drain));
+}
 
 }  // namespace zero
 
@@ -138,12 +148,14 @@ namespace zero {
 std::unique_ptr<Device> make_cpu_device(Ledger& ledger);
 std::unique_ptr<Device> make_strict_device(Ledger& ledger);
 std::unique_ptr<Device> make_counting_device(Ledger& ledger);
+std::unique_ptr<Device> make_cuda_device(Ledger& ledger);  // cuda_device.cpp, or no_cuda.cpp
 
 std::unique_ptr<Device> make_device(const std::string& name, Ledger& ledger) {
   if (name == "cpu") return make_cpu_device(ledger);
   if (name == "strict") return make_strict_device(ledger);
   if (name == "counting") return make_counting_device(ledger);
-  throw ConfigError(cat("[device] unknown device '", name, "': use cpu, strict (tests) or counting (the planner)"));
+  if (name == "cuda") return make_cuda_device(ledger);
+  throw ConfigError(cat("[device] unknown device '", name, "': use cpu, cuda, strict (tests) or counting (the planner)"));
 }
 
 }  // namespace zero

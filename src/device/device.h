@@ -6,7 +6,8 @@
 //   device   a backend implementing allocation and every operation on engine memory: "cpu"
 //            (host memory, the default on a CPU-only build), "strict" (tests: device memory the
 //            host cannot dereference), "counting" (the planner: bytes counted, nothing held or
-//            computed). A CUDA device is another file of this kind.
+//            computed), "cuda" (GPU memory and kernels: cuda_device.h; a build without CUDA
+//            says so).
 //   stream   a sequence of operations that run in issue order. The compute stream runs each
 //            operation before the call returns; the copy and host streams run theirs on a thread
 //            of their own, so they overlap compute (a GPU's copy engine, and the CPU optimizer).
@@ -191,6 +192,9 @@ class Device {
     LinkBytes operator-(const LinkBytes& earlier) const { return {to_host - earlier.to_host, to_device - earlier.to_device}; }
   };
   LinkBytes link_bytes() const { return {to_host_.load(), to_device_.load()}; }
+  // True when transport() gives host addresses any communicator can read (false for the cuda
+  // device's GPU memory: a communicator that cannot read it gets host copies, collectives_staged.cpp).
+  virtual bool transport_is_host() const { return true; }
   // True when operations compute (false for the counting device: the planner's dry run).
   virtual bool computes() const { return true; }
 
@@ -217,12 +221,15 @@ class Device {
   std::atomic<std::uint64_t> to_host_{0}, to_device_{0};
 };
 
-// The one factory: "cpu", "strict" or "counting", over this rank's ledger.
+// The one factory: "cpu", "cuda", "strict" or "counting", over this rank's ledger.
 std::unique_ptr<Device> make_device(const std::string& name, Ledger& ledger);
 
 // Streams for devices that run on the CPU: one that runs each operation at once, and one with a
 // thread of its own. Shared by the CPU, strict and counting devices.
 std::unique_ptr<Stream> make_inline_stream();
 std::unique_ptr<Stream> make_thread_stream();
+// A thread stream whose thread runs `start` first and `drain` at each record() (the cuda device's:
+// select the GPU; wait for the GPU stream).
+std::unique_ptr<Stream> make_thread_stream(const std::function<void()>& start, std::function<void()> drain);
 
 }  // namespace zero

@@ -32,7 +32,8 @@ Handle Collectives::reduce_scatter(const DeviceSpan& send, const DeviceSpan& rec
   if (predivide_ != 1.0f) device_.divide(device_.compute(), send, predivide_);
   ZERO_CHECK(send.dtype() == recv.dtype() && send.size() == recv.size() * static_cast<std::size_t>(size()),
              "reduce_scatter of ", send.size(), " ", dtype_label(send.dtype()), " into ", recv.size(), " ", dtype_label(recv.dtype()));
-  Handle h = comm_.reduce_scatter_async(device_.transport(send), device_.transport(recv), recv.size(), recv.dtype(), reduce_segment_);
+  const auto issue = [&](void* s, void* r) { return comm_.reduce_scatter_async(s, r, recv.size(), recv.dtype(), reduce_segment_); };
+  Handle h = staged() ? through_host(send, recv, issue) : issue(device_.transport(send), device_.transport(recv));
   return settle(reserve_scratch(Collective::kReduceScatter, recv.size(), reduce_segment_, recv.dtype(), std::move(h)));
 }
 
@@ -40,14 +41,16 @@ Handle Collectives::all_gather(const DeviceSpan& send, const DeviceSpan& recv, c
   const CollectiveLabel label("unit " + unit);
   ZERO_CHECK(send.dtype() == recv.dtype() && recv.size() == send.size() * static_cast<std::size_t>(size()),
              "all_gather of ", send.size(), " ", dtype_label(send.dtype()), " into ", recv.size(), " ", dtype_label(recv.dtype()));
-  Handle h = comm_.all_gather_async(device_.transport(send), device_.transport(recv), send.size(), send.dtype(), gather_segment_);
+  const auto issue = [&](void* s, void* r) { return comm_.all_gather_async(s, r, send.size(), send.dtype(), gather_segment_); };
+  Handle h = staged() ? through_host(send, recv, issue) : issue(device_.transport(send), device_.transport(recv));
   return reserve_scratch(Collective::kAllGather, send.size(), gather_segment_, send.dtype(), std::move(h));
 }
 
 Handle Collectives::all_reduce(const DeviceSpan& data, const std::string& unit) {
   const CollectiveLabel label("unit " + unit);
   if (predivide_ != 1.0f) device_.divide(device_.compute(), data, predivide_);
-  Handle h = comm_.all_reduce_async(device_.transport(data), data.size(), data.dtype(), reduce_segment_);
+  const auto issue = [&](void*, void* r) { return comm_.all_reduce_async(r, data.size(), data.dtype(), reduce_segment_); };
+  Handle h = staged() ? through_host(data, data, issue) : issue(nullptr, device_.transport(data));
   return settle(reserve_scratch(Collective::kAllReduce, data.size() / static_cast<std::size_t>(comm_.size()), reduce_segment_, data.dtype(),
                          std::move(h)));
 }

@@ -10,6 +10,7 @@
 // running backend holds at that moment.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "comm/communicator.h"
@@ -44,6 +45,13 @@ class Collectives {
   Handle settle(Handle reduction) const;
   // The dry run's reservation around `issued`: a collective of k elements per rank.
   Handle reserve_scratch(Collective kind, std::size_t k, std::size_t segment, Dtype dtype, Handle issued);
+
+  // Where the communicator cannot read the device's memory (the mpi backend on a cuda device), a
+  // collective runs on host copies (collectives_staged.cpp): send is copied into host scratch
+  // (host tier, comm_buffers), `issue` runs the collective there, and the result is copied into
+  // recv when the collective is first waited for.
+  bool staged() const;
+  Handle through_host(const DeviceSpan& send, const DeviceSpan& recv, const std::function<Handle(void*, void*)>& issue);
 
   class DryScratch;  // the dry run's outstanding scratch
 

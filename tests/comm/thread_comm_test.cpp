@@ -556,7 +556,7 @@ TEST(CommFactory, ThreadsAndUnknownNamesAreConfigErrors) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("ThreadWorld"), std::string::npos) << e.what();
   }
-  for (const char* name : {"nccl", "", "MPI", "Self"}) {
+  for (const char* name : {"gloo", "", "MPI", "Self"}) {
     try {
       make_communicator(name);
       ADD_FAILURE() << "make_communicator(\"" << name << "\") returned";

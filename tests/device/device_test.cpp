@@ -249,7 +249,7 @@ TEST(DeviceFactory, UnknownNameSaysWhatExists) {
     make_device("gpu0", ledger);
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("use cpu, strict"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("use cpu, cuda, strict"), std::string::npos) << e.what();
   }
 }
 
