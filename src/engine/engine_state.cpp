@@ -52,6 +52,7 @@ void Engine::read_state(StateTensor tensor, int u, std::size_t first, std::span<
 
 void Engine::write_state(StateTensor tensor, int u, std::size_t first, std::span<const float> in) {
   if (in.empty()) return;
+  stage_->wait_parameter_gathers();  // the masters may be the slices the last step's gathers read
   const DeviceSpan dst = state_span(tensor, u, first, in.size());
   const DeviceSpan staged = state_staging_->sub(0, in.size());
   auto* view = static_cast<float*>(device_->transport(staged));
@@ -62,6 +63,7 @@ void Engine::write_state(StateTensor tensor, int u, std::size_t first, std::span
 void Engine::state_written(std::int64_t steps_done) {
   ZERO_CHECK(micro_batches_ == 0, "checkpoint loaded in the middle of gradient accumulation");
   ZERO_CHECK(steps_done >= 0, "steps_done ", steps_done);
+  stage_->wait_parameter_gathers();  // the last step's gathers read the slices written next
   optimizer_->state_written(steps_done);
   stage_->gather_parameters();
   step_ = steps_done;
