@@ -149,7 +149,7 @@ class ThreadCommunicator final : public Communicator {
     for (int j = 0; j < size(); ++j) {
       const void* src = world_->posted[j];
       char* dst = out + static_cast<std::size_t>(j) * bytes;
-      if (src != dst) std::memcpy(dst, src, bytes);
+      if (bytes != 0 && src != dst) std::memcpy(dst, src, bytes);  // an empty gather's buffers may be null
     }
     world_->rendezvous(rank(), what, timeout());
   }
@@ -157,7 +157,7 @@ class ThreadCommunicator final : public Communicator {
   void do_broadcast(void* data, std::size_t bytes, int root) override {
     const std::string what = op_label("broadcast", bytes);
     post_and_meet(data, what, {"broadcast", bytes, root});
-    if (rank() != root) std::memcpy(data, world_->posted[root], bytes);
+    if (bytes != 0 && rank() != root) std::memcpy(data, world_->posted[root], bytes);
     world_->rendezvous(rank(), what, timeout());
   }
 

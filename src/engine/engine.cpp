@@ -300,6 +300,9 @@ float Engine::evaluate() {
 }
 
 void Engine::synchronize() {
+  // The step's gathers may still read this rank's slices, which the delayed update's copy writes
+  // (a data race found by ThreadSanitizer, scripts/sanitize.sh).
+  stage_->wait_parameter_gathers();
   if (optimizer_->synchronize()) stage_->gather_parameters();
 }
 

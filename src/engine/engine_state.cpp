@@ -48,6 +48,7 @@ void Engine::read_state(StateTensor tensor, int u, std::size_t first, std::span<
 
 void Engine::write_state(StateTensor tensor, int u, std::size_t first, std::span<const float> in) {
   if (in.empty()) return;
+  stage_->wait_parameter_gathers();  // the masters may be the slices the last step's gathers read
   const DeviceSpan dst = state_span(tensor, u, first, in.size());
   const DeviceSpan staged = state_staging_->sub(0, in.size());
   auto* view = static_cast<float*>(device_->transport(staged));
@@ -76,6 +77,7 @@ void Engine::state_written(const EngineCounters& c) {
              ", skipped ", c.skipped_steps);
   ZERO_CHECK(!c.update_in_flight || holds_update_in_flight(c.steps_done), "an update in flight this engine cannot hold");
   if (scaler_ && c.loss_scaler) scaler_->restore(*c.loss_scaler);
+  stage_->wait_parameter_gathers();  // the last step's gathers read the slices written next
   optimizer_->state_written(c.steps_done, c.update_in_flight);
   stage_->gather_parameters();
   step_ = c.steps_done;

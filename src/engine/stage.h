@@ -71,6 +71,10 @@ class Stage {
   // After the optimizer: make the updated parameters whole where the stage keeps them whole.
   // The all-gathers run while the next forward starts; fetch(u) waits for unit u's.
   virtual void gather_parameters() {}
+  // Every all-gather gather_parameters() issued has completed: peers no longer read this rank's
+  // slices, so they may be written outside a step (the delayed update's last result, a loaded
+  // checkpoint). Also what finish_reduction() waits for before the optimizer writes the slices.
+  virtual void wait_parameter_gathers() {}
 
  protected:
   ShardOptimizer* optimizer_ = nullptr;

@@ -28,7 +28,7 @@ class Stage1 final : public Stage {
     optimizer_->reduced(u, my_slice(u), ctx_.comm.reduce_scatter(grads(u), my_slice(u), ctx_.layout.unit(u).name));
   }
 
-  void finish_reduction() override { params_.wait_all(); }  // the optimizer writes the slices next
+  void finish_reduction() override { wait_parameter_gathers(); }  // the optimizer writes the slices next
 
   std::vector<OptimizerPart> optimizer_parts() override {
     return slice_parts(ctx_.layout, ctx_.comm.rank(), [this](int u) { return params_.slice(u); });
@@ -36,6 +36,7 @@ class Stage1 final : public Stage {
   bool sheds_gradients() const override { return false; }
 
   void gather_parameters() override { params_.start_gather(); }
+  void wait_parameter_gathers() override { params_.wait_all(); }
 
  private:
   // This rank's slice of unit u's gradient, inside the whole buffer.

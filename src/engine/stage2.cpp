@@ -20,7 +20,7 @@ class Stage2 final : public Stage {
   void reduce_gradients(int u) override { grads_.reduce(u, *optimizer_); }
   void finish_reduction() override {
     grads_.finish();
-    params_.wait_all();  // the optimizer writes the slices next
+    wait_parameter_gathers();  // the optimizer writes the slices next
   }
 
   std::vector<OptimizerPart> optimizer_parts() override {
@@ -29,6 +29,7 @@ class Stage2 final : public Stage {
   bool sheds_gradients() const override { return true; }
 
   void gather_parameters() override { params_.start_gather(); }
+  void wait_parameter_gathers() override { params_.wait_all(); }
 
  private:
   StageContext ctx_;

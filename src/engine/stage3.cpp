@@ -91,8 +91,7 @@ class Stage3 final : public Stage {
   void finish_reduction() override {
     grads_.finish();
     end_of_uses();  // nothing is reused across a step
-    for (int u = 0; u < ctx_.layout.num_units(); ++u)
-      if (persistent(u)) wait_persistent(u);  // the optimizer writes the slices next
+    wait_parameter_gathers();  // the optimizer writes the slices next
   }
 
   std::vector<OptimizerPart> optimizer_parts() override {
@@ -103,6 +102,10 @@ class Stage3 final : public Stage {
   void gather_parameters() override {
     for (int u = 0; u < ctx_.layout.num_units(); ++u)
       if (persistent(u)) persistent_gathers_[u] = ctx_.comm.all_gather(persistent_slice(u), persistent_[u].span(), ctx_.layout.unit(u).name);
+  }
+  void wait_parameter_gathers() override {
+    for (int u = 0; u < ctx_.layout.num_units(); ++u)
+      if (persistent(u)) wait_persistent(u);
   }
 
  private:
