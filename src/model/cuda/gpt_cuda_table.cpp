@@ -289,13 +289,13 @@ bool gpt_cuda_available(std::string* why) {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status == cudaSuccess && count > 0) return true;
-  if (why) *why = status == cudaSuccess ? "no CUDA device (the process sees no GPU)" : cat("no CUDA device (", cudaGetErrorString(status), ")");
+  if (why) *why = status == cudaSuccess ? "the process sees no GPU" : cudaGetErrorString(status);
   return false;
 }
 
 std::unique_ptr<GptKernels> make_cuda_gpt_kernels(const GptCompute& compute) {
   std::string why;
-  if (!gpt_cuda_available(&why)) throw ConfigError(cat("[model] device cuda: ", why, ": run on a machine with a GPU, or use --device cpu"));
+  if (!gpt_cuda_available(&why)) throw ConfigError(cat("[model] device cuda: no CUDA device (", why, "): run on a machine with a GPU, or use --device cpu"));
   return std::make_unique<CudaGptKernels>(compute);
 }
 
