@@ -15,6 +15,9 @@ namespace {
 constexpr int kThreads = 256;            // threads per block of the element-wise and per-channel kernels
 constexpr int kWarp = 32;
 constexpr int kRowsPerBlock = kThreads / kWarp;  // warp-per-row kernels
+// The per-channel reductions have one thread per channel (C or OC of them, a few thousand at most):
+// a warp per block spreads them over as many multiprocessors as there are warps.
+constexpr int kChannelThreads = kWarp;
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi), as vector_math.h
 
 unsigned blocks_for(std::int64_t n, int per_block) { return static_cast<unsigned>((n + per_block - 1) / per_block); }
@@ -243,7 +246,7 @@ void encoder_forward(cudaStream_t s, float* out, const std::int32_t* tokens, con
 
 void encoder_backward(cudaStream_t s, float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B,
                       int T, int C) {
-  encoder_backward_kernel<<<blocks_for(C, kThreads), kThreads, 0, s>>>(dwte, dwpe, dout, tokens, B * T, T, C);
+  encoder_backward_kernel<<<blocks_for(C, kChannelThreads), kChannelThreads, 0, s>>>(dwte, dwpe, dout, tokens, B * T, T, C);
   launch_check("encoder_backward");
 }
 
@@ -255,7 +258,7 @@ void layernorm_forward(cudaStream_t s, float* out, float* mean, float* rstd, con
 
 void layernorm_backward(cudaStream_t s, float* dinp, float* dw, float* db, const float* dout, const float* inp,
                         const float* w, const float* mean, const float* rstd, int N, int C) {
-  layernorm_backward_params_kernel<<<blocks_for(C, kThreads), kThreads, 0, s>>>(dw, db, dout, inp, mean, rstd, N, C);
+  layernorm_backward_params_kernel<<<blocks_for(C, kChannelThreads), kChannelThreads, 0, s>>>(dw, db, dout, inp, mean, rstd, N, C);
   launch_check("layernorm_backward (parameters)");
   layernorm_backward_input_kernel<<<blocks_for(N, kRowsPerBlock), kThreads, 0, s>>>(dinp, dout, inp, w, mean, rstd, N, C);
   launch_check("layernorm_backward (input)");
@@ -268,7 +271,7 @@ void add_bias(cudaStream_t s, float* out, const float* bias, int N, int OC) {
 }
 
 void column_sums(cudaStream_t s, float* dbias, const float* dout, int N, int OC) {
-  column_sums_kernel<<<blocks_for(OC, kThreads), kThreads, 0, s>>>(dbias, dout, N, OC);
+  column_sums_kernel<<<blocks_for(OC, kChannelThreads), kChannelThreads, 0, s>>>(dbias, dout, N, OC);
   launch_check("matmul bias gradient");
 }
 
