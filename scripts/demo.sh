@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the main job: `zero demo` on 4 MPI processes, which trains the same
-# model under ZeRO stages 0-3 and prints measured memory and traffic per rank beside the
-# paper's formulas. Extra arguments go to `zero demo` (see build/zero demo --help).
+# model under ZeRO stages 0-3, with offload, and stage 3 with activation checkpointing, prints
+# measured memory and traffic per rank beside the paper's formulas, and draws them in
+# zero-demo.svg (rsvg-convert zero-demo.svg -o zero-demo.png to view it as an image). Extra
+# arguments go to `zero demo` (see build/zero demo --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -53,6 +53,8 @@ std::vector<FlagSpec> bench_flags() {
           {"dtype", "fp32, or bf16 / fp16 mixed precision (16-bit parameters, gradients and collectives; fp32 master and Adam state)",
            true, "fp32"},
           {"activation-checkpointing", "each GPT block keeps only its input and recomputes its forward in backward", false, ""},
+          {"compare-checkpointing", "each stage runs twice in turn, one step each: without and with activation checkpointing "
+                                    "(the step-time ratio beside the activations each holds)", false, ""},
           {"json", "also write the results as JSON to this file", true, ""}};
 }
 
@@ -106,6 +108,8 @@ std::string join(const std::vector<int>& stages) {
 // One stage's engine on the shared model, and what its steps measured on this rank.
 struct StageRun {
   int stage = 0;
+  bool checkpointing = false;
+  Gpt* gpt = nullptr;              // the model it trains (one per checkpointing setting)
   std::unique_ptr<Engine> engine;
   std::vector<float> losses;       // (warmup + steps) this rank's loss at every step
   std::vector<double> local_ms;    // (steps) this rank's forward + backward + optimizer step
@@ -120,6 +124,8 @@ struct StageRun {
 // A stage's figures for one model, as printed and written to JSON (rank 0's view).
 struct StageResult {
   int stage = 0;
+  bool checkpointing = false;
+  std::uint64_t activation_bytes = 0;  // its model's activations, device tier (allocated once)
   double seconds = 0;              // sum over timed steps of the barrier-to-barrier windows
   std::vector<double> step_ms;     // per timed step, max over ranks of StageRun::local_ms
   double compute_ms = 0, optimizer_ms = 0;  // rank 0's, as in StageRun
@@ -158,8 +164,9 @@ void fill_tokens(std::uint64_t step, int rank, int V, std::vector<std::int32_t>&
 
 // One training step of one stage on the batch in `in`/`tgt`, ending in a barrier so that the next
 // stage's step starts with every rank free. `timed`: record its times.
-void run_step(StageRun& run, Gpt& gpt, const std::vector<std::int32_t>& in, const std::vector<std::int32_t>& tgt,
+void run_step(StageRun& run, const std::vector<std::int32_t>& in, const std::vector<std::int32_t>& tgt,
               bool timed, int steps, Communicator& comm) {
+  Gpt& gpt = *run.gpt;
   const auto t0 = Clock::now();
   gpt.set_batch(in.data(), tgt.data());
   run.losses.push_back(run.engine->forward_backward(true));
@@ -180,12 +187,12 @@ void run_step(StageRun& run, Gpt& gpt, const std::vector<std::int32_t>& in, cons
 // Every step: each stage in turn, in the listed order, on the same batch. Alternating step by step
 // spreads the machine's noise (this VM shares its cores) evenly over the stages, which separate
 // runs one after the other would not.
-void run_rounds(std::vector<StageRun>& runs, Gpt& gpt, int B, int T, int warmup, int steps, Communicator& comm) {
+void run_rounds(std::vector<StageRun>& runs, int B, int T, int warmup, int steps, Communicator& comm) {
   std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
   comm.barrier();
   for (int s = 0; s < warmup + steps; ++s) {
-    fill_tokens(static_cast<std::uint64_t>(s), comm.rank(), std::min(256, gpt.shape().vocab_size), in, tgt);
-    for (StageRun& run : runs) run_step(run, gpt, in, tgt, s >= warmup, steps, comm);
+    fill_tokens(static_cast<std::uint64_t>(s), comm.rank(), 256, in, tgt);
+    for (StageRun& run : runs) run_step(run, in, tgt, s >= warmup, steps, comm);
   }
 }
 
@@ -203,6 +210,7 @@ std::vector<StageResult> collect(std::vector<StageRun>& runs, int B, int T, int 
   for (StageRun& run : runs) {
     StageResult r;
     r.stage = run.stage;
+    r.checkpointing = run.checkpointing;
     std::vector<double> all(run.local_ms.size() * n);
     comm.all_gather_bytes(run.local_ms.data(), run.local_ms.size() * sizeof(double), all.data());
     for (std::size_t i = 0; i < run.local_ms.size(); ++i) {
@@ -245,8 +253,8 @@ std::vector<StageResult> collect(std::vector<StageRun>& runs, int B, int T, int 
 // re-initialise (and re-fault) the state each round and restart training from step 0, so the
 // stages could not train on through the same steps for the bit-identity check.
 ModelResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps, const std::vector<int>& stages, Dtype dtype,
-                      const GptCheckpointing& ckpt, const std::string& device,
-                      Communicator& comm, Ledger& ledger) {
+                      const std::vector<bool>& checkpointing, const std::string& device, Communicator& comm,
+                      Ledger& ledger) {
   ModelResult m;
   m.model = bm.name;
   m.shape = GptShape{bm.vocab, T, bm.channels, bm.layers, bm.heads};
@@ -255,20 +263,32 @@ ModelResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps,
   config.adam = AdamConfig{3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, true};  // AdamW, as the PyTorch script
   config.precision.compute = dtype;
   config.device = device;
-  Gpt gpt(m.shape, B, ledger, ckpt, {device, dtype == Dtype::kBf16 ? Dtype::kBf16 : Dtype::kF32});
-  m.activation_bytes = ledger.current(Tier::kDevice, Category::kActivations);
+  const GptCompute compute{device, dtype == Dtype::kBf16 ? Dtype::kBf16 : Dtype::kF32};  // bf16 operands on the GPU
+  std::vector<std::unique_ptr<Gpt>> gpts;  // one per checkpointing setting, in the order given
+  std::vector<std::uint64_t> activations;
+  for (bool ckpt : checkpointing) {
+    const std::uint64_t before = ledger.current(Tier::kDevice, Category::kActivations);
+    gpts.push_back(std::make_unique<Gpt>(m.shape, B, ledger, GptCheckpointing{ckpt, false}, compute));
+    activations.push_back(ledger.current(Tier::kDevice, Category::kActivations) - before);
+  }
+  m.activation_bytes = activations[0];
   std::vector<StageRun> runs;
   for (int stage : stages) {
-    config.stage = stage;
-    StageRun& run = runs.emplace_back();
-    run.stage = stage;
-    const std::uint64_t before = model_state_bytes(ledger);
-    run.engine = std::make_unique<Engine>(config, gpt, comm, ledger);
-    run.state_bytes = model_state_bytes(ledger) - before;
+    for (std::size_t v = 0; v < checkpointing.size(); ++v) {
+      config.stage = stage;
+      StageRun& run = runs.emplace_back();
+      run.stage = stage;
+      run.checkpointing = checkpointing[v];
+      run.gpt = gpts[v].get();
+      const std::uint64_t before = model_state_bytes(ledger);
+      run.engine = std::make_unique<Engine>(config, *run.gpt, comm, ledger);
+      run.state_bytes = model_state_bytes(ledger) - before;
+    }
   }
   m.engine_bytes = ledger.usage(Tier::kDevice).total_current;
-  run_rounds(runs, gpt, B, T, warmup, steps, comm);
+  run_rounds(runs, B, T, warmup, steps, comm);
   m.stages = collect(runs, B, T, steps, comm);
+  for (std::size_t i = 0; i < m.stages.size(); ++i) m.stages[i].activation_bytes = activations[i % checkpointing.size()];
   if (device == "cuda") {
     for (StageResult& r : m.stages) r.mfu = model_flops_utilisation(r.tokens_per_second / comm.size(), m.shape);
   }
@@ -284,12 +304,14 @@ std::string figures(const StageResult& r, int steps) {
   char line[256];
   std::snprintf(line, sizeof line,
                 "%9.0f tokens/s | %.0f ms/step (best %.0f; forward+backward %.0f, optimizer step %.0f) | model state %.1f MiB/rank"
-                " | sent %.2f MiB/step",
+                " | sent %.2f MiB/step | activations %s",
                 r.tokens_per_second, r.seconds * 1e3 / steps, best, r.compute_ms, r.optimizer_ms, r.state_bytes / 1048576.0,
-                r.sent_bytes / 1048576.0);
+                r.sent_bytes / 1048576.0, format_bytes(r.activation_bytes).c_str());
   if (r.mfu <= 0) return line;
   return cat(line, " | MFU ", std::round(r.mfu * 1000) / 10, "% of ", kH200DenseBf16Flops / 1e12, " TFLOP/s bf16 (6N + 12LCT)");
 }
+
+std::string run_name(const StageResult& r) { return cat("stage ", r.stage, r.checkpointing ? " +ckpt" : ""); }
 
 // One stage: the line as it always was. Several: a line per stage with its ratios to the first,
 // then the bit-identity verdict.
@@ -304,20 +326,22 @@ void print_model(const ModelResult& m, int steps) {
   }
   std::printf(", all engines built: %.0f MiB per rank in the ledger:\n", m.engine_bytes / 1048576.0);
   for (const StageResult& r : m.stages) {
-    std::printf("  stage %d: %s | %.2fx stage %d (step ratios: median %.2fx, best %.2fx)\n", r.stage,
-                figures(r, steps).c_str(), r.tokens_ratio, first.stage, r.median_step_ratio, r.best_step_ratio);
+    std::printf("  %s: %s | %.2fx %s (step ratios: median %.2fx, best %.2fx)\n", run_name(r).c_str(),
+                figures(r, steps).c_str(), r.tokens_ratio, run_name(first).c_str(), r.median_step_ratio, r.best_step_ratio);
   }
   std::vector<int> listed;
-  for (const StageResult& r : m.stages) listed.push_back(r.stage);
+  for (const StageResult& r : m.stages)
+    if (std::find(listed.begin(), listed.end(), r.stage) == listed.end()) listed.push_back(r.stage);
   if (m.identical) {
     std::printf("  loss %.3f -> %.3f: every step's loss on every rank and the final weights (sha256 %.16s...) are "
-                "bit-identical across stages %s\n",
-                first.first_loss, first.last_loss, first.weights_sha256.c_str(), join(listed).c_str());
+                "bit-identical across stages %s%s\n",
+                first.first_loss, first.last_loss, first.weights_sha256.c_str(), join(listed).c_str(),
+                m.stages.size() > listed.size() ? ", without and with activation checkpointing" : "");
   }
   for (const StageResult& r : m.stages) {
-    if (!r.losses_match) std::printf("  ERROR: stage %d's losses differ from stage %d's; the stages must be bit-identical\n", r.stage, first.stage);
+    if (!r.losses_match) std::printf("  ERROR: %s's losses differ from %s's; they must be bit-identical\n", run_name(r).c_str(), run_name(first).c_str());
     if (r.weights_sha256 != first.weights_sha256) {
-      std::printf("  ERROR: stage %d's final weights differ from stage %d's; the stages must be bit-identical\n", r.stage, first.stage);
+      std::printf("  ERROR: %s's final weights differ from %s's; they must be bit-identical\n", run_name(r).c_str(), run_name(first).c_str());
     }
   }
   std::fflush(stdout);
@@ -327,13 +351,13 @@ void print_model(const ModelResult& m, int steps) {
 void append_json(const ModelResult& m, nlohmann::json& results) {
   const GptShape& s = m.shape;
   for (const StageResult& r : m.stages) {
-    results.push_back({{"model", m.model}, {"stage", r.stage}, {"parameters", m.parameters},
+    results.push_back({{"model", m.model}, {"stage", r.stage}, {"activation_checkpointing", r.checkpointing}, {"parameters", m.parameters},
                        {"shape", {{"vocab_size", s.vocab_size}, {"n_ctx", s.seq_len}, {"n_embd", s.channels}, {"n_layer", s.layers}, {"n_head", s.heads}}},
                        {"seconds", r.seconds}, {"mfu", r.mfu}, {"model_flops_per_token", model_flops_per_token(s)}, {"step_ms", r.step_ms}, {"tokens_per_second", r.tokens_per_second},
                        {"compute_ms", r.compute_ms}, {"optimizer_ms", r.optimizer_ms}, {"first_loss", r.first_loss},
                        {"last_loss", r.last_loss}, {"engine_bytes_per_rank", m.engine_bytes},
                        {"model_state_bytes_per_rank", r.state_bytes}, {"sent_bytes_per_step", r.sent_bytes},
-                       {"activation_bytes_per_rank", m.activation_bytes},
+                       {"activation_bytes_per_rank", r.activation_bytes},
                        {"vs_first_stage", {{"stage", m.stages[0].stage}, {"tokens_per_second_ratio", r.tokens_ratio},
                                            {"step_ratios", r.step_ratios}, {"median_step_ratio", r.median_step_ratio},
                                            {"best_step_ratio", r.best_step_ratio}, {"losses_bit_identical", r.losses_match},
@@ -371,14 +395,20 @@ int bench_train_main(const std::vector<std::string>& args) {
   const int warmup = static_cast<int>(flags.get_int("warmup", 0, 1000));
   const int steps = static_cast<int>(flags.get_int("steps", 1, 100000));
   const std::string json_path = flags.get("json");
+  if (flags.has("compare-checkpointing") && flags.has("activation-checkpointing")) {
+    throw ConfigError("[bench] --compare-checkpointing already runs with and without activation checkpointing; drop "
+                      "--activation-checkpointing");
+  }
+  const std::vector<bool> checkpointing = flags.has("compare-checkpointing") ? std::vector<bool>{false, true}
+                                                                             : std::vector<bool>{flags.has("activation-checkpointing")};
   planned_world(flags, true);
   check_output_paths({{"--json", json_path}});
   if (wants_mpi_job(flags)) relaunch_under_mpirun(flags, {"bench", "train"}, args);
   return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
     nlohmann::json results = nlohmann::json::array();
     if (comm.rank() == 0) {
-      const std::string what = stages.size() == 1 ? cat("ZeRO stage ", stages[0])
-                                                  : cat("ZeRO stages ", join(stages), " in turn, one step each");
+      std::string what = stages.size() == 1 ? cat("ZeRO stage ", stages[0]) : cat("ZeRO stages ", join(stages), " in turn, one step each");
+      if (checkpointing.size() > 1) what += ", each without and with activation checkpointing in turn";
       std::printf("zero bench train: %s, %d ranks (%s), %d OpenMP / %d OpenBLAS (%s) threads per rank, micro-batch %d x "
                   "T=%d per rank, device %s, AdamW, %s, synthetic tokens; %d warm-up + %d timed steps\n",
                   what.c_str(), comm.size(), comm.backend().c_str(), omp_get_max_threads(), openblas_get_num_threads(),
@@ -389,8 +419,7 @@ int bench_train_main(const std::vector<std::string>& args) {
     bool identical = true;
     for (const BenchModel& bm : kModels) {
       if (which == "all" ? std::string(bm.name) == "gpt2" : which != bm.name) continue;
-      const ModelResult m = run_model(bm, B, T, warmup, steps, stages, dtype, {flags.has("activation-checkpointing"), false}, device,
-                                      comm, ledger);
+      const ModelResult m = run_model(bm, B, T, warmup, steps, stages, dtype, checkpointing, device, comm, ledger);
       identical = identical && m.identical;
       if (comm.rank() != 0) continue;
       print_model(m, steps);

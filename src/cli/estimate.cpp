@@ -168,6 +168,7 @@ Setup setup_from(const Flags& flags) {
   }
   in.dtype = flags.has("dtype") ? parse_dtype(flags.get("dtype")) : config.dtype.value_or(DtypeMode::kFp32);
   if (config.zero) in.zero = *config.zero;
+  in.lamb = config.lamb;
   if (flags.has("delayed-update")) in.zero.delayed_update = true;
   if (config.zero) {
     ZeroSettings asked = in.zero;  // as its row will be planned (the delayed update needs optimizer offload alone)

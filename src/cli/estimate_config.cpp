@@ -1,5 +1,6 @@
 #include "cli/estimate_config.h"
 
+#include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -131,6 +132,13 @@ EstimateConfig read_estimate_config(const std::string& path) {
   if (root.contains("train_micro_batch_size_per_gpu")) c.micro_batch = small_integer(root, "train_micro_batch_size_per_gpu", "", 1);
   if (root.contains("gradient_accumulation_steps")) c.gradient_accumulation_steps = small_integer(root, "gradient_accumulation_steps", "", 1);
   if (root.contains("model")) c.gpt = read_model(root["model"]);
+  const json* type = root.contains("optimizer") && root["optimizer"].is_object() && root["optimizer"].contains("type")
+                         ? &root["optimizer"]["type"] : nullptr;
+  if (type != nullptr && type->is_string()) {
+    std::string low = type->get<std::string>();
+    for (char& ch : low) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    c.lamb = low == "lamb";  // DeepSpeed lower-cases the type
+  }
   return c;
 }
 

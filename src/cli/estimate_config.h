@@ -28,6 +28,7 @@ struct EstimateConfig {
   std::optional<int> micro_batch;
   std::optional<int> gradient_accumulation_steps;
   std::optional<GptShape> gpt;
+  bool lamb = false;  // "optimizer": {"type": "Lamb"}: one more small all-gather per step
 };
 
 EstimateConfig read_estimate_config(const std::string& path);

@@ -235,10 +235,10 @@ std::vector<NamedPath> run_outputs(const Flags& flags) {
 }
 
 void print_header(const TrainConfig& c, const Communicator& comm) {
-  std::printf("zero train: GPT %s (%lld parameters), ZeRO stage %d, %d ranks (%s), batch %d = %d x %d x %d ranks, %lld steps, %s\n",
+  std::printf("zero train: GPT %s (%lld parameters), ZeRO stage %d, %d ranks (%s), batch %d = %d x %d x %d ranks, %lld steps, %s, optimizer %s\n",
               c.model.shape.describe().c_str(), static_cast<long long>(c.model.shape.num_parameters()), c.zero.stage,
               comm.size(), comm.backend().c_str(), c.train_batch_size, c.micro_batch_size, c.gradient_accumulation_steps,
-              comm.size(), static_cast<long long>(c.train_steps), precision_label(c).c_str());
+              comm.size(), static_cast<long long>(c.train_steps), precision_label(c).c_str(), c.optimizer_type.c_str());
   for (const std::string& k : c.ignored_keys) std::printf("config: %s has no effect here and is ignored\n", k.c_str());
   for (const std::string& k : c.unknown_keys) {
     std::printf("config: warning: '%s' is not a DeepSpeed key; ignored, as DeepSpeed ignores it (--strict-config refuses it)\n", k.c_str());

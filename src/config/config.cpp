@@ -212,117 +212,6 @@ void read_batch(const Section& top, int world, TrainConfig& c) {
   c.gradient_accumulation_steps = static_cast<int>(accum);
 }
 
-std::vector<KeyRule> adam_param_rules() {
-  const Use R = Use::read, I = Use::ignore, U = Use::unsupported;
-  return allow_auto({
-      {"lr", R, kNum, ""},
-      {"betas", R, kArr, ""},
-      {"eps", R, kNum, ""},
-      {"weight_decay", R, kNum, ""},
-      {"adam_w_mode", R, kBool, ""},
-      {"bias_correction", R, kBool, ""},
-      {"torch_adam", R, kBool, ""},
-      {"set_grad_none", I, kBool, "whether DeepSpeed's FusedAdam frees gradients with None or zeros"},
-      {"fp32_optimizer_states", I, kBool, "DeepSpeed's CPU Adam keeps its moments in fp32 or in the parameters' type; zero's are fp32"},
-      {"amsgrad", U, kBool, "the AMSGrad variant of Adam", false},
-      {"max_grad_norm", U, kNum, "DeepSpeed refuses it too (ValueError since v0.3.0: \"not supported as an optimizer parameter\"); "
-                                 "move the value to the top-level \"gradient_clipping\""},
-  }, {"lr", "betas", "eps", "weight_decay"});
-}
-
-void read_betas(const Section& params, AdamConfig& adam) {
-  params.set_auto("betas", {adam.beta1, adam.beta2}, "zero's default, as if the key were absent");
-  if (!params.has("betas") && !params.is_auto("betas")) return;
-  const nlohmann::json& b = params.has("betas") ? params.at("betas") : params.resolve_auto("betas", nullptr);
-  if (b.size() != 2 || !b[0].is_number() || !b[1].is_number()) {
-    params.fail("betas", cat("must be two numbers [beta1, beta2], found ", describe_value(b)));
-    return;
-  }
-  for (int i = 0; i < 2; ++i) {
-    const double v = b[i].get<double>();
-    if (!(v >= 0.0 && v < 1.0)) params.fail("betas", cat("[", i, "] is ", v, "; each beta must be in [0, 1)"));
-  }
-  if (params.is_bad("betas")) return;
-  adam.beta1 = b[0].get<float>();
-  adam.beta2 = b[1].get<float>();
-}
-
-// Why an optimizer DeepSpeed has is refused here, by DeepSpeed's lower-case name.
-std::string refused_optimizer(const std::string& low) {
-  if (low == "lamb") return "DeepSpeed's FusedLamb scales each layer's step by a trust ratio; zero implements Adam and AdamW";
-  if (low == "onebitadam" || low == "zerooneadam" || low == "onebitlamb") {
-    return "it compresses the gradient all-reduce with error feedback, which zero's exact collectives do not do (DeepSpeed itself "
-           "allows it only without ZeRO); zero implements Adam and AdamW";
-  }
-  return "zero implements Adam and AdamW";
-}
-
-// The optimizer's name, checked ("" when refused; *name: as written). DeepSpeed lower-cases it.
-std::string optimizer_type(const Section& opt, std::string* written) {
-  if (!opt.present("type")) opt.fail("type", "is missing; set \"AdamW\" or \"Adam\"");
-  if (!opt.has("type")) return "";
-  const std::string name = *written = opt.get_string("type", "");
-  std::string low = name;
-  for (char& ch : low) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (low == "adam") return "Adam";
-  if (low == "adamw") return "AdamW";
-  static const std::set<std::string> known = {"lamb", "onebitadam", "onebitlamb", "zerooneadam", "adagrad", "lion",
-                                              "muon", "muadam", "muadamw", "musgd", "sgd"};
-  if (known.count(low)) {
-    opt.fail("type", cat("\"", name, "\" is known but not supported yet: ", refused_optimizer(low), "; use \"AdamW\" (or \"Adam\")"));
-  } else {
-    opt.fail("type", cat("\"", name, "\" is not an optimizer zero knows; did you mean \"", nearest(name, {"Adam", "AdamW"}),
-                         "\"? (zero implements Adam and AdamW)"));
-  }
-  return "";
-}
-
-// torch_adam selects torch.optim.Adam/AdamW: the same arithmetic as DeepSpeed's fused Adam (and
-// zero's), but it takes no bias_correction, so DeepSpeed fails with a TypeError on both together.
-void read_adam_variant(const Section& p, AdamConfig& adam) {
-  const bool torch_adam = p.get_bool("torch_adam", false);
-  adam.bias_correction = p.get_bool("bias_correction", true);
-  if (torch_adam && p.has("bias_correction")) {
-    p.fail("bias_correction", "is not a parameter of PyTorch's Adam, which torch_adam: true selects (DeepSpeed fails with a "
-                              "TypeError on it too); remove bias_correction or torch_adam");
-  }
-}
-
-// "optimizer": {"type", "params"}. Defaults are DeepSpeed's FusedAdam's: lr 1e-3, betas
-// (0.9, 0.999), eps 1e-8, weight_decay 0. For type Adam DeepSpeed's adam_w_mode defaults to true,
-// so "Adam" means decoupled decay (AdamW) unless adam_w_mode is false; for type AdamW it is
-// always decoupled, and adam_w_mode: false (which DeepSpeed quietly overrides) is an error.
-// With a refused type the parameters are still checked against Adam's, so that switching the
-// type to AdamW shows every parameter to remove at once.
-void read_optimizer(const Section& top, TrainConfig& c) {
-  if (!top.has("optimizer")) return;  // no section: AdamW with the defaults
-  const Section opt = top.child("optimizer", {{"type", Use::read, kStr, ""}, {"params", Use::read, kObj, ""},
-                                              {"legacy_fusion", Use::ignore, kBool, "the fused fp16 optimizer's mode; zero trains in fp32"}});
-  std::string written;
-  const std::string type = optimizer_type(opt, &written);
-  c.optimizer_type = type.empty() ? c.optimizer_type : type;
-  c.adam.decoupled = true;
-  if (!opt.has("params")) return;
-  const std::string hint = type.empty() && !written.empty()
-                               ? cat(" (a parameter of ", written, " that Adam and AdamW do not have: remove it when you switch the type)")
-                               : std::string();
-  const Section p = opt.child("params", adam_param_rules(), hint);
-  c.adam.lr = p.get_float("lr", c.adam.lr);
-  c.adam.eps = p.get_float("eps", c.adam.eps);
-  c.adam.weight_decay = p.get_float("weight_decay", c.adam.weight_decay);
-  read_betas(p, c.adam);
-  read_adam_variant(p, c.adam);
-  if (c.adam.lr < 0) p.fail("lr", cat("is ", c.adam.lr, "; the learning rate must be >= 0"));
-  if (c.adam.eps < 0) p.fail("eps", cat("is ", c.adam.eps, "; eps must be >= 0"));
-  if (c.adam.weight_decay < 0) p.fail("weight_decay", cat("is ", c.adam.weight_decay, "; weight_decay must be >= 0"));
-  const bool w_mode = p.get_bool("adam_w_mode", true);
-  if (type == "AdamW" && !w_mode) {
-    p.fail("adam_w_mode", "is false, but type \"AdamW\" always uses decoupled weight decay (DeepSpeed ignores this flag for AdamW); "
-                          "for L2 decay added to the gradient use type \"Adam\" with adam_w_mode false");
-  }
-  c.adam.decoupled = w_mode;
-}
-
 // With fp16 off, its loss-scaling keys have no effect: accepted and listed as ignored.
 std::vector<KeyRule> fp16_rules(bool on) {
   const Use R = Use::read, I = Use::ignore, U = Use::unsupported;
@@ -579,6 +468,8 @@ std::vector<std::string> known_config_keys() {
   add("zero_optimization.offload_optimizer.", offload_rules(true));
   add("zero_optimization.offload_param.", offload_rules(false));
   add("optimizer.params.", adam_param_rules());
+  for (const KeyRule& r : lamb_param_rules())  // Lamb's own keys; the rest are Adam's too
+    if (std::find(keys.begin(), keys.end(), "optimizer.params." + r.name) == keys.end()) keys.push_back("optimizer.params." + r.name);
   add("activation_checkpointing.", activation_checkpointing_rules());
   return keys;
 }

@@ -36,6 +36,7 @@
 #include "model/gpt_activations.h"
 #include "model/gpt_shape.h"
 #include "optim/adamw.h"
+#include "optim/lamb.h"
 #include "optim/loss_scaler.h"
 
 namespace zero {
@@ -127,7 +128,8 @@ struct TrainConfig {
   int gradient_accumulation_steps = 1;
 
   AdamConfig adam;                      // "optimizer": {"params": {lr, betas, eps, weight_decay}}
-  std::string optimizer_type = "AdamW"; // "Adam" or "AdamW" (as written in DeepSpeed's spelling)
+  std::string optimizer_type = "AdamW"; // "Adam", "AdamW" or "Lamb" (as written in DeepSpeed's spelling)
+  LambConfig lamb;                      // "Lamb": {"params": {max_coeff, min_coeff, eps_inside_sqrt}}
   Schedule scheduler;
   float gradient_clipping = 0.0f;       // global-norm clip; 0 = off (DeepSpeed's code default)
   // Each rank's gradient is divided by this before the sum (prescale_gradients: the world size;

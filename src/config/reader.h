@@ -139,5 +139,8 @@ std::vector<KeyRule> zero_rules();                                     // zero_s
 std::vector<KeyRule> activation_checkpointing_rules();                 // activation_section.cpp
 void read_activation_checkpointing(const Section& top, ModelSection& m);  // activation_section.cpp
 std::vector<KeyRule> offload_rules(bool optimizer);                    // zero_section.cpp
+void read_optimizer(const Section& top, TrainConfig& c);               // optimizer_section.cpp
+std::vector<KeyRule> adam_param_rules();                               // optimizer_section.cpp
+std::vector<KeyRule> lamb_param_rules();                               // optimizer_section.cpp
 
 }  // namespace zero::config_detail

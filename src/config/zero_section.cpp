@@ -193,14 +193,6 @@ void check_offload_stage(const Section& s, const ZeroConfig& z) {
   }
   if (z.offload_param.device == OffloadDevice::cpu && z.stage != 3) {
     s.fail("offload_param", cat("offloads parameters, which only stage 3 shards; stage is ", z.stage, ": set stage 3 or remove offload_param"));
-  } else if (z.offload_param.device == OffloadDevice::cpu && z.offload_optimizer.device != OffloadDevice::cpu) {
-    // DeepSpeed allows it: its fp32 master weights and Adam stay on the device and only the 16-bit
-    // parameter shard moves to the host. In zero's fp32 training the parameter shard IS the
-    // master copy Adam updates, so this placement needs Adam on the device updating a host-tier
-    // shard (copied in and out every step), in the engine and in the planner: not built yet.
-    s.fail("offload_param", "without offload_optimizer is known but not supported yet: zero trains in fp32, where the parameter "
-                            "shard is the master copy Adam updates, and Adam on the device updating a host-tier shard is not "
-                            "built yet; add \"offload_optimizer\": {\"device\": \"cpu\"} or remove offload_param");
   }
 }
 

@@ -72,6 +72,30 @@ class HostMemoryDevice : public Device, private KernelMemory {
       host_ops::adam(step, segments, run_of(p), run_of(g), run_of(m), run_of(v), run_of(copy));
     });
   }
+  std::vector<LambNorms> lamb_moments(Stream& s, const LambStep& step, const std::vector<Segment>& segments, DeviceSpan p,
+                                      DeviceSpan g, DeviceSpan m, DeviceSpan v, std::size_t norm_begin,
+                                      std::size_t norm_numel) override {
+    same_size(p, g, "lamb_moments");
+    same_size(p, m, "lamb_moments");
+    same_size(p, v, "lamb_moments");
+    std::vector<LambNorms> out;
+    s.run([this, &out, step, segments, p, g, m, v, norm_begin, norm_numel] {
+      TraceSpan span(p.tier() == Tier::kHost ? tracer() : nullptr, Lane::kOptimizer, "lamb moments");
+      out = host_ops::lamb_moments(step, segments, run_of(p), run_of(g), run_of(m), run_of(v), norm_begin, norm_numel);
+    });
+    s.synchronize();
+    return out;
+  }
+  void lamb_update(Stream& s, const LambStep& step, const std::vector<Segment>& segments, const std::vector<float>& coef,
+                   DeviceSpan p, DeviceSpan m, DeviceSpan v, DeviceSpan copy) override {
+    same_size(p, m, "lamb_update");
+    same_size(p, v, "lamb_update");
+    if (!copy.empty()) same_size(p, copy, "lamb_update");
+    s.run([this, step, segments, coef, p, m, v, copy] {
+      TraceSpan span(p.tier() == Tier::kHost ? tracer() : nullptr, Lane::kOptimizer, "lamb update");
+      host_ops::lamb_update(step, segments, coef, run_of(p), run_of(m), run_of(v), run_of(copy));
+    });
+  }
   void init(Stream& s, const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed,
             DeviceSpan out) override {
     s.run([this, unit, segments, seed, out] { host_ops::init(unit, segments, seed, run_of(out)); });

@@ -31,6 +31,7 @@
 #include "common/dtype.h"
 #include "memory/ledger.h"
 #include "optim/adamw.h"
+#include "optim/lamb.h"
 #include "partition/layout.h"
 
 namespace zero {
@@ -161,6 +162,22 @@ class Device {
   // rounded, in the same pass (the CPU Adam's fused copy).
   virtual void adam(Stream& s, const AdamStep& step, const std::vector<Segment>& segments, DeviceSpan p, DeviceSpan g,
                     DeviceSpan m, DeviceSpan v, DeviceSpan copy) = 0;
+  // Lamb (optim/lamb.h), in two phases around a reduction of its sums across ranks; spans and
+  // dtypes as adam's (p, m, v f32; g f32 or 16-bit), padding skipped.
+  // Phase 1: m and v of every segment updated, and p (read only) and the update u summed: for
+  // segment k, out[k] holds the sums of p^2 and u^2 over its elements that lie within
+  // [norm_begin, norm_begin + norm_numel) of p, summed in lamb.h's order (blocks of
+  // kLambSumBlock from the start of that run, each in double left to right, block sums in
+  // order), so every backend gives the same bits; {0, 0} for padding or a segment outside that
+  // range. Waits for the stream (its result is numbers, on the host).
+  virtual std::vector<LambNorms> lamb_moments(Stream& s, const LambStep& step, const std::vector<Segment>& segments,
+                                              DeviceSpan p, DeviceSpan g, DeviceSpan m, DeviceSpan v,
+                                              std::size_t norm_begin, std::size_t norm_numel) = 0;
+  // Phase 2: p[i] = fma(-coef[k], u[i], p[i]) for the elements of segment k (coef: one per
+  // segment, lamb_coefficient of the parameter's total sums), u recomputed from p, m and v
+  // exactly as in phase 1. `copy` as adam's: the updated parameters, rounded, in the same pass.
+  virtual void lamb_update(Stream& s, const LambStep& step, const std::vector<Segment>& segments, const std::vector<float>& coef,
+                           DeviceSpan p, DeviceSpan m, DeviceSpan v, DeviceSpan copy) = 0;
   // Counter-based initial values of the elements of `unit` that `segments` describe; padding
   // zero; rounded to out's dtype.
   virtual void init(Stream& s, const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed,

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "optim/cpu_adam.h"
+#include "optim/cpu_lamb.h"
 #include "partition/init.h"
 
 namespace zero::host_ops {
@@ -145,6 +146,67 @@ void adam(const AdamStep& step, const std::vector<Segment>& segments, Run p, Run
       if (copy.n > 0) opts.copy = {reinterpret_cast<std::uint16_t*>(at(copy, o)), n};
       adam_step(step, seg.decay, {pp + o, n}, {gp, n}, {mp + o, n}, {vp + o, n}, opts);  // SIMD, bit-identical to the reference
     }
+  }
+}
+
+namespace {
+
+static_assert(kTile % kLambSumBlock == 0, "16-bit gradients are widened in whole Lamb sum blocks");
+
+// Phase 1 over elements [o, o + n) of one segment, its sums added into acc. 16-bit gradients are
+// widened tile by tile; tiles hold whole sum blocks from the run's start, so the sums are the run's.
+void lamb_run(const LambStep& step, bool decay, float* p, Run g, float* m, float* v, std::size_t o, std::size_t n, LambNorms& acc) {
+  if (g.dtype == Dtype::kF32) {
+    lamb_moments(step, decay, {p + o, n}, {static_cast<const float*>(g.p) + o, n}, {m + o, n}, {v + o, n}, acc);
+    return;
+  }
+  float widened[kTile];
+  for (std::size_t done = 0; done < n; done += kTile) {
+    const std::size_t len = std::min(kTile, n - done), at_ = o + done;
+    widen_to_f32(at(g, at_), g.dtype, widened, len);
+    lamb_moments(step, decay, {p + at_, len}, {widened, len}, {m + at_, len}, {v + at_, len}, acc);
+  }
+}
+
+}  // namespace
+
+std::vector<LambNorms> lamb_moments(const LambStep& step, const std::vector<Segment>& segments, Run p, Run g, Run m, Run v,
+                                    std::size_t norm_begin, std::size_t norm_numel) {
+  float* pp = f32(p);
+  float* mp = f32(m);
+  float* vp = f32(v);
+  const std::size_t norm_end = norm_begin + norm_numel;
+  std::vector<LambNorms> out(segments.size());
+  for (std::size_t k = 0; k < segments.size(); ++k) {
+    const Segment& seg = segments[k];
+    if (seg.param < 0) continue;
+    ZERO_CHECK(seg.offset + seg.numel <= p.n, "lamb segment outside its span");
+    // Up to three runs: before the norm range, inside it (summed into out[k]), after it.
+    const std::size_t begin = seg.offset, end = seg.offset + seg.numel;
+    const std::size_t in_begin = std::clamp(norm_begin, begin, end), in_end = std::clamp(norm_end, in_begin, end);
+    LambNorms outside;
+    lamb_run(step, seg.decay, pp, g, mp, vp, begin, in_begin - begin, outside);
+    lamb_run(step, seg.decay, pp, g, mp, vp, in_begin, in_end - in_begin, out[k]);
+    lamb_run(step, seg.decay, pp, g, mp, vp, in_end, end - in_end, outside);
+  }
+  return out;
+}
+
+void lamb_update(const LambStep& step, const std::vector<Segment>& segments, const std::vector<float>& coef, Run p, Run m, Run v,
+                 Run copy) {
+  float* pp = f32(p);
+  const float* mp = f32(m);
+  const float* vp = f32(v);
+  ZERO_CHECK(coef.size() == segments.size(), "lamb_update: ", coef.size(), " coefficients for ", segments.size(), " segments");
+  ZERO_CHECK(copy.n == 0 || (copy.n == p.n && is_16bit(copy.dtype)), "lamb's copy must be 16-bit, of the parameters' size");
+  for (std::size_t k = 0; k < segments.size(); ++k) {
+    const Segment& seg = segments[k];
+    if (seg.param < 0) continue;
+    ZERO_CHECK(seg.offset + seg.numel <= p.n, "lamb segment outside its span");
+    const std::size_t o = seg.offset, n = seg.numel;
+    std::span<std::uint16_t> c;
+    if (copy.n > 0) c = {reinterpret_cast<std::uint16_t*>(at(copy, o)), n};
+    lamb_update(step, seg.decay, coef[k], {pp + o, n}, {mp + o, n}, {vp + o, n}, c, half_format(copy.n > 0 ? copy.dtype : Dtype::kBf16));
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "common/dtype.h"
 #include "optim/adamw.h"
+#include "optim/lamb.h"
 #include "partition/layout.h"
 
 namespace zero::host_ops {
@@ -31,6 +32,11 @@ void convert(Run dst, Run src);
 // Adam over `segments` of p (f32), g (any dtype, widened), m, v (f32); `copy` (16-bit or empty)
 // receives the updated parameters rounded, through the CPU Adam's fused copy.
 void adam(const AdamStep& step, const std::vector<Segment>& segments, Run p, Run g, Run m, Run v, Run copy);
+// Lamb's two phases (device.h: Device::lamb_moments, lamb_update) through the CPU Lamb kernel.
+std::vector<LambNorms> lamb_moments(const LambStep& step, const std::vector<Segment>& segments, Run p, Run g, Run m, Run v,
+                                    std::size_t norm_begin, std::size_t norm_numel);
+void lamb_update(const LambStep& step, const std::vector<Segment>& segments, const std::vector<float>& coef, Run p, Run m, Run v,
+                 Run copy);
 void init(const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed, Run out);
 
 }  // namespace zero::host_ops

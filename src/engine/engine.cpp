@@ -30,12 +30,13 @@ void check_offload(const EngineConfig& config) {
     throw ConfigError("[engine] offload_optimizer needs ZeRO stage 1, 2 or 3 (stage 0 keeps no shard to offload): "
                       "set zero_optimization.stage to 1 or more, or turn offload off");
   }
-  if (o.params && (config.stage != 3 || !o.optimizer)) {
-    throw ConfigError("[engine] offload_param needs stage 3 and, here (DeepSpeed allows it alone), offload_optimizer too: in fp32 "
-                      "training the parameter shard is the master copy Adam updates, and Adam on the device updating a host-tier "
-                      "shard is not built yet");
+  if (o.params && config.stage != 3) {
+    throw ConfigError("[engine] offload_param needs stage 3 (only stage 3 shards the parameters): set "
+                      "zero_optimization.stage to 3, or remove offload_param");
   }
-  if (!o.optimizer && (o.delayed_update || o.pin_memory)) {
+  // pin_memory pages-locks the optimizer's host buffers; the stage-3 host shard is not pinned
+  // (with or without offload_optimizer), so with offload_param alone it changes nothing.
+  if (!o.optimizer && (o.delayed_update || (o.pin_memory && !o.params))) {
     throw ConfigError("[engine] delayed_update and pin_memory are settings of offload_optimizer: turn offload_optimizer on");
   }
   if (o.delayed_update && o.params) {
@@ -68,6 +69,14 @@ void check_config(const EngineConfig& config, const FlatLayout& layout) {
     throw ConfigError(cat("[engine] gradient_clipping must be >= 0 (0 turns it off), not ", config.gradient_clipping));
   }
   adam_step_scalars(config.adam, 1);  // validates the hyperparameters
+  if (config.optimizer == OptimizerKind::kLamb) {
+    lamb_step_scalars(config.adam, config.lamb, 1);
+    if (config.offload.delayed_update) {
+      throw ConfigError("[engine] Lamb with the delayed update is not supported (Lamb's trust ratios need a collective in the "
+                        "middle of the update, which the delayed update runs in the background): turn delayed_update off, or "
+                        "use Adam/AdamW");
+    }
+  }
   const Stage3Options& s3 = config.stage3;
   if (s3.prefetch_bucket < -1) {
     throw ConfigError(cat("[engine] stage3_prefetch_bucket_size must be >= 0 elements (0: no prefetch), not ", s3.prefetch_bucket));
@@ -147,7 +156,8 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   for (const OptimizerPart& p : octx.parts) octx.state_numel = std::max(octx.state_numel, p.offset + p.params.size());
   octx.sheds_gradients = stage_->sheds_gradients();
   if (dtype == Dtype::kF16) scaler_ = std::make_unique<LossScaler>(config_.precision.loss_scaler);
-  octx.adam_waits_for_step = config_.gradient_clipping > 0.0f || (scaler_ && scaler_->dynamic());
+  octx.adam_waits_for_step = config_.gradient_clipping > 0.0f || (scaler_ && scaler_->dynamic()) ||
+                             config_.optimizer == OptimizerKind::kLamb;  // Lamb's norms need every part's moments
   octx.dtype = dtype;
   octx.seed = config_.seed;
   octx.offload = config_.offload;
@@ -217,7 +227,8 @@ StepReport Engine::step() {
         report.clipped = true;
       }
     }
-    optimizer_->step(adam_step_scalars(config_.adam, ++applied_));
+    if (config_.optimizer == OptimizerKind::kLamb) lamb_step();
+    else optimizer_->step(adam_step_scalars(config_.adam, ++applied_));
     stage_->gather_parameters();
   }
   last_traffic_ = comm_.traffic() - step_start_traffic_;
@@ -250,6 +261,28 @@ double Engine::global_grad_norm() {
   double total = 0.0;
   for (double p : partials) total += p;
   return std::sqrt(total);
+}
+
+// Lamb: each rank's moments and its partial sums per parameter tensor, one small collective of
+// those sums (two doubles per tensor), added in rank order as the gradient norm's partial sums
+// are, so every stage (which sums the same slices) gets the same trust ratios; then the update.
+void Engine::lamb_step() {
+  const LambStep s = lamb_step_scalars(config_.adam, config_.lamb, ++applied_);
+  const std::size_t params = lamb_param_count(layout_);
+  std::vector<LambNorms> mine(params);
+  optimizer_->lamb_moments(s, mine);
+  std::vector<LambNorms> all(params * static_cast<std::size_t>(comm_.size()));
+  comm_.all_gather_bytes(mine.data(), params * sizeof(LambNorms), all.data());
+  std::vector<float> coef(params);
+  for (std::size_t i = 0; i < params; ++i) {
+    LambNorms total;
+    for (int r = 0; r < comm_.size(); ++r) {
+      total.param += all[r * params + i].param;
+      total.update += all[r * params + i].update;
+    }
+    coef[i] = lamb_coefficient(s, total);
+  }
+  optimizer_->lamb_update(s, coef);
 }
 
 void Engine::set_learning_rate(float lr) {

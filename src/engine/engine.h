@@ -22,6 +22,7 @@
 #include "engine/module.h"
 #include "memory/ledger.h"
 #include "optim/adamw.h"
+#include "optim/lamb.h"
 #include "optim/loss_scaler.h"
 #include "partition/layout.h"
 
@@ -78,9 +79,15 @@ struct Precision {
   bool mixed() const { return compute != Dtype::kF32; }
 };
 
+// The optimizer: Adam/AdamW (AdamConfig::decoupled), or DeepSpeed's Lamb (optim/lamb.h), which
+// takes lr, betas, eps, weight_decay and bias_correction from AdamConfig and the rest from LambConfig.
+enum class OptimizerKind { kAdam, kLamb };
+
 struct EngineConfig {
   int stage = 0;            // ZeRO stage: 0 (DDP), 1, 2 or 3
   AdamConfig adam;
+  OptimizerKind optimizer = OptimizerKind::kAdam;
+  LambConfig lamb;          // OptimizerKind::kLamb only
   std::uint64_t seed = 1234;  // initialisation (counter-based: the same whatever the world size)
   float gradient_clipping = 0.0f;  // max global gradient norm; 0: no clipping
   // DeepSpeed's gradient_predivide_factor f (prescale_gradients: f = world size): each rank's
@@ -185,6 +192,7 @@ class Engine {
   void forward();
   void backward();
   double global_grad_norm();
+  void lamb_step();
   bool any_rank_overflowed();
   void run_unit(int u, bool backward);
   void run_kernel(int u, bool backward, const std::vector<DeviceSpan>& params, const std::vector<DeviceSpan>& grads);

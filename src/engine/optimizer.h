@@ -13,6 +13,7 @@
 #include "device/device.h"
 #include "engine/engine.h"
 #include "optim/adamw.h"
+#include "optim/lamb.h"
 #include "partition/layout.h"
 
 namespace zero {
@@ -71,6 +72,12 @@ class ShardOptimizer {
   // unit as its gradient lands).
   virtual void prepare(const AdamStep& s) = 0;
   virtual void step(const AdamStep& s) = 0;
+  // Lamb (optim/lamb.h) in its two phases, around the engine's reduction of the sums across
+  // ranks. Phase 1: m and v of every part updated, and each parameter's sums over this rank's norm
+  // slices added into sums[lamb_param_index(...)] (one entry per parameter of the layout).
+  // Phase 2: every part's parameters moved with their parameter's coefficient coef[index].
+  virtual void lamb_moments(const LambStep& s, std::vector<LambNorms>& sums) = 0;
+  virtual void lamb_update(const LambStep& s, const std::vector<float>& coef) = 0;
   // Completes work still in flight (the delayed update). True if it changed the parameters the
   // stage holds (they must be gathered again).
   virtual bool synchronize() { return false; }
@@ -92,6 +99,14 @@ class ShardOptimizer {
   float loss_scale_ = 1.0f;
 };
 
+
+// Lamb's per-parameter bookkeeping (optimizer_lamb.cpp): the parameters of the layout numbered
+// in unit order; a part's per-segment sums added into the layout-wide ones; and a part's
+// per-segment coefficients taken from the layout-wide ones.
+std::size_t lamb_param_count(const FlatLayout& layout);
+void lamb_add_part(const FlatLayout& layout, const OptimizerPart& part, const std::vector<LambNorms>& per_segment,
+                   std::vector<LambNorms>& sums);
+std::vector<float> lamb_part_coefficients(const FlatLayout& layout, const OptimizerPart& part, const std::vector<float>& coef);
 
 // Where the f32 master parameters live in the ledger: in mixed precision they are optimizer
 // state (the paper's K = 12 counts them); in f32 offload's host copy is a parameter copy.

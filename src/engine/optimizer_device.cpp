@@ -10,6 +10,12 @@
 // Mixed precision: the parts' parameters and the reduced gradients are 16-bit; the optimizer
 // keeps the f32 master parameters of its parts (optimizer state, with m and v: K = 12) and Adam
 // writes the 16-bit parameters from them in the same pass.
+//
+// Parameters in the host tier (stage 3 with offload_param alone, as DeepSpeed allows): their home
+// is the host, the optimizer's state is here. Each part is updated through a device-tier slice
+// staged for it, one part at a time: in f32 the parameters are copied in, updated and copied back;
+// in mixed precision the update writes its 16-bit copy into the slice, which is copied back. The
+// elements see the operations they see with the parameters on the device: the same bits.
 #include <deque>
 
 #include "common/error.h"
@@ -89,8 +95,27 @@ class DeviceOptimizer final : public ShardOptimizer {
 
   void step(const AdamStep& s) override {
     for (const OptimizerPart& p : ctx_.parts) {
-      if (master_.empty()) dev_.adam(dev_.compute(), s, p.segments, p.params, grads_[p.unit], slot(m_, p), slot(v_, p), {});
-      else dev_.adam(dev_.compute(), s, p.segments, slot(master_, p), grads_[p.unit], slot(m_, p), slot(v_, p), p.params);
+      const Target t = target(p, true);
+      dev_.adam(dev_.compute(), s, p.segments, t.params, grads_[p.unit], slot(m_, p), slot(v_, p), t.copy);
+      write_back(p);
+    }
+  }
+
+  void lamb_moments(const LambStep& s, std::vector<LambNorms>& sums) override {
+    for (const OptimizerPart& p : ctx_.parts) {
+      const Target t = target(p, false);
+      lamb_add_part(ctx_.layout, p, dev_.lamb_moments(dev_.compute(), s, p.segments, t.params, grads_[p.unit], slot(m_, p), slot(v_, p),
+                                                      p.norm_begin, p.norm_numel), sums);
+      staging_.reset();  // phase 1 reads the parameters only
+    }
+  }
+
+  void lamb_update(const LambStep& s, const std::vector<float>& coef) override {
+    for (const OptimizerPart& p : ctx_.parts) {
+      const Target t = target(p, true);
+      dev_.lamb_update(dev_.compute(), s, p.segments, lamb_part_coefficients(ctx_.layout, p, coef), t.params, slot(m_, p), slot(v_, p),
+                       t.copy);
+      write_back(p);
     }
   }
 
@@ -109,6 +134,35 @@ class DeviceOptimizer final : public ShardOptimizer {
     Handle done;
     float divisor;  // N * micro-batches / predivide * loss scale at the step's last micro-batch; 1 before it
   };
+
+  // What an update of part p writes: the f32 parameters it updates (its masters in mixed
+  // precision) and the 16-bit copy it writes in the same pass (empty in f32). A part whose
+  // parameters are in the host tier gets a device-tier staging slice in place of them: in f32
+  // holding a copy of them (`written`: to be copied back by write_back), in mixed precision
+  // receiving the 16-bit copy.
+  struct Target {
+    DeviceSpan params, copy;
+  };
+  Target target(const OptimizerPart& p, bool written) {
+    const bool home_on_host = p.params.tier() == Tier::kHost;
+    if (!master_.empty()) {
+      if (!home_on_host) return {slot(master_, p), p.params};
+      if (!written) return {slot(master_, p), {}};
+      staging_ = dev_.alloc(Tier::kDevice, Category::kParameters, p.params.size(), "parameter slice staged for the optimizer", ctx_.dtype, false);
+      return {slot(master_, p), staging_.span()};
+    }
+    if (!home_on_host) return {p.params, {}};
+    staging_ = dev_.alloc(Tier::kDevice, Category::kParameters, p.params.size(), "parameter slice staged for the optimizer", Dtype::kF32, false);
+    dev_.copy(dev_.compute(), staging_.span(), p.params);
+    return {staging_.span(), {}};
+  }
+  // The staged slice (if any) to the part's parameters in the host tier; the slice is freed.
+  void write_back(const OptimizerPart& p) {
+    if (staging_.empty()) return;
+    dev_.copy(dev_.compute(), p.params, staging_.span());
+    dev_.compute().synchronize();
+    staging_.reset();
+  }
 
   const OptimizerPart& part(int u) const { return ctx_.parts.at(u); }  // one part per unit, in unit order
   static DeviceSpan slot(const DeviceBuffer& b, const OptimizerPart& p) { return b.sub(p.offset, p.params.size()); }
@@ -134,6 +188,7 @@ class DeviceOptimizer final : public ShardOptimizer {
   DeviceBuffer master_;               // (state_numel) f32, device tier, optimizer state: mixed precision only
   DeviceBuffer shard_;                // (state_numel) compute dtype, device tier: reduced gradients (shedding stages)
   DeviceBuffer transient_;            // (part) compute dtype, device tier, comm: a later micro-batch's reduced slice
+  DeviceBuffer staging_;              // (part) compute dtype, device tier: host-tier parameters staged for one update
   std::vector<DeviceSpan> grads_;     // (num_units) where each part's reduced gradient is
   std::deque<Pending> pending_;
   std::vector<bool> reduced_;         // (num_units) reduced at least once this step

@@ -179,6 +179,28 @@ class HostOptimizer final : public ShardOptimizer {
     dirty_ = true;
   }
 
+  // Lamb waits for the step (adam_waits_for_step): its sums need every part's moments first.
+  void lamb_moments(const LambStep& s, std::vector<LambNorms>& sums) override {
+    ZERO_CHECK(!delayed(steps_ + 1), "Lamb with the delayed update");
+    for (const OptimizerPart& p : ctx_.parts) {
+      const auto per_segment = dev_.lamb_moments(dev_.host(), s, p.segments, master(p), grad(current_, p), m_.sub(p.offset, p.params.size()),
+                                                 v_.sub(p.offset, p.params.size()), p.norm_begin, p.norm_numel);
+      lamb_add_part(ctx_.layout, p, per_segment, sums);
+    }
+  }
+
+  void lamb_update(const LambStep& s, const std::vector<float>& coef) override {
+    ++steps_;
+    Stream& host = dev_.host();
+    for (const OptimizerPart& p : ctx_.parts) {
+      dev_.lamb_update(host, s, p.segments, lamb_part_coefficients(ctx_.layout, p, coef), master(p), m_.sub(p.offset, p.params.size()),
+                       v_.sub(p.offset, p.params.size()), fused_copy(p));
+      if (on_device(p)) dev_.copy(host, p.params, device_source(p));
+      adam_queued_ = true;
+    }
+    wait_adam();
+  }
+
   DeviceSpan state(int u, StateTensor tensor) override {
     const OptimizerPart& p = ctx_.parts.at(u);
     if (tensor == StateTensor::kMaster) return master(p);

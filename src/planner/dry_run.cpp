@@ -33,8 +33,9 @@ class ShapeModule final : public Module {
   Ledger& ledger_;
 };
 
-EngineConfig engine_config(const ZeroSettings& z, DtypeMode dtype) {
+EngineConfig engine_config(const ZeroSettings& z, DtypeMode dtype, bool lamb) {
   EngineConfig c;
+  if (lamb) c.optimizer = OptimizerKind::kLamb;
   c.stage = z.stage;
   c.offload.optimizer = z.offload_optimizer;
   c.offload.params = z.offload_param;
@@ -64,7 +65,7 @@ DryRun run_dry(const PlanInput& in, const ActivationBytes& activations) {
   ShapeModule model(in.model.units, activations, ledger);
   // One rank runs the self backend, which has no transport scratch, whatever was asked.
   auto comm = make_counting_communicator(in.ranks, in.comm_scratch && in.ranks > 1);
-  Engine engine(engine_config(in.zero, in.dtype), model, *comm, ledger);
+  Engine engine(engine_config(in.zero, in.dtype, in.lamb), model, *comm, ledger);
 
   DryRun out;
   out.persistent_device = bytes_of(ledger.usage(Tier::kDevice).current);

@@ -62,9 +62,6 @@ void check_input(const PlanInput& in) {
     throw ConfigError("[planner] optimizer offload needs ZeRO stage 1, 2 or 3 (DeepSpeed refuses it in stage 0)");
   }
   if (z.offload_param && z.stage != 3) throw ConfigError("[planner] parameter offload needs ZeRO stage 3");
-  if (z.offload_param && !z.offload_optimizer) {
-    throw ConfigError("[planner] parameter offload is planned together with optimizer offload: set offload_optimizer too");
-  }
   if (z.delayed_update && !z.offload_optimizer) {
     throw ConfigError("[planner] the delayed update is a setting of optimizer offload: set offload_optimizer too");
   }

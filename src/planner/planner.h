@@ -92,6 +92,7 @@ struct PlanInput {
   GptCheckpointing checkpointing;  // activation checkpointing (activations only)
   int gradient_accumulation_steps = 1;
   ZeroSettings zero;
+  bool lamb = false;  // the optimizer is Lamb: the same bytes as Adam, one more small all-gather per step
   // The MPI backend's reduce_scatter scratch (a whole unit per call). The threads and self
   // backends have none; set false to plan for them.
   bool comm_scratch = true;

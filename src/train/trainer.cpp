@@ -96,6 +96,8 @@ EngineConfig engine_config(const TrainConfig& c, Tracer* tracer) {
   e.tracer = tracer;
   e.stage = c.zero.stage;
   e.adam = c.adam;
+  e.optimizer = c.optimizer_type == "Lamb" ? OptimizerKind::kLamb : OptimizerKind::kAdam;
+  e.lamb = c.lamb;
   e.seed = c.seed;
   e.gradient_clipping = c.gradient_clipping;
   e.gradient_predivide_factor = c.gradient_predivide_factor;
@@ -139,6 +141,7 @@ PlanInput plan_input(const TrainConfig& c, int world_size, const std::string& ba
   in.zero.offload_param = c.zero.offload_param.device == OffloadDevice::cpu;
   in.zero.delayed_update = in.zero.offload_optimizer && c.zero.offload_optimizer.delayed_update;
   in.comm_scratch = backend == "mpi";
+  in.lamb = c.optimizer_type == "Lamb";
   in.dtype = c.bf16 || c.fp16 ? DtypeMode::kMixed : DtypeMode::kFp32;  // its mixed model: 2 + 2 + 12 bytes
   return in;
 }

@@ -85,21 +85,51 @@ TEST(ConfigProblems, FileNameLeadsTheMessage) {
 }
 
 TEST(ConfigProblems, SwappedOptimizerShowsAllItsParametersAtOnce) {
-  const json lamb = {{"type", "Lamb"}, {"params", {{"lr", 1e-3}, {"bias_correction", false}, {"max_coeff", 0.3}, {"min_coeff", 0.01}}}};
-  const std::string msg = error_of({{"train_batch_size", 8}, {"optimizer", lamb}});
-  EXPECT_CONTAINS(msg, "3 problems");
-  EXPECT_CONTAINS(msg, "optimizer.type \"Lamb\" is known but not supported yet: DeepSpeed's FusedLamb");
-  EXPECT_CONTAINS(msg, "unknown key 'optimizer.params.max_coeff' (a parameter of Lamb that Adam and AdamW do not have");
-  EXPECT_CONTAINS(msg, "unknown key 'optimizer.params.min_coeff'");
-  json adamw = lamb;
-  adamw["type"] = "AdamW";  // what the user tries next: both leftovers in one run
+  const json onebit = {{"type", "OneBitLamb"}, {"params", {{"lr", 1e-3}, {"max_coeff", 0.3}, {"freeze_step", 100}, {"cuda_aware", false}}}};
+  const std::string msg = error_of({{"train_batch_size", 8}, {"optimizer", onebit}});
+  EXPECT_CONTAINS(msg, "optimizer.type \"OneBitLamb\" is known but not supported yet: it compresses the gradient all-reduce");
+  EXPECT_CONTAINS(msg, "unknown key 'optimizer.params.freeze_step' (a parameter of OneBitLamb that Adam and AdamW do not have");
+  EXPECT_CONTAINS(msg, "optimizer.params.cuda_aware");
+  json adamw = onebit;
+  adamw["type"] = "AdamW";  // what the user tries next: every leftover in one run
   const std::string next = error_of({{"train_batch_size", 8}, {"optimizer", adamw}});
-  EXPECT_CONTAINS(next, "2 problems");
+  EXPECT_CONTAINS(next, "3 problems");
   EXPECT_CONTAINS(next, "optimizer.params.max_coeff");
-  EXPECT_CONTAINS(next, "optimizer.params.min_coeff");
+  EXPECT_CONTAINS(next, "optimizer.params.freeze_step");
   for (const char* t : {"OneBitAdam", "ZeroOneAdam", "OneBitLamb"}) {
     EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"optimizer", {{"type", t}}}}), "compresses the gradient all-reduce");
   }
+}
+
+// DeepSpeed's Lamb (FusedLamb): Adam's parameters and its own; its defaults are FusedLamb's.
+TEST(ConfigLamb, ParametersAndDefaultsAsFusedLamb) {
+  const json lamb = {{"type", "Lamb"}, {"params", {{"lr", 11e-3}, {"weight_decay", 0.01}, {"bias_correction", false}, {"max_coeff", 0.3},
+                                                   {"min_coeff", 0.01}, {"eps_inside_sqrt", true}, {"max_grad_norm", 0.0}}}};
+  const TrainConfig c = parse_config({{"train_batch_size", 8}, {"optimizer", lamb}}, 1);
+  EXPECT_EQ(c.optimizer_type, "Lamb");
+  EXPECT_FLOAT_EQ(c.adam.lr, 11e-3f);
+  EXPECT_FLOAT_EQ(c.adam.weight_decay, 0.01f);
+  EXPECT_FALSE(c.adam.bias_correction);
+  EXPECT_FLOAT_EQ(c.lamb.max_coeff, 0.3f);
+  EXPECT_FLOAT_EQ(c.lamb.min_coeff, 0.01f);
+  EXPECT_TRUE(c.lamb.eps_inside_sqrt);
+  const TrainConfig d = parse_config({{"train_batch_size", 8}, {"optimizer", {{"type", "lamb"}}}}, 1);
+  EXPECT_EQ(d.optimizer_type, "Lamb");
+  EXPECT_FLOAT_EQ(d.lamb.max_coeff, 10.0f);
+  EXPECT_FLOAT_EQ(d.lamb.min_coeff, 0.01f);
+  EXPECT_FALSE(d.lamb.eps_inside_sqrt);
+  EXPECT_TRUE(d.adam.bias_correction);
+}
+
+TEST(ConfigLamb, BadParametersAllAtOnce) {
+  const json lamb = {{"type", "Lamb"}, {"params", {{"max_coeff", 0.5}, {"min_coeff", 2.0}, {"amsgrad", true}, {"max_grad_norm", 1.0},
+                                                   {"adam_w_mode", true}}}};
+  const std::string msg = error_of({{"train_batch_size", 8}, {"optimizer", lamb}});
+  EXPECT_CONTAINS(msg, "4 problems");
+  EXPECT_CONTAINS(msg, "optimizer.params.min_coeff is 2; the trust ratio's lower clamp must be in [0, max_coeff = 0.5]");
+  EXPECT_CONTAINS(msg, "optimizer.params.amsgrad = true is known but not supported yet");
+  EXPECT_CONTAINS(msg, "optimizer.params.max_grad_norm = 1.0 is known but not supported yet");
+  EXPECT_CONTAINS(msg, "optimizer.params.adam_w_mode");
 }
 
 // ---- "auto" ----
@@ -211,10 +241,14 @@ TEST(ConfigAdam, PrescaleAndPredivideAsDeepSpeedsEngine) {
   EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"gradient_predivide_factor", 0}}), "gradient_predivide_factor is 0; it must be a positive number");
 }
 
-TEST(ConfigAdam, ParameterOffloadAloneIsRefusedWithTheReason) {
-  const json z = {{"stage", 3}, {"offload_param", {{"device", "cpu"}}}};
-  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"zero_optimization", z}}),
-                  "zero_optimization.offload_param without offload_optimizer is known but not supported yet: zero trains in fp32");
+// offload_param alone, as DeepSpeed allows: the parameters' home on the host, the optimizer on the device.
+TEST(ConfigAdam, ParameterOffloadAloneLoads) {
+  const json z = {{"stage", 3}, {"offload_param", {{"device", "cpu"}, {"pin_memory", true}}}};
+  const TrainConfig c = parse_config({{"train_batch_size", 8}, {"zero_optimization", z}}, 1);
+  EXPECT_EQ(c.zero.offload_param.device, OffloadDevice::cpu);
+  EXPECT_NE(c.zero.offload_optimizer.device, OffloadDevice::cpu);
+  const json z2 = {{"stage", 2}, {"offload_param", {{"device", "cpu"}}}};
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"zero_optimization", z2}}), "offloads parameters, which only stage 3 shards");
 }
 
 // ---- Input that must not crash the reader ----

@@ -163,7 +163,7 @@ TEST(ConfigKeys, KnownButUnsupported) {
   EXPECT_CONTAINS(error_of(with(base(), "sparse_gradients", true)), "set it to false or remove it");
   EXPECT_CONTAINS(error_of(with(base(), "optimizer", {{"type", "Adam"}, {"params", {{"amsgrad", true}}}})),
                   "optimizer.params.amsgrad = true is known but not supported yet");
-  EXPECT_CONTAINS(error_of(with(base(), "optimizer.type", "Lamb")), "optimizer.type \"Lamb\" is known but not supported yet");
+  EXPECT_CONTAINS(error_of(with(base(), "optimizer.type", "OneBitLamb")), "optimizer.type \"OneBitLamb\" is known but not supported yet");
   EXPECT_CONTAINS(error_of(with(base(), "scheduler.type", "OneCycle")), "scheduler.type \"OneCycle\" is known but not supported yet");
   EXPECT_CONTAINS(error_of(with(base(), "amp.enabled", true)), "amp is known but not supported yet");
   EXPECT_CONTAINS(error_of(with(base(), "communication_data_type", "bf16")),

@@ -135,6 +135,34 @@ TEST(MpiGpt, BitIdenticalAcrossStagesAndBackends) {
   }
 }
 
+// Lamb under MPI: its per-tensor sums gathered from real processes and added in rank order give
+// every stage and placement (offload_param alone included) the same bits, and the threads' bits.
+TEST(MpiLamb, BitIdenticalAcrossStagesPlacementsAndBackends) {
+  Communicator& comm = world();
+  MlpRun run;
+  run.steps = 4;
+  run.optimizer = OptimizerKind::kLamb;
+  run.lamb.max_coeff = 0.3f;
+  run.shape = testing::tied_shape();
+  for (Dtype dtype : {Dtype::kF32, Dtype::kBf16}) {
+    run.dtype = dtype;
+    std::vector<float> stage0;
+    for (int placement = 0; placement < 7; ++placement) {  // stages 0-3, 2+opt, 3+opt+param, 3+param
+      run.stage = placement <= 3 ? placement : placement == 4 ? 2 : 3;
+      run.offload = {};
+      run.offload.optimizer = placement == 4 || placement == 5;
+      run.offload.params = placement >= 5;
+      Ledger ledger;
+      const RankResult result = testing::train_mlp(run, comm, ledger);
+      if (placement == 0) {
+        stage0 = result.params;
+        EXPECT_TRUE(same_bits(stage0, threads_result(run, comm.size()))) << "Lamb: mpi and threads differ, " << dtype_label(dtype);
+      }
+      EXPECT_TRUE(same_bits(result.params, stage0)) << "Lamb " << dtype_label(dtype) << " placement " << placement << " rank " << comm.rank();
+    }
+  }
+}
+
 TEST(MpiErrors, RanksThatDisagreeOnTheModelAllFail) {
   Communicator& comm = world();
   MlpRun run;

@@ -33,6 +33,8 @@ struct MlpRun {
   double predivide = 1.0;  // EngineConfig::gradient_predivide_factor
   Dtype dtype = Dtype::kF32;  // compute dtype: bf16/f16 train in mixed precision
   LossScalerConfig scaler = fp16_test_scaler();
+  OptimizerKind optimizer = OptimizerKind::kAdam;  // kLamb: with `lamb`'s clamp
+  LambConfig lamb;
 
   // fp16: 2^8, so that most of the test MLP's steps apply (DeepSpeed's default 2^16 would skip
   // several: its gradients are of order 1); the overflow tests set their own.
@@ -73,6 +75,8 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.gradient_predivide_factor = run.predivide;
   c.precision.compute = run.dtype;
   c.precision.loss_scaler = run.scaler;
+  c.optimizer = run.optimizer;
+  c.lamb = run.lamb;
   return c;
 }
 

@@ -53,6 +53,8 @@ TEST_P(OffloadPrecision, BitIdenticalToTheSameStageWithoutOffload) {
             if (stage == 3) {
               run.offload.params = true;
               EXPECT_TRUE(same_bits(run_threads(run, n)[0].params, plain)) << "stage 3 + offload_param, N=" << n << " " << device;
+              run.offload.optimizer = false;  // offload_param alone, as DeepSpeed allows
+              EXPECT_TRUE(same_bits(run_threads(run, n)[0].params, plain)) << "stage 3 + offload_param alone, N=" << n << " " << device;
             }
           }
           run.device = "cpu";
@@ -242,6 +244,32 @@ TEST_P(OffloadPrecision, DeviceAndHostBytesByTheLedger) {
                     static_cast<unsigned long long>(r.host.total_current), 16 * psi / n,
                     static_cast<unsigned long long>(r.step_to_host), static_cast<unsigned long long>(r.step_to_device));
       }
+}
+
+// offload_param alone: the parameter shard is the host's (and only it), the optimizer's state
+// and the gradient shard the device's; each part's update goes through a staged device slice.
+TEST_P(OffloadPrecision, ParamOffloadAloneBytesByTheLedger) {
+  const Dtype dtype = GetParam();
+  const bool mixed = dtype != Dtype::kF32;
+  const std::uint64_t b = dtype_bytes(dtype);
+  for (int n : {1, 2, 4}) {
+    MlpRun run;
+    run.steps = 2;
+    run.stage = 3;
+    run.dtype = dtype;
+    run.offload.params = true;
+    const RankResult r = run_threads(run, n)[0];
+    const std::string what = cat(dtype_label(dtype), " N=", n);
+    const std::uint64_t shard = r.padded / n;
+    EXPECT_EQ(r.host.total_current, b * shard) << what;
+    EXPECT_EQ(cat_bytes(r.host, Category::kParameters), b * shard) << what;
+    EXPECT_EQ(cat_bytes(r.device, Category::kOptimizerState), (mixed ? 12 : 8) * shard) << what;
+    EXPECT_EQ(cat_bytes(r.device, Category::kGradients), b * shard) << what;
+    EXPECT_EQ(cat_bytes(r.device, Category::kParameters), 0u) << what << ": no parameters stay on the device between steps";
+    // the staged slice: one part at a time, at most the largest unit's slice
+    EXPECT_LE(cat_bytes(r.device, Category::kParameters, true), (mixed ? b : 4) * r.largest_unit / n) << what;
+    EXPECT_GT(r.step_to_host, 0u) << what << ": the updated parameters go home";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, OffloadPrecision, ::testing::Values(Dtype::kF32, Dtype::kBf16, Dtype::kF16),

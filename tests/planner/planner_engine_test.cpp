@@ -31,7 +31,7 @@ struct Measured {
 template <typename MakeModel, typename SetBatch>
 Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetBatch set_batch,
                  const OffloadOptions& offload = {}, std::size_t bucket = 0, const Stage3Options& stage3 = {},
-                 bool overlap_comm = true, Dtype dtype = Dtype::kF32) {
+                 bool overlap_comm = true, Dtype dtype = Dtype::kF32, OptimizerKind optimizer = OptimizerKind::kAdam) {
   ThreadWorld world(n, {std::chrono::seconds(60), nullptr});
   std::vector<Measured> out(n);
   world.run([&](int r) {
@@ -45,6 +45,7 @@ Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetB
     c.stage3 = stage3;
     c.overlap_comm = overlap_comm;
     c.precision.compute = dtype;
+    c.optimizer = optimizer;
     Engine engine(c, *model, *comm, ledger);
     for (int s = 0; s < 2; ++s) {
       // Every copy of step 1 has completed when step() returns (the delayed update's Adam may
@@ -116,16 +117,17 @@ struct OffloadCase {
 };
 std::vector<OffloadCase> offload_cases() {
   std::vector<OffloadCase> cases;
-  auto add = [&](int stage, bool param, bool delayed) {
+  auto add = [&](int stage, bool param, bool delayed, bool optimizer = true) {
     OffloadCase c;
     c.zero.stage = stage;
-    c.zero.offload_optimizer = c.engine.optimizer = true;
+    c.zero.offload_optimizer = c.engine.optimizer = optimizer;
     c.zero.offload_param = c.engine.params = param;
     c.zero.delayed_update = c.engine.delayed_update = delayed;  // from the first step (no warm-up)
     cases.push_back(c);
   };
   for (int stage = 1; stage <= 3; ++stage) add(stage, false, false);
   add(3, true, false);
+  add(3, true, false, false);  // offload_param alone: the parameters' home on the host, the optimizer on the device
   for (int stage = 1; stage <= 3; ++stage) add(stage, false, true);
   return cases;
 }
@@ -274,11 +276,11 @@ TEST(AgainstEngine, Stage3ScheduleSettingsEveryPlacement) {
       {-1, 1'000'000'000, 0, 1'000'000'000}, {600, 1'500, 250, 2'000}};
   for (int model = 0; model < 2; ++model) {
     for (int n : {2, 3}) {
-      for (int offload = 0; offload <= 2; ++offload) {
+      for (int offload = 0; offload <= 3; ++offload) {  // none, optimizer, optimizer + params, params alone
         for (const Stage3Options& o : settings) {
           OffloadOptions engine_offload;
-          engine_offload.optimizer = offload >= 1;
-          engine_offload.params = offload == 2;
+          engine_offload.optimizer = offload == 1 || offload == 2;
+          engine_offload.params = offload >= 2;
           const int micro = 2;
           Measured m;
           PlanInput in;
@@ -343,6 +345,29 @@ TEST(AgainstEngine, MixedPrecisionEveryConfiguration) {
   }
 }
 
+
+// Lamb: the same bytes as Adam (it recomputes its update instead of keeping it) and one more
+// all-gather per step, of its per-tensor sums; predicted exactly in every configuration.
+TEST(AgainstEngine, LambEveryConfiguration) {
+  const MlpShape shape{{9, 21, 17, 21, 9}, true};
+  ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt};
+  for (int n : {2, 3}) {
+    for (const OffloadCase& oc : every_configuration()) {
+      if (oc.engine.delayed_update) continue;  // Lamb refuses the delayed update
+      for (Dtype dtype : {Dtype::kF32, Dtype::kBf16}) {
+        const Measured m = measure(
+            n, oc.zero.stage, 2, [&](Ledger&) { return std::make_unique<Mlp>(shape); },
+            [&](Mlp& mlp, int seed) { mlp.set_batch(mlp_synthetic_batch(shape, 7, seed, 0, 2)); }, oc.engine, 0, {}, true, dtype,
+            OptimizerKind::kLamb);
+        PlanInput in = threads_input(model, n, oc.zero.stage, 2);
+        in.zero = oc.zero;
+        in.lamb = true;
+        in.dtype = dtype == Dtype::kF32 ? DtypeMode::kFp32 : DtypeMode::kMixed;
+        expect_prediction(in, m, cat("Lamb ", dtype_label(dtype), " tied MLP N=", n, " ", plan_label(oc.zero)));
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace zero
