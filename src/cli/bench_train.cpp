@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -12,6 +13,7 @@
 
 #include "cli/flags.h"
 #include "cli/launch.h"
+#include "cli/mfu.h"
 #include "common/error.h"
 #include "common/output_file.h"
 #include "common/sha256.h"
@@ -27,15 +29,18 @@ using Clock = std::chrono::steady_clock;
 // The two benchmark shapes: GPT-2-style with byte vocabulary (V = 256), context T = seq_len.
 //   10m: C=384 L=6  H=6   -> 10.8M parameters at T=256
 //   50m: C=768 L=7  H=12  -> 50.0M parameters at T=256
+// and GPT-2 124M (V = 50257, C=768 L=12 H=12; tokens still drawn from the first 256) for the GPU.
 // bench/pytorch_ddp_gpt.py must list the same shapes.
 struct BenchModel {
   const char* name;
-  int channels, layers, heads;
+  int vocab, channels, layers, heads;
 };
-constexpr BenchModel kModels[] = {{"10m", 384, 6, 6}, {"50m", 768, 7, 12}};
+// "all" runs the first two; gpt2 is GPT-2 124M (with --seq-len 1024), for the GPU.
+constexpr BenchModel kModels[] = {{"10m", 256, 384, 6, 6}, {"50m", 256, 768, 7, 12}, {"gpt2", 50257, 768, 12, 12}};
 
 std::vector<FlagSpec> bench_flags() {
-  return {{"model", "which shape: 10m, 50m or all", true, "all"},
+  return {{"model", "which shape: 10m, 50m, all (both), or gpt2 (GPT-2 124M: V=50257 C=768 L=12 H=12)", true, "all"},
+          {"device", "cpu, or cuda (the GPT's kernels on the GPU; prints model FLOPs utilisation)", true, "cpu"},
           {"micro-batch", "sequences per rank per step", true, "4"},
           {"seq-len", "tokens per sequence (also the context length T)", true, "256"},
           {"warmup", "steps run before timing (per stage)", true, "2"},
@@ -125,6 +130,7 @@ struct StageResult {
   std::vector<double> step_ms;     // per timed step, max over ranks of StageRun::local_ms
   double compute_ms = 0, optimizer_ms = 0;  // rank 0's, as in StageRun
   double tokens_per_second = 0;    // global tokens in the timed steps / seconds
+  double mfu = 0;                  // --device cuda: model FLOPs utilisation per rank's GPU (cli/mfu.h)
   float first_loss = 0, last_loss = 0;  // rank 0's, first warm-up step and last timed step
   // Against the first listed stage (1 for that stage itself); above 1 means faster.
   double tokens_ratio = 1;         // tokens/s ratio
@@ -247,19 +253,22 @@ std::vector<StageResult> collect(std::vector<StageRun>& runs, int B, int T, int 
 // re-initialise (and re-fault) the state each round and restart training from step 0, so the
 // stages could not train on through the same steps for the bit-identity check.
 ModelResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps, const std::vector<int>& stages, Dtype dtype,
-                      const std::vector<bool>& checkpointing, Communicator& comm, Ledger& ledger) {
+                      const std::vector<bool>& checkpointing, const std::string& device, Communicator& comm,
+                      Ledger& ledger) {
   ModelResult m;
   m.model = bm.name;
-  m.shape = GptShape{256, T, bm.channels, bm.layers, bm.heads};
+  m.shape = GptShape{bm.vocab, T, bm.channels, bm.layers, bm.heads};
   m.parameters = m.shape.num_parameters();
   EngineConfig config;
   config.adam = AdamConfig{3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, true};  // AdamW, as the PyTorch script
   config.precision.compute = dtype;
+  config.device = device;
+  const GptCompute compute{device, dtype == Dtype::kBf16 ? Dtype::kBf16 : Dtype::kF32};  // bf16 operands on the GPU
   std::vector<std::unique_ptr<Gpt>> gpts;  // one per checkpointing setting, in the order given
   std::vector<std::uint64_t> activations;
   for (bool ckpt : checkpointing) {
     const std::uint64_t before = ledger.current(Tier::kDevice, Category::kActivations);
-    gpts.push_back(std::make_unique<Gpt>(m.shape, B, ledger, GptCheckpointing{ckpt, false}));
+    gpts.push_back(std::make_unique<Gpt>(m.shape, B, ledger, GptCheckpointing{ckpt, false}, compute));
     activations.push_back(ledger.current(Tier::kDevice, Category::kActivations) - before);
   }
   m.activation_bytes = activations[0];
@@ -280,6 +289,9 @@ ModelResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps,
   run_rounds(runs, B, T, warmup, steps, comm);
   m.stages = collect(runs, B, T, steps, comm);
   for (std::size_t i = 0; i < m.stages.size(); ++i) m.stages[i].activation_bytes = activations[i % checkpointing.size()];
+  if (device == "cuda") {
+    for (StageResult& r : m.stages) r.mfu = model_flops_utilisation(r.tokens_per_second / comm.size(), m.shape);
+  }
   for (const StageResult& r : m.stages) {
     m.identical = m.identical && r.losses_match && r.weights_sha256 == m.stages[0].weights_sha256;
   }
@@ -295,7 +307,8 @@ std::string figures(const StageResult& r, int steps) {
                 " | sent %.2f MiB/step | activations %s",
                 r.tokens_per_second, r.seconds * 1e3 / steps, best, r.compute_ms, r.optimizer_ms, r.state_bytes / 1048576.0,
                 r.sent_bytes / 1048576.0, format_bytes(r.activation_bytes).c_str());
-  return line;
+  if (r.mfu <= 0) return line;
+  return cat(line, " | MFU ", std::round(r.mfu * 1000) / 10, "% of ", kH200DenseBf16Flops / 1e12, " TFLOP/s bf16 (6N + 12LCT)");
 }
 
 std::string run_name(const StageResult& r) { return cat("stage ", r.stage, r.checkpointing ? " +ckpt" : ""); }
@@ -340,7 +353,7 @@ void append_json(const ModelResult& m, nlohmann::json& results) {
   for (const StageResult& r : m.stages) {
     results.push_back({{"model", m.model}, {"stage", r.stage}, {"activation_checkpointing", r.checkpointing}, {"parameters", m.parameters},
                        {"shape", {{"vocab_size", s.vocab_size}, {"n_ctx", s.seq_len}, {"n_embd", s.channels}, {"n_layer", s.layers}, {"n_head", s.heads}}},
-                       {"seconds", r.seconds}, {"step_ms", r.step_ms}, {"tokens_per_second", r.tokens_per_second},
+                       {"seconds", r.seconds}, {"mfu", r.mfu}, {"model_flops_per_token", model_flops_per_token(s)}, {"step_ms", r.step_ms}, {"tokens_per_second", r.tokens_per_second},
                        {"compute_ms", r.compute_ms}, {"optimizer_ms", r.optimizer_ms}, {"first_loss", r.first_loss},
                        {"last_loss", r.last_loss}, {"engine_bytes_per_rank", m.engine_bytes},
                        {"model_state_bytes_per_rank", r.state_bytes}, {"sent_bytes_per_step", r.sent_bytes},
@@ -365,8 +378,14 @@ int bench_train_main(const std::vector<std::string>& args) {
     return 0;
   }
   const std::string which = flags.get("model");
-  if (which != "all" && which != "10m" && which != "50m") {
-    throw ConfigError(cat("[bench] --model must be 10m, 50m or all, not '", which, "'"));
+  if (which != "all" && which != "10m" && which != "50m" && which != "gpt2") {
+    throw ConfigError(cat("[bench] --model must be 10m, 50m, all or gpt2, not '", which, "'"));
+  }
+  const std::string device = flags.get("device");
+  std::string why;
+  if (device != "cpu" && device != "cuda") throw ConfigError(cat("[bench] --device must be cpu or cuda, not '", device, "'"));
+  if (device == "cuda" && !gpt_cuda_available(&why)) {
+    throw ConfigError(cat("[bench] --device cuda: no CUDA device (", why, "): run on a machine with a GPU, or use --device cpu"));
   }
   // Every flag and the output path are checked before mpirun: one message, not one per rank.
   const std::vector<int> stages = parse_stages(flags.get("stage"));
@@ -391,23 +410,23 @@ int bench_train_main(const std::vector<std::string>& args) {
       std::string what = stages.size() == 1 ? cat("ZeRO stage ", stages[0]) : cat("ZeRO stages ", join(stages), " in turn, one step each");
       if (checkpointing.size() > 1) what += ", each without and with activation checkpointing in turn";
       std::printf("zero bench train: %s, %d ranks (%s), %d OpenMP / %d OpenBLAS (%s) threads per rank, micro-batch %d x "
-                  "T=%d per rank, AdamW, %s, synthetic tokens; %d warm-up + %d timed steps\n",
+                  "T=%d per rank, device %s, AdamW, %s, synthetic tokens; %d warm-up + %d timed steps\n",
                   what.c_str(), comm.size(), comm.backend().c_str(), omp_get_max_threads(), openblas_get_num_threads(),
-                  openblas_get_corename(), B, T,
+                  openblas_get_corename(), B, T, device.c_str(),
                   dtype == Dtype::kF32 ? "fp32" : cat(dtype_deepspeed_name(dtype), " mixed precision").c_str(), warmup, steps);
       std::fflush(stdout);
     }
     bool identical = true;
     for (const BenchModel& bm : kModels) {
-      if (which != "all" && which != bm.name) continue;
-      const ModelResult m = run_model(bm, B, T, warmup, steps, stages, dtype, checkpointing, comm, ledger);
+      if (which == "all" ? std::string(bm.name) == "gpt2" : which != bm.name) continue;
+      const ModelResult m = run_model(bm, B, T, warmup, steps, stages, dtype, checkpointing, device, comm, ledger);
       identical = identical && m.identical;
       if (comm.rank() != 0) continue;
       print_model(m, steps);
       append_json(m, results);
     }
     if (comm.rank() == 0 && !json_path.empty()) {
-      const nlohmann::json j = {{"tool", "zero bench train"}, {"stages", stages}, {"dtype", dtype_deepspeed_name(dtype)},
+      const nlohmann::json j = {{"tool", "zero bench train"}, {"device", device}, {"stages", stages}, {"dtype", dtype_deepspeed_name(dtype)},
                                 {"ranks", comm.size()}, {"backend", comm.backend()},
                                 {"omp_threads_per_rank", omp_get_max_threads()}, {"openblas_threads_per_rank", openblas_get_num_threads()},
                                 {"openblas_core", openblas_get_corename()}, {"micro_batch", B}, {"seq_len", T},

@@ -45,6 +45,7 @@ std::vector<KeyRule> top_rules_table() {
       {"train_steps", R, kInt, ""},  // ours
       {"seed", R, kInt, ""},         // ours
       {"device_memory", R, kStr, ""},  // ours: the device tier's capacity, "80GiB"
+      {"device", R, kStr, ""},         // ours: the compute device, "cpu" or "cuda"
       {"host_memory", R, kStr, ""},    // ours: the host tier's capacity per rank
       {"comm_timeout_seconds", R, kNum, ""},  // ours: a collective waiting longer fails
       {"prescale_gradients", R, kBool, ""},
@@ -392,6 +393,8 @@ void read_top_scalars(const Section& top, TrainConfig& c) {
   c.train_steps = top.get_int("train_steps", c.train_steps, 1, kMaxInt64);
   c.seed = static_cast<std::uint64_t>(top.get_int("seed", static_cast<std::int64_t>(c.seed), 0, kMaxInt64));
   c.device_memory = top.get_string("device_memory", "");
+  c.device = top.get_string("device", c.device);
+  if (c.device != "cpu" && c.device != "cuda") top.fail("device", cat("is '", c.device, "'; it must be cpu or cuda"));
   c.host_memory = top.get_string("host_memory", "");
   c.comm_timeout_seconds = top.get_number("comm_timeout_seconds", c.comm_timeout_seconds);
   // At least a millisecond (the communicator's unit), at most ~30 years (no overflow in ms).

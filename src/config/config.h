@@ -22,7 +22,7 @@
 // and resolved as zero's settings give it (README: "auto"); each resolution is in auto_values.
 //
 // Besides DeepSpeed's keys the file may hold sections of our own: "model", "data",
-// "train_steps", "seed", "device_memory", "host_memory" and "comm_timeout_seconds" (DeepSpeed
+// "train_steps", "seed", "device", "device_memory", "host_memory" and "comm_timeout_seconds" (DeepSpeed
 // has none of these: its model and data come from Python).
 #pragma once
 
@@ -161,6 +161,7 @@ struct TrainConfig {
   std::int64_t train_steps = 200;       // ours: optimizer steps to run (DeepSpeed has no such key)
   std::uint64_t seed = 1234;            // ours: initialisation seed (DeepSpeed has no such key)
   std::string device_memory;            // ours: device tier capacity ("80GiB"); empty: unlimited
+  std::string device = "cpu";           // ours: where the model computes and the device tier lives: cpu or cuda
   std::string host_memory;              // ours: host tier capacity per rank; empty: what the machine has
   double comm_timeout_seconds = 300;    // ours: a collective not done after this long fails (CommOptions::timeout)
   // Mixed precision: bf16.enabled or fp16.enabled (at most one). Parameters, gradients and the

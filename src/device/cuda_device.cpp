@@ -201,6 +201,7 @@ class CudaDevice final : public Device, private CudaKernelMemory {
     return static_cast<float*>(raw(s));
   }
   cudaStream_t stream() const override { return compute_stream_; }
+  void* stream_handle() const override { return compute_stream_; }  // the model's kernels run on it
 
   int ordinal_;
   cudaStream_t compute_stream_ = nullptr;

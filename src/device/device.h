@@ -115,6 +115,9 @@ class KernelMemory {
  public:
   virtual ~KernelMemory() = default;
   virtual float* address(const DeviceSpan& s) const = 0;
+  // The native stream the kernel must issue its work to, in the device's order (a GPU device:
+  // its compute stream, a cudaStream_t); null where the kernel computes on the calling thread.
+  virtual void* stream_handle() const { return nullptr; }
 };
 
 class Device {

@@ -22,13 +22,19 @@ class UnitViews {
   // Its gradient accumulator; backward adds into it. Only in backward.
   float* grad(int unit, int index) const;
 
-  // For the engine: unit u's whole flat buffers (grads may be null in forward).
+  // The device's native stream this call's kernels issue to (a cudaStream_t on a cuda device;
+  // null where kernels run on the calling thread): KernelMemory::stream_handle().
+  void* stream() const { return stream_; }
+
+  // For the engine: unit u's whole flat buffers (grads may be null in forward), and the stream.
   void set(int unit, const float* params, float* grads);
+  void set_stream(void* stream) { stream_ = stream; }
 
  private:
   const FlatLayout* layout_;
   std::vector<const float*> params_;  // (num_units) start of each resident unit, or null
   std::vector<float*> grads_;         // (num_units)
+  void* stream_ = nullptr;
 };
 
 class Module {

@@ -82,6 +82,7 @@ void Engine::run_kernel(int u, bool backward, const std::vector<DeviceSpan>& par
   TraceSpan span(config_.tracer, Lane::kCompute, cat(backward ? "backward " : "forward ", layout_.unit(u).name));
   device_->launch(device_->compute(), [&](const KernelMemory& mem) {
     UnitViews views(layout_);
+    views.set_stream(mem.stream_handle());
     for (std::size_t i = 0; i < read.size(); ++i) views.set(read[i], mem.address(params[i]), backward ? mem.address(grads[i]) : nullptr);
     if (backward) module_.backward(u, views);
     else module_.forward(u, views);

@@ -1,10 +1,8 @@
 #include "model/gpt.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "common/error.h"
-#include "model/gpt_kernels.h"
 
 namespace zero {
 namespace {
@@ -20,16 +18,18 @@ ActivationBytes Gpt::activation_bytes(const GptShape& shape, int micro_batch, co
   return activation_plan_bytes(shape, micro_batch, checkpointing);
 }
 
-Gpt::Gpt(const GptShape& shape, int micro_batch, Ledger& ledger, const GptCheckpointing& checkpointing)
-    : shape_(shape), B_(micro_batch), ckpt_(checkpointing) {
+Gpt::Gpt(const GptShape& shape, int micro_batch, Ledger& ledger, const GptCheckpointing& checkpointing,
+         const GptCompute& compute)
+    : shape_(shape), B_(micro_batch), ckpt_(checkpointing), k_(make_gpt_kernels(compute)) {
   shape_.validate();
   if (micro_batch <= 0) throw ConfigError(cat("[model] the micro-batch must be at least 1 sequence, not ", micro_batch));
   for (const ActivationEntry& e : activation_plan(shape_, B_, ckpt_)) {
-    buffers_.emplace_back(ledger, e.tier, Category::kActivations, static_cast<std::size_t>(e.numel), "GPT activations");
-    acts_.push_back(buffers_.back().data());
+    buffers_.push_back(e.numel == 0 ? nullptr : k_->alloc(ledger, e.tier, static_cast<std::size_t>(e.numel), "GPT activations"));
+    acts_.push_back(buffers_.back().get());
   }
   inputs_.assign(static_cast<std::size_t>(B_) * shape_.seq_len, 0);
   targets_ = inputs_;
+  tokens_ = k_->upload_tokens(inputs_.data(), targets_.data(), inputs_.size());
 }
 
 void Gpt::set_batch(const std::int32_t* inputs, const std::int32_t* targets) {
@@ -42,10 +42,15 @@ void Gpt::set_batch(const std::int32_t* inputs, const std::int32_t* targets) {
   }
   std::copy(inputs, inputs + n, inputs_.begin());
   std::copy(targets, targets + n, targets_.begin());
+  tokens_ = k_->upload_tokens(inputs_.data(), targets_.data(), n);
 }
 
 const float* Gpt::probs(int b, int t) const {
-  return acts_[kProbs] + (static_cast<std::int64_t>(b) * shape_.seq_len + t) * shape_.vocab_size;
+  const float* row = acts_[kProbs] + (static_cast<std::int64_t>(b) * shape_.seq_len + t) * shape_.vocab_size;
+  if (k_->host_addressable()) return row;
+  probs_row_.resize(static_cast<std::size_t>(shape_.vocab_size));
+  k_->read(probs_row_.data(), row, shape_.vocab_size);
+  return probs_row_.data();
 }
 
 const float* Gpt::block_input(int l) const {
@@ -55,24 +60,26 @@ const float* Gpt::block_input(int l) const {
 }
 
 void Gpt::forward(int unit, const UnitViews& v) {
+  k_->set_stream(v.stream());
   if (unit == 0) return embedding_forward(v);
   if (unit <= shape_.layers) return block_forward(unit - 1, v);
   head_forward(v);
 }
 
 void Gpt::backward(int unit, const UnitViews& v) {
+  k_->set_stream(v.stream());
   if (unit == 0) return embedding_backward(v);
   if (unit <= shape_.layers) return block_backward(unit - 1, v);
   head_backward(v);
 }
 
 void Gpt::embedding_forward(const UnitViews& v) {
-  gpt::encoder_forward(acts_[kEncoded], inputs_.data(), v.param(0, 0), v.param(0, 1), B_, shape_.seq_len, shape_.channels);
+  k_->encoder_forward(acts_[kEncoded], tokens_.inputs, v.param(0, 0), v.param(0, 1), B_, shape_.seq_len, shape_.channels);
   keep_block_input(0, acts_[kEncoded]);
 }
 
 void Gpt::embedding_backward(const UnitViews& v) {
-  gpt::encoder_backward(v.grad(0, 0), v.grad(0, 1), acts_[kDResidual], inputs_.data(), B_, shape_.seq_len, shape_.channels);
+  k_->encoder_backward(v.grad(0, 0), v.grad(0, 1), acts_[kDResidual], tokens_.inputs, B_, shape_.seq_len, shape_.channels);
 }
 
 void Gpt::block_forward(int l, const UnitViews& v, bool recompute) {
@@ -91,18 +98,18 @@ void Gpt::block_forward(int l, const UnitViews& v, bool recompute) {
   float* fch_gelu = acts_[kFchGelu] + k * 4 * BTC;
   float* fcproj = acts_[kFcproj] + k * BTC;
   const float* x = block_input(l);
-  gpt::layernorm_forward(ln1, acts_[kLn1Mean] + k * BT, acts_[kLn1Rstd] + k * BT, x, p(kLn1W), p(kLn1B), BT, C);
-  gpt::matmul_forward(qkv, ln1, p(kWQkv), p(kBQkv), BT, C, 3 * C);
-  gpt::attention_forward(atty, acts_[kPreatt] + k * att, acts_[kAtt] + k * att, qkv, B_, T, C, NH);
-  gpt::matmul_forward(attproj, atty, p(kWAttProj), p(kBAttProj), BT, C, C);
-  gpt::residual_forward(residual2, x, attproj, BTC);
-  gpt::layernorm_forward(ln2, acts_[kLn2Mean] + k * BT, acts_[kLn2Rstd] + k * BT, residual2, p(kLn2W), p(kLn2B), BT, C);
-  gpt::matmul_forward(fch, ln2, p(kWFc), p(kBFc), BT, C, 4 * C);
-  gpt::gelu_forward(fch_gelu, fch, 4 * BTC);
-  gpt::matmul_forward(fcproj, fch_gelu, p(kWMlpProj), p(kBMlpProj), BT, 4 * C, C);
+  k_->layernorm_forward(ln1, acts_[kLn1Mean] + k * BT, acts_[kLn1Rstd] + k * BT, x, p(kLn1W), p(kLn1B), BT, C);
+  k_->matmul_forward(qkv, ln1, p(kWQkv), p(kBQkv), BT, C, 3 * C);
+  k_->attention_forward(atty, acts_[kPreatt] + k * att, acts_[kAtt] + k * att, qkv, B_, T, C, NH);
+  k_->matmul_forward(attproj, atty, p(kWAttProj), p(kBAttProj), BT, C, C);
+  k_->residual_forward(residual2, x, attproj, BTC);
+  k_->layernorm_forward(ln2, acts_[kLn2Mean] + k * BT, acts_[kLn2Rstd] + k * BT, residual2, p(kLn2W), p(kLn2B), BT, C);
+  k_->matmul_forward(fch, ln2, p(kWFc), p(kBFc), BT, C, 4 * C);
+  k_->gelu_forward(fch_gelu, fch, 4 * BTC);
+  k_->matmul_forward(fcproj, fch_gelu, p(kWMlpProj), p(kBMlpProj), BT, 4 * C, C);
   if (recompute) return;  // the output is the next block's kept input already
   float* out = acts_[kResidual3] + (ckpt_.cpu ? 0 : l) * BTC;
-  gpt::residual_forward(out, residual2, fcproj, BTC);
+  k_->residual_forward(out, residual2, fcproj, BTC);
   keep_block_input(l + 1, out);
 }
 
@@ -118,37 +125,37 @@ void Gpt::block_backward(int l, const UnitViews& v) {
   float* dres = acts_[kDResidual];
   float* dtmp = acts_[kDTmp];
   // residual3 = residual2 + mlp(ln2(residual2))
-  gpt::matmul_backward(acts_[kDFchGelu], g(kWMlpProj), g(kBMlpProj), dres, acts_[kFchGelu] + k * 4 * BTC, p(kWMlpProj), BT, 4 * C, C);
-  gpt::gelu_backward(acts_[kDFch], acts_[kFch] + k * 4 * BTC, acts_[kDFchGelu], 4 * BTC);
-  gpt::matmul_backward(dtmp, g(kWFc), g(kBFc), acts_[kDFch], acts_[kLn2] + k * BTC, p(kWFc), BT, C, 4 * C);
-  gpt::layernorm_backward(dres, g(kLn2W), g(kLn2B), dtmp, acts_[kResidual2] + k * BTC, p(kLn2W), acts_[kLn2Mean] + k * BT,
+  k_->matmul_backward(acts_[kDFchGelu], g(kWMlpProj), g(kBMlpProj), dres, acts_[kFchGelu] + k * 4 * BTC, p(kWMlpProj), BT, 4 * C, C);
+  k_->gelu_backward(acts_[kDFch], acts_[kFch] + k * 4 * BTC, acts_[kDFchGelu], 4 * BTC);
+  k_->matmul_backward(dtmp, g(kWFc), g(kBFc), acts_[kDFch], acts_[kLn2] + k * BTC, p(kWFc), BT, C, 4 * C);
+  k_->layernorm_backward(dres, g(kLn2W), g(kLn2B), dtmp, acts_[kResidual2] + k * BTC, p(kLn2W), acts_[kLn2Mean] + k * BT,
                           acts_[kLn2Rstd] + k * BT, BT, C);
   // residual2 = x + attn(ln1(x))
-  gpt::matmul_backward(dtmp, g(kWAttProj), g(kBAttProj), dres, acts_[kAtty] + k * BTC, p(kWAttProj), BT, C, C);
-  gpt::attention_backward(acts_[kDQkv], acts_[kDPreatt], acts_[kDAtt], dtmp, acts_[kQkv] + k * 3 * BTC, acts_[kAtt] + k * att,
+  k_->matmul_backward(dtmp, g(kWAttProj), g(kBAttProj), dres, acts_[kAtty] + k * BTC, p(kWAttProj), BT, C, C);
+  k_->attention_backward(acts_[kDQkv], acts_[kDPreatt], acts_[kDAtt], dtmp, acts_[kQkv] + k * 3 * BTC, acts_[kAtt] + k * att,
                           B_, T, C, NH);
-  gpt::matmul_backward(dtmp, g(kWQkv), g(kBQkv), acts_[kDQkv], acts_[kLn1] + k * BTC, p(kWQkv), BT, C, 3 * C);
-  gpt::layernorm_backward(dres, g(kLn1W), g(kLn1B), dtmp, block_input(l), p(kLn1W), acts_[kLn1Mean] + k * BT,
+  k_->matmul_backward(dtmp, g(kWQkv), g(kBQkv), acts_[kDQkv], acts_[kLn1] + k * BTC, p(kWQkv), BT, C, 3 * C);
+  k_->layernorm_backward(dres, g(kLn1W), g(kLn1B), dtmp, block_input(l), p(kLn1W), acts_[kLn1Mean] + k * BT,
                           acts_[kLn1Rstd] + k * BT, BT, C);
 }
 
 void Gpt::head_forward(const UnitViews& v) {
   const int T = shape_.seq_len, C = shape_.channels, V = shape_.vocab_size, BT = B_ * T, u = shape_.layers + 1;
   stage_block_input(shape_.layers);
-  gpt::layernorm_forward(acts_[kLnf], acts_[kLnfMean], acts_[kLnfRstd], block_input(shape_.layers), v.param(u, 0),
+  k_->layernorm_forward(acts_[kLnf], acts_[kLnfMean], acts_[kLnfRstd], block_input(shape_.layers), v.param(u, 0),
                          v.param(u, 1), BT, C);
-  gpt::matmul_forward(acts_[kLogits], acts_[kLnf], v.param(0, 0), nullptr, BT, C, V);  // tied: logits = lnf wte^T
-  loss_ = gpt::softmax_crossentropy_forward(acts_[kProbs], acts_[kLosses], acts_[kLogits], targets_.data(), BT, V);
+  k_->matmul_forward(acts_[kLogits], acts_[kLnf], v.param(0, 0), nullptr, BT, C, V);  // tied: logits = lnf wte^T
+  loss_ = k_->softmax_crossentropy_forward(acts_[kProbs], acts_[kLosses], acts_[kLogits], tokens_.targets, BT, V);
 }
 
 void Gpt::head_backward(const UnitViews& v) {
   const int T = shape_.seq_len, C = shape_.channels, V = shape_.vocab_size, BT = B_ * T, u = shape_.layers + 1;
   stage_block_input(shape_.layers);
   float* dlogits = acts_[kLogits];  // the logits are not needed any more: reuse their memory
-  gpt::softmax_crossentropy_backward(dlogits, acts_[kProbs], targets_.data(), BT, V);
-  gpt::matmul_backward(acts_[kDLnf], v.grad(0, 0), nullptr, dlogits, acts_[kLnf], v.param(0, 0), BT, C, V);
-  std::memset(acts_[kDResidual], 0, sizeof(float) * static_cast<std::size_t>(BT) * C);
-  gpt::layernorm_backward(acts_[kDResidual], v.grad(u, 0), v.grad(u, 1), acts_[kDLnf], block_input(shape_.layers),
+  k_->softmax_crossentropy_backward(dlogits, acts_[kProbs], tokens_.targets, BT, V);
+  k_->matmul_backward(acts_[kDLnf], v.grad(0, 0), nullptr, dlogits, acts_[kLnf], v.param(0, 0), BT, C, V);
+  k_->zero(acts_[kDResidual], static_cast<std::int64_t>(BT) * C);
+  k_->layernorm_backward(acts_[kDResidual], v.grad(u, 0), v.grad(u, 1), acts_[kDLnf], block_input(shape_.layers),
                           v.param(u, 0), acts_[kLnfMean], acts_[kLnfRstd], BT, C);
 }
 

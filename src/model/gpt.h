@@ -1,4 +1,4 @@
-// A GPT-2-style decoder on the CPU: token and position embeddings, L pre-LayerNorm blocks of
+// A GPT-2-style decoder: token and position embeddings, L pre-LayerNorm blocks of
 // causal multi-head self-attention and a GELU MLP, a final LayerNorm, and an LM head tied to the
 // token embedding. Its units are listed in gpt_shape.h; the head borrows the embedding unit.
 //
@@ -7,6 +7,9 @@
 // ledger's peak is the whole story. With activation checkpointing each block keeps only its input
 // and recomputes its forward just before its backward, with the same kernels in the same order,
 // so the gradients are the same bits (gpt_activations.h: what is kept where).
+//
+// Its kernels and its activation memory come from a kernel table (gpt_kernel_table.h) chosen by
+// the device's name: the cpu table, or the cuda one (activations in GPU memory, cuBLAS).
 #pragma once
 
 #include <cstdint>
@@ -16,13 +19,15 @@
 #include "engine/module.h"
 #include "memory/ledger.h"
 #include "model/gpt_activations.h"
+#include "model/gpt_kernel_table.h"
 #include "model/gpt_shape.h"
 
 namespace zero {
 
 class Gpt final : public Module {
  public:
-  Gpt(const GptShape& shape, int micro_batch, Ledger& ledger, const GptCheckpointing& checkpointing = {});
+  Gpt(const GptShape& shape, int micro_batch, Ledger& ledger, const GptCheckpointing& checkpointing = {},
+      const GptCompute& compute = {});
 
   // Bytes the constructor allocates for activations and backward scratch, by tier: what the
   // planner uses. ConfigError for cpu checkpointing without checkpointing.
@@ -36,8 +41,10 @@ class Gpt final : public Module {
   void backward(int unit, const UnitViews& views) override;
   float loss() const override { return loss_; }
 
-  // After a forward: the next-token distribution at sequence b, position t: (V) f32.
+  // After a forward: the next-token distribution at sequence b, position t: (V) f32, in host
+  // memory (the cuda table's is read back into a row of the model's, valid until the next call).
   const float* probs(int b, int t) const;
+  const GptKernels& kernels() const { return *k_; }
   const GptShape& shape() const { return shape_; }
   int micro_batch() const { return B_; }
   const GptCheckpointing& checkpointing() const { return ckpt_; }
@@ -61,9 +68,12 @@ class Gpt final : public Module {
   GptShape shape_;
   int B_;
   GptCheckpointing ckpt_;
-  std::vector<std::int32_t> inputs_, targets_;  // (B, T)
-  std::vector<Buffer> buffers_;                 // every activation, in activation_plan order
+  std::unique_ptr<GptKernels> k_;               // the kernels, and where the activations live
+  std::vector<std::int32_t> inputs_, targets_;  // (B, T), host
+  GptKernels::Tokens tokens_{};                 // the same where the kernels read them
+  std::vector<ModelMemory> buffers_;            // every activation, in activation_plan order
   std::vector<float*> acts_;                    // the same, by index (see gpt.cpp: Act)
+  mutable std::vector<float> probs_row_;        // (V) probs() read back, when not host-addressable
   float loss_ = 0.0f;
 };
 

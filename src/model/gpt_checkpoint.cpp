@@ -5,8 +5,6 @@
 // the same order on the same bits as the first forward: the internals it leaves for backward,
 // and so the gradients, are the same bits as without checkpointing (the kernels are
 // deterministic: gpt_kernels.h).
-#include <cstring>
-
 #include "model/gpt.h"
 
 namespace zero {
@@ -16,19 +14,19 @@ using namespace gpt;  // the Act indices (gpt_activations.h)
 void Gpt::recompute_block(int l, const UnitViews& v) { block_forward(l, v, /*recompute=*/true); }
 
 // cpu checkpointing: block l's kept input (l = L: the head's) host -> the device's current-input
-// buffer. On this CPU build both tiers are host RAM, so the copy is a memcpy; it is the copy a
-// device build makes over the link, and it keeps every kernel reading device-tier memory only.
+// buffer: on the cpu table a memcpy between two host buffers, on the cuda table a copy over the
+// link; either way every kernel reads device-tier memory only.
 void Gpt::stage_block_input(int l) {
   if (!ckpt_.cpu) return;
-  const std::size_t n = static_cast<std::size_t>(B_) * shape_.seq_len * shape_.channels;
-  std::memcpy(acts_[kEncoded], acts_[kKept] + static_cast<std::size_t>(l) * n, n * sizeof(float));
+  const std::int64_t n = static_cast<std::int64_t>(B_) * shape_.seq_len * shape_.channels;
+  k_->copy(acts_[kEncoded], acts_[kKept] + static_cast<std::int64_t>(l) * n, n);
 }
 
 // cpu checkpointing: x, block l's input just computed on the device, -> its host slot.
 void Gpt::keep_block_input(int l, const float* x) {
   if (!ckpt_.cpu) return;
-  const std::size_t n = static_cast<std::size_t>(B_) * shape_.seq_len * shape_.channels;
-  std::memcpy(acts_[kKept] + static_cast<std::size_t>(l) * n, x, n * sizeof(float));
+  const std::int64_t n = static_cast<std::int64_t>(B_) * shape_.seq_len * shape_.channels;
+  k_->copy(acts_[kKept] + static_cast<std::int64_t>(l) * n, x, n);
 }
 
 }  // namespace zero

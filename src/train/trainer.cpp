@@ -74,6 +74,18 @@ std::string generate(const GptShape& shape, std::vector<float> weights, std::spa
   return data::printable_text(data::ByteTokenizer::decode(out));
 }
 
+void check_device(const std::string& device) {
+  std::string why;
+  if (device == "cuda" && !gpt_cuda_available(&why)) {
+    throw ConfigError(cat("[train] device cuda: no CUDA device (", why, "): run on a machine with a GPU, or use --device cpu"));
+  }
+}
+
+// bf16 runs multiply bf16 operands on the GPU (accumulating in f32). fp16 runs keep f32 products:
+// the engine scales the gradients after backward, not the loss before it, so backward's small
+// gradients would underflow in fp16 operands.
+GptCompute gpt_compute(const TrainConfig& c) { return {c.device, c.bf16 ? Dtype::kBf16 : Dtype::kF32}; }
+
 EngineConfig engine_config(const TrainConfig& c, Tracer* tracer) {
   EngineConfig e;
   e.offload.optimizer = c.zero.offload_optimizer.device == OffloadDevice::cpu;
@@ -97,6 +109,7 @@ EngineConfig engine_config(const TrainConfig& c, Tracer* tracer) {
   e.report_grad_norm = true;
   e.precision.compute = c.fp16 ? Dtype::kF16 : c.bf16 ? Dtype::kBf16 : Dtype::kF32;
   e.precision.loss_scaler = c.loss_scaler;
+  e.device = c.device;
   return e;
 }
 
@@ -156,6 +169,7 @@ void check_plan_fits(const TrainConfig& c, int world_size, const std::string& ba
 }  // namespace
 
 void check_train_options(const TrainOptions& o, int world_size, const std::string& backend) {
+  check_device(o.config.device);
   const data::TokenData tokens = load_data(o);
   data::split_tokens(tokens, o.config.data.val_fraction, o.config.model.shape.seq_len);  // throws if too short
   Ledger ledger;
@@ -203,7 +217,8 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     Communicator& comm;
     ~Untrace() { comm.set_tracer(nullptr); }
   } untrace{comm};
-  Gpt gpt(c.model.shape, B, ledger, c.model.checkpointing);
+  check_device(c.device);
+  Gpt gpt(c.model.shape, B, ledger, c.model.checkpointing, gpt_compute(c));
   Engine engine(engine_config(c, tracer.get()), gpt, comm, ledger);
 
   std::unique_ptr<data::ValidationWindows> windows;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "common/error.h"
 #include "partition/init.h"
 
 namespace zero {
@@ -172,6 +173,23 @@ TEST(Gpt, ActivationBytesAreWhatItAllocates) {
   Ledger ledger;
   Gpt gpt(shape, 3, ledger);
   EXPECT_EQ(ledger.usage(Tier::kDevice).current[static_cast<int>(Category::kActivations)], Gpt::activation_bytes(shape, 3).device);
+}
+
+// The kernel table is chosen by the device's name: the CPU devices share the cpu table; a name
+// that is no device is an error naming the choices, not a silent fallback to the CPU.
+TEST(GptKernelTable, ChosenByDeviceName) {
+  for (const char* d : {"cpu", "strict", "counting"}) EXPECT_EQ(make_gpt_kernels({d, Dtype::kF32})->name(), "cpu") << d;
+  try {
+    make_gpt_kernels({"tpu", Dtype::kF32});
+    ADD_FAILURE() << "no error for device tpu";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown device 'tpu'"), std::string::npos) << e.what();
+  }
+  std::string why;
+  if (!gpt_cuda_available(&why)) {  // no GPU here (or no CUDA in the build): the cuda table says why
+    EXPECT_FALSE(why.empty());
+    EXPECT_THROW(make_gpt_kernels({"cuda", Dtype::kF32}), ConfigError);
+  }
 }
 
 }  // namespace
