@@ -102,6 +102,22 @@ TrainCheckpoints::TrainCheckpoints(const CheckpointOptions& options, const Train
 
 TrainCheckpoints::~TrainCheckpoints() = default;
 
+namespace {
+// The manifest's optimizer: its type, step count and every hyper-parameter (Lamb's own too).
+nlohmann::json optimizer_json(const TrainConfig& c, std::int64_t step) {
+  const AdamConfig& a = c.adam;
+  nlohmann::json j = {{"type", c.optimizer_type}, {"step", step}, {"lr", a.lr}, {"betas", {a.beta1, a.beta2}},
+                      {"eps", a.eps}, {"weight_decay", a.weight_decay}, {"decoupled_weight_decay", a.decoupled},
+                      {"bias_correction", a.bias_correction}};
+  if (c.optimizer_type == "Lamb") {  // the spelling the config reader normalises to (trainer.cpp)
+    j["max_coeff"] = c.lamb.max_coeff;
+    j["min_coeff"] = c.lamb.min_coeff;
+    j["eps_inside_sqrt"] = c.lamb.eps_inside_sqrt;
+  }
+  return j;
+}
+}  // namespace
+
 nlohmann::json TrainCheckpoints::info(const Engine& engine, std::int64_t step, float loss, std::int64_t data_tokens) const {
   const TrainConfig& c = config_;
   const AdamConfig& a = c.adam;
@@ -109,8 +125,7 @@ nlohmann::json TrainCheckpoints::info(const Engine& engine, std::int64_t step, f
           {"stage", c.zero.stage},
           {"offload", {{"optimizer", engine.config().offload.optimizer}, {"param", engine.config().offload.params}}},
           {"precision", {{"compute", dtype_label(engine.config().precision.compute)}, {"master", "f32"}}},
-          {"optimizer", {{"type", c.optimizer_type}, {"step", step}, {"lr", a.lr}, {"betas", {a.beta1, a.beta2}},
-                         {"eps", a.eps}, {"weight_decay", a.weight_decay}, {"decoupled_weight_decay", a.decoupled}}},
+          {"optimizer", optimizer_json(c, step)},
           {"schedule", schedule_json(c.scheduler)},
           {"lr_next", c.scheduler.lr_at(step, a.lr)},
           {"data", {{"path", options_.data_path}, {"seed", c.data.seed}, {"val_fraction", c.data.val_fraction}, {"tokens", data_tokens},
@@ -142,7 +157,11 @@ std::int64_t TrainCheckpoints::resume(Engine& engine, std::int64_t data_tokens) 
   auto differs = [&](const char* what, const nlohmann::json& then, const nlohmann::json& now) {
     if (!then.is_null() && then != now) diffs += cat("\n  ", what, ": ", then.dump(), " in the checkpoint, ", now.dump(), " now");
   };
-  differs("learning rate", was.value("/optimizer/lr"_json_pointer, nlohmann::json()), config_.adam.lr);
+  // The optimizer: its type and every hyper-parameter but the step count (the learning rate among them).
+  nlohmann::json optimizer_then = was.value("optimizer", nlohmann::json::object()), optimizer_now = optimizer_json(config_, 0);
+  for (auto& [key, now] : optimizer_now.items()) {
+    if (key != "step") differs(key == "lr" ? "learning rate" : key == "type" ? "optimizer" : key.c_str(), optimizer_then.value(key, nlohmann::json()), now);
+  }
   differs("stage", was.value("stage", nlohmann::json()), config_.zero.stage);
   differs("world size", nlohmann::json(m.world_size), comm_.size());
   differs("train_batch_size", was.value("/data/train_batch_size"_json_pointer, nlohmann::json()), config_.train_batch_size);

@@ -210,6 +210,18 @@ TEST_F(BadCheckpoint, FreshRunIntoCheckpoints) {
   EXPECT_THROW(run_training(setup_, data_, o), CheckpointError);
 }
 
+// Another optimizer (Lamb's moments are Adam's m and v) resumes too, and the change is printed.
+TEST_F(BadCheckpoint, AnotherOptimizerIsAllowedAndPrinted) {
+  setup_.optimizer = "Lamb";
+  CheckpointOptions o;
+  o.resume = dir_ + "/ck";
+  const RunOutcome out = run_training(setup_, data_, o);
+  EXPECT_EQ(out.steps_run, 2);
+  ASSERT_FALSE(out.notes.empty());
+  EXPECT_NE(out.notes[0].find("optimizer: \"AdamW\" in the checkpoint, \"Lamb\" now"), std::string::npos) << out.notes[0];
+  EXPECT_EQ(out.notes[0].find("learning rate"), std::string::npos) << out.notes[0];
+}
+
 // Another learning rate does not change the model: the run resumes and says what differs.
 TEST_F(BadCheckpoint, AnotherLearningRateIsAllowedAndPrinted) {
   setup_.lr = 1e-3;

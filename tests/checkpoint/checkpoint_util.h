@@ -43,6 +43,7 @@ inline std::string text_file(const std::string& dir) {
 struct TrainSetup {
   int ranks = 2;
   int stage = 1;
+  std::string optimizer = "AdamW";  // optimizer.type
   std::string offload = "none";  // none, optimizer, optimizer+param, param (offload_param alone)
   int steps = 6;
   int n_layer = 2;
@@ -59,7 +60,7 @@ struct TrainSetup {
 inline TrainConfig make_config(const TrainSetup& s) {
   nlohmann::json j = {{"train_micro_batch_size_per_gpu", 12 / s.ranks},
                       {"gradient_accumulation_steps", 1},
-                      {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", s.lr}, {"weight_decay", 0.1}}}}},
+                      {"optimizer", {{"type", s.optimizer}, {"params", {{"lr", s.lr}, {"weight_decay", 0.1}}}}},
                       {"scheduler", {{"type", "WarmupLR"}, {"params", {{"warmup_min_lr", 0}, {"warmup_max_lr", 5e-3}, {"warmup_num_steps", 4}, {"warmup_type", "linear"}}}}},
                       {"gradient_clipping", 1.0},
                       {"zero_optimization", {{"stage", s.stage}}},
