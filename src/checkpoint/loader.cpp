@@ -14,7 +14,14 @@ namespace zero::checkpoint {
 namespace fs = std::filesystem;
 
 std::string find_checkpoint(const std::string& path) {
-  if (fs::exists(fs::path(path) / "manifest.json")) return path;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::is_directory(st)) {
+    const char* what = fs::exists(st) ? " is not a directory" : " does not exist";
+    throw CheckpointError(cat("[checkpoint] ", path, what, ": a checkpoint is a directory. ",
+                              "Pass the directory given to --save, or one of its step-* directories"));
+  }
+  if (fs::exists(fs::path(path) / "manifest.json", ec)) return path;
   const fs::path latest = fs::path(path) / "latest";
   std::ifstream in(latest);
   std::string name;

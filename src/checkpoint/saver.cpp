@@ -46,8 +46,9 @@ std::string latest_name(const std::string& dir) {
   return name;
 }
 
-// Can this rank write into `dir`? "" if so, else why not.
-std::string check_writable(const std::string& dir, int rank, bool resuming) {
+}  // namespace
+
+std::string check_save_directory(const std::string& dir, int rank, bool resuming) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) {
@@ -68,10 +69,8 @@ std::string check_writable(const std::string& dir, int rank, bool resuming) {
   return "";
 }
 
-}  // namespace
-
 Saver::Saver(SaveOptions options, Communicator& comm) : options_(std::move(options)), comm_(comm) {
-  agree_on_errors(comm_, check_writable(options_.dir, comm_.rank(), options_.resuming));
+  agree_on_errors(comm_, check_save_directory(options_.dir, comm_.rank(), options_.resuming));
 }
 
 Saver::~Saver() = default;

@@ -38,6 +38,11 @@ struct Published {
   std::uint64_t bytes = 0;    // all ranks' files
 };
 
+// Can rank `rank` save into `dir` (created if missing)? "" if so, else why not; a fresh run
+// (!resuming) may not use a directory that already holds checkpoints. Saver runs it on every
+// rank; the launching process runs it before mpirun.
+std::string check_save_directory(const std::string& dir, int rank, bool resuming);
+
 class Saver {
  public:
   // Checks at start-up that `dir` can be written (creating it), on every rank: CheckpointError

@@ -84,6 +84,10 @@ int parse_int(const std::string& flag, const std::string& word, int min, int max
   return static_cast<int>(x);
 }
 
+bool known_value_flag(const std::string& name) {
+  return name == "--sizes" || name == "--threads" || name == "--reps" || name == "--isa" || name == "--json";
+}
+
 Flags parse_flags(int argc, char** argv) {
   Flags f;
   for (int i = 0; i < argc; ++i) {
@@ -96,9 +100,12 @@ Flags parse_flags(int argc, char** argv) {
     if (eq != std::string::npos) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
-    } else if (name == "--sizes" || name == "--threads" || name == "--reps" || name == "--isa" || name == "--json") {
+    } else if (known_value_flag(name)) {
       if (i + 1 >= argc) throw ConfigError(cat("[cli] ", name, " needs a value; see zero bench adam --help"));
       value = argv[++i];
+    }
+    if (known_value_flag(name) && value.empty()) {
+      throw ConfigError(cat("[cli] ", name, " is given an empty value: give it one or leave the flag out; see zero bench adam --help"));
     }
     if (name == "--sizes") {
       f.sizes.clear();

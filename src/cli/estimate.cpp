@@ -91,6 +91,18 @@ ModelDescription model_from(const Flags& flags, const EstimateConfig& config) {
     throw ConfigError("[estimate] describe the model one way only: --model, or --params with --largest-unit, or "
                       "--n-embd --n-layer --n-head");
   }
+  // --vocab and --seq-len complete a shape given by --n-embd --n-layer --n-head; with any other
+  // description they would be ignored without a word.
+  const std::string other = named    ? cat("--model ", flags.get("model"), " has its own")
+                            : counts   ? std::string("--params describes no shape")
+                            : config.gpt ? cat("the model section of ", flags.get("config"), " gives the shape")
+                                         : std::string();
+  for (const char* f : {"vocab", "seq-len"}) {
+    if (flags.has(f) && !shape && !other.empty()) {
+      throw ConfigError(cat("[estimate] --", f, " completes a shape given with --n-embd --n-layer --n-head, and ", other,
+                            ": leave --", f, " out, or describe the model by its shape"));
+    }
+  }
   if (named) return named_model(flags.get("model"));
   if (counts) {
     if (!flags.has("params")) {

@@ -31,6 +31,11 @@ Flags::Flags(const std::string& command, std::vector<FlagSpec> specs, const std:
     } else if (!s.takes_value && inline_value) {
       throw ConfigError(cat("[cli] --", name, " takes no value"));
     }
+    // An empty value is never "not given": `--data ''` from an unset shell variable must not fall
+    // back to the default file, nor `--metrics ''` silently write nothing.
+    if (s.takes_value && value.empty()) {
+      throw ConfigError(cat("[cli] --", name, " is given an empty value: give it one or leave the flag out; see ", command_, " --help"));
+    }
     values_[name] = s.takes_value ? value : "1";
     all_values_[name].push_back(values_[name]);
   }

@@ -1,5 +1,5 @@
 // Long command-line flags, validated: `--name value` or `--name=value`, and `--switch`.
-// An unknown flag or a malformed value is a ConfigError that names it.
+// An unknown flag, a missing or empty value, or a malformed value is a ConfigError that names it.
 #pragma once
 
 #include <map>

@@ -222,6 +222,7 @@ TrainOptions train_options(const Flags& flags, int world_size) {
   o.config = build_config(flags, world_size, &o.checkpoints.config_json);
   o.data_path = o.config.data.path.empty() ? data::default_text_path() : o.config.data.path;
   o.sample_chars = static_cast<int>(flags.get_int("sample", 0, 100000));
+  o.sample_requested = flags.has("sample");
   // The flags over the config's train_eval and train_checkpoints sections; each override is printed.
   const EvalSection& eval = o.config.eval;
   o.eval_every = flag_over_file(flags, "eval-every", 0, 1LL << 40, eval.every, "train_eval.every", o.config_overrides);

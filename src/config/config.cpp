@@ -349,6 +349,9 @@ DataSection read_data(const Section& top, std::uint64_t seed) {
   const Use R = Use::read;
   const Section s = top.child("data", {{"path", R, kStr, ""}, {"format", R, kStr, ""}, {"val_fraction", R, kNum, ""}, {"seed", R, kInt, ""}});
   d.path = s.get_string("path", "");
+  if (s.has("path") && d.path.empty()) {
+    s.fail("path", "is \"\"; give a text or llm.c .bin file, or remove the key for the default text");
+  }
   const std::string format = s.get_string("format", "auto");
   if (format == "auto") d.format = DataFormat::auto_detect;
   else if (format == "text") d.format = DataFormat::text;
@@ -396,6 +399,11 @@ void read_top_scalars(const Section& top, TrainConfig& c) {
   c.device = top.get_string("device", c.device);
   if (c.device != "cpu" && c.device != "cuda") top.fail("device", cat("is '", c.device, "'; it must be cpu or cuda"));
   c.host_memory = top.get_string("host_memory", "");
+  for (const char* key : {"device_memory", "host_memory"}) {
+    if (top.has(key) && top.get_string(key, "x").empty()) {
+      top.fail(key, "is \"\"; give a capacity per rank such as \"16GiB\", or remove the key for no limit");
+    }
+  }
   c.comm_timeout_seconds = top.get_number("comm_timeout_seconds", c.comm_timeout_seconds);
   // At least a millisecond (the communicator's unit), at most ~30 years (no overflow in ms).
   if (!std::isfinite(c.comm_timeout_seconds) || c.comm_timeout_seconds < 0.001 || c.comm_timeout_seconds > 1e9) {

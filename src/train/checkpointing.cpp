@@ -136,17 +136,30 @@ nlohmann::json TrainCheckpoints::info(const Engine& engine, std::int64_t step, f
           {"config", options_.config_json.empty() ? nlohmann::json() : nlohmann::json::parse(options_.config_json)}};
 }
 
+checkpoint::Manifest read_resume_manifest(const std::string& dir, const TrainConfig& config) {
+  const std::string path = dir + "/manifest.json";
+  checkpoint::Manifest m = checkpoint::read_manifest(path);
+  if (m.info.contains("model") && !same_shape(model_from_json(m.info["model"], path), config.model.shape)) {
+    throw CheckpointError(cat("[checkpoint] ", path, " holds a GPT ", model_from_json(m.info["model"], path).describe(),
+                              " but this run builds ", config.model.shape.describe(), ": set the model section to the checkpoint's shape"));
+  }
+  return m;
+}
+
+void check_checkpoint_options(const CheckpointOptions& o, const TrainConfig& config) {
+  if (!o.resume.empty()) read_resume_manifest(checkpoint::find_checkpoint(o.resume), config);
+  if (!o.save_dir.empty()) {
+    const std::string error = checkpoint::check_save_directory(o.save_dir, 0, !o.resume.empty());
+    if (!error.empty()) throw CheckpointError(error);
+  }
+}
+
 std::int64_t TrainCheckpoints::resume(Engine& engine, std::int64_t data_tokens) {
   if (resume_dir_.empty()) return 0;
-  const std::string path = resume_dir_ + "/manifest.json";
   std::string error;
   checkpoint::Manifest m;
   try {
-    m = checkpoint::read_manifest(path);
-    if (m.info.contains("model") && !same_shape(model_from_json(m.info["model"], path), config_.model.shape)) {
-      throw CheckpointError(cat("[checkpoint] ", path, " holds a GPT ", model_from_json(m.info["model"], path).describe(),
-                                " but this run builds ", config_.model.shape.describe(), ": set the model section to the checkpoint's shape"));
-    }
+    m = read_resume_manifest(resume_dir_, config_);
   } catch (const Error& e) {
     error = e.what();
   }

@@ -43,6 +43,14 @@ void apply_checkpoint_settings(const CheckpointSection& file, const CheckpointFl
 nlohmann::json model_json(const GptShape& shape);
 GptShape model_from_json(const nlohmann::json& model, const std::string& where);
 
+// --resume's manifest (in `dir`, a checkpoint directory), checked against this run's model:
+// CheckpointError naming the file if it cannot be read or holds another GPT shape.
+checkpoint::Manifest read_resume_manifest(const std::string& dir, const TrainConfig& config);
+// What every rank checks at start-up, checked once in the launching process before any rank
+// starts: --resume names a readable checkpoint of this model; --save can be written (and, in a
+// fresh run, holds no checkpoints yet). CheckpointError naming what is wrong.
+void check_checkpoint_options(const CheckpointOptions& o, const TrainConfig& config);
+
 class TrainCheckpoints {
  public:
   // Checks --save at start-up (every rank; before any step) and finds --resume's checkpoint.

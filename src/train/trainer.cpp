@@ -28,9 +28,14 @@ data::TokenData load_data(const TrainOptions& o) {
   data::TokenData d = data::load_tokens(o.data_path, formats[static_cast<int>(o.config.data.format)]);
   const int V = o.config.model.shape.vocab_size;
   if (d.vocab_size > V) {
-    throw ConfigError(cat("[train] ", o.data_path, " has tokens up to ", d.vocab_size - 1, " (a vocabulary of ",
-                          d.vocab_size, ") but the model's vocab_size is ", V, ": set model.vocab_size to at least ",
-                          d.vocab_size));
+    const int largest = d.tokens.empty() ? 0 : *std::max_element(d.tokens.begin(), d.tokens.end());
+    throw ConfigError(cat("[train] ", o.data_path, " is read with a vocabulary of ", d.vocab_size,
+                          " tokens (the size its header gives, or GPT-2's 50257 when it gives none; its largest token is ",
+                          largest, ") but the model's vocab_size is ", V, ": set model.vocab_size to at least ", d.vocab_size));
+  }
+  if (o.sample_requested && o.sample_chars > 0 && d.format != "text") {
+    throw ConfigError(cat("[train] --sample generates text, but ", o.data_path,
+                          " holds llm.c token ids, which zero has no tokenizer to show as text: leave --sample out, or give --sample 0"));
   }
   return d;
 }
@@ -170,6 +175,7 @@ void check_plan_fits(const TrainConfig& c, int world_size, const std::string& ba
 
 void check_train_options(const TrainOptions& o, int world_size, const std::string& backend) {
   check_device(o.config.device);
+  check_checkpoint_options(o.checkpoints, o.config);
   const data::TokenData tokens = load_data(o);
   data::split_tokens(tokens, o.config.data.val_fraction, o.config.model.shape.seq_len);  // throws if too short
   Ledger ledger;

@@ -47,6 +47,7 @@ struct TrainOptions {
   TrainConfig config;
   std::string data_path;       // resolved: the file to train on
   int sample_chars = 0;        // after training, generate this many bytes of text (0: none)
+  bool sample_requested = false;  // --sample given: with a .bin file (token ids, no text) an error, not skipped
   int val_windows = 64;        // validation sequences per evaluation, at most (<= 0: all the split holds)
   std::int64_t eval_every = 0; // also evaluate after every N steps (0: at the start and the end only)
   std::function<void(const StepMetrics&)> on_step;  // rank 0 only

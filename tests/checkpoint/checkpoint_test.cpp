@@ -184,6 +184,11 @@ TEST_F(BadCheckpoint, NoCheckpointInDirectory) {
   expect_refused({"no checkpoint in " + dir_ + "/empty"}, dir_ + "/empty");
 }
 
+TEST_F(BadCheckpoint, ResumeFromAPathThatIsNotADirectory) {
+  expect_refused({dir_ + "/none does not exist: a checkpoint is a directory"}, dir_ + "/none");
+  expect_refused({data_ + " is not a directory: a checkpoint is a directory"}, data_);
+}
+
 TEST_F(BadCheckpoint, LatestNamesARemovedCheckpoint) {
   fs::remove_all(step_dir_);
   expect_refused({dir_ + "/ck/latest", "names step-00000002"});
