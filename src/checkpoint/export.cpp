@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "checkpoint/reshard.h"
+#include "common/output_file.h"
 #include "common/half.h"
 #include "model/gpt_hf_names.h"
 
@@ -95,24 +96,34 @@ ExportStats export_safetensors(ParameterReader& reader, const std::string& out_p
   header["__metadata__"] = {{"format", "pt"}, {"source", "zero checkpoint"}, {"step", std::to_string(reader.manifest().step)}};
   std::string text = header.dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');  // the data starts 8-byte aligned
-  ShardWriter w(out_path, kDefaultBlockBytes);
+  // The one way a user's path is written (common/output_file.h); the checkpoint's own files are
+  // its inputs, so --out naming one of them is refused before anything is written.
+  std::vector<NamedPath> inputs = {{"the checkpoint's manifest", reader.dir() + "/manifest.json"}};
+  for (int r = 0; r < reader.manifest().world_size; ++r) {
+    inputs.push_back({"a rank file of the checkpoint", reader.dir() + "/" + rank_file_name(r, reader.manifest().world_size)});
+  }
+  OutputFile w({"--out", out_path}, inputs);
+  auto append = [&](const void* bytes, std::size_t size) {
+    w.write(std::string_view(static_cast<const char*>(bytes), size));
+    stats.file_bytes += size;
+  };
   std::uint64_t n = text.size();
   unsigned char len[8];
   for (int b = 0; b < 8; ++b) len[b] = static_cast<unsigned char>(n >> (8 * b));  // little-endian u64
-  w.append(len, 8);
-  w.append(text.data(), text.size());
+  append(len, 8);
+  append(text.data(), text.size());
   for (const Planned& p : plan) {
     std::vector<float> x = reader.read(p.param);
     if (p.hf.transpose) x = transposed(x, p.shape[1], p.shape[0]);
     if (bf16) {
       std::vector<std::uint16_t> h(x.size());
       for (std::size_t e = 0; e < x.size(); ++e) h[e] = float_to_bf16(x[e]);
-      w.append(h.data(), h.size() * 2);
+      append(h.data(), h.size() * 2);
     } else {
-      w.append(x.data(), x.size() * 4);
+      append(x.data(), x.size() * 4);
     }
   }
-  stats.file_bytes = w.finish().bytes;
+  w.commit();
   stats.tensors = static_cast<int>(plan.size());
   return stats;
 }

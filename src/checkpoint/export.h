@@ -20,6 +20,7 @@ class ParameterReader {
   ~ParameterReader();
 
   const Manifest& manifest() const { return m_; }
+  const std::string& dir() const { return dir_; }
   int count() const { return static_cast<int>(m_.parameters.size()); }
   std::string name(int i) const { return m_.parameters.at(i).at("name"); }
   std::vector<std::int64_t> shape(int i) const { return m_.parameters.at(i).at("shape"); }
@@ -45,7 +46,9 @@ struct ExportStats {
 };
 
 // Writes the checkpoint's GPT as one safetensors file with GPT-2's names and layouts
-// (model/gpt_hf_names.h), f32 or bf16, tensor by tensor, crash-safe (a temporary name, then rename).
+// (model/gpt_hf_names.h), f32 or bf16, tensor by tensor, through OutputFile: a path that is not a
+// regular file, or is one of the checkpoint's files, is refused before anything is written, and
+// the file appears whole or not at all.
 ExportStats export_safetensors(ParameterReader& reader, const std::string& out_path, bool bf16);
 
 }  // namespace zero::checkpoint

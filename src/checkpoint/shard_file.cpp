@@ -35,7 +35,8 @@ void maybe_kill(const char* point, std::int64_t step) {
   if (want == spec) std::raise(SIGKILL);
 }
 
-void sync_directory(const std::string& dir) {
+void sync_directory(const std::string& dir_or_empty) {
+  const std::string dir = dir_or_empty.empty() ? "." : dir_or_empty;  // a relative file name's directory
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (fd < 0) throw CheckpointError(cat("[checkpoint] cannot open the directory ", dir, ": ", os_error()));
   const int rc = ::fsync(fd);
