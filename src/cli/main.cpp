@@ -50,6 +50,11 @@ int main(int argc, char** argv) {
     if (command == "bench" && args.size() >= 2 && args[1] == "train") return zero::cli::bench_train_main({args.begin() + 2, args.end()});
     if (command == "bench" && args.size() >= 2 && args[1] == "offload") return zero::cli::bench_offload_main({args.begin() + 2, args.end()});
     if (command == "bench" && args.size() >= 2 && args[1] == "adam") return zero::bench_adam_main(argc - 3, argv + 3);
+    if (command == "bench") {
+      const std::string what = args.size() >= 2 ? "has no benchmark '" + args[1] + "'" : "needs a benchmark";
+      std::fprintf(stderr, "zero: bench %s: use zero bench train, zero bench offload or zero bench adam\n", what.c_str());
+      return 2;
+    }
     std::fprintf(stderr, "zero: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const zero::Error& e) {
