@@ -44,9 +44,13 @@ TokenData tokenize_text(std::string_view text, const std::string& name) {
   const std::size_t bad = utf8_error_offset(text);
   if (bad != std::string_view::npos) {
     const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+    // A UTF-16 byte-order mark says which conversion the file needs; otherwise Latin-1 is the usual one.
+    const bool utf16 = text.size() >= 2 && ((text[0] == '\xFF' && text[1] == '\xFE') || (text[0] == '\xFE' && text[1] == '\xFF'));
     throw Error(cat("[data] ", name, " is not valid UTF-8 text: byte ", hex_byte(static_cast<unsigned char>(text[bad])),
-                    " at offset ", bad, " (line ", line, ") does not begin a valid UTF-8 character; "
-                    "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8), or pass an llm.c .bin token file"));
+                    " at offset ", bad, " (line ", line, ") does not begin a valid UTF-8 character",
+                    utf16 ? "; it starts with a UTF-16 byte-order mark: convert it with iconv -f utf-16 -t utf-8"
+                          : "; convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)",
+                    ", or pass an llm.c .bin token file"));
   }
   TokenData data;
   data.tokens = ByteTokenizer::encode(text);
