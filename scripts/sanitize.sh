@@ -28,8 +28,11 @@ tsan_targets=(thread_comm_test segmented_comm_test comm_split_test half_comm_tes
               offload_test divergence_test lifecycle_test task_queue_test data_sizes_test)
 tsan_tests='^(Worlds/|WorldsAndSegments/|ThreadComm|SelfComm|CommFactory|CommSplit|CommTimeout|CommTopology|Segment|HalfCollectives|All/Devices|CountingDevice|DeviceFactory|StrictDevice|Offload\.|Dtypes/Offload|Divergence|RanksAndStages/Divergence|Stages/Lifecycle|Buckets|OverlapComm|StageTraffic|Stage3Schedule|GptStages|EngineErrors|TaskQueue|DataSizes)'
 
-# Sanitizer reports in a CTest log: the SUMMARY line of each (kind, file:line, function).
-reports() { grep -Eo "SUMMARY: (Address|Leak|Thread|UndefinedBehavior)Sanitizer: .*" "$1" 2>/dev/null; }
+# Sanitizer reports in a CTest log: the SUMMARY line of each (kind, file:line, function), and
+# UBSan's "file:line:col: runtime error: ..." lines (with halt_on_error it may stop before its SUMMARY).
+reports() {
+  grep -Eo "SUMMARY: (Address|Leak|Thread|UndefinedBehavior)Sanitizer: .*|[^ ]+:[0-9]+:[0-9]+: runtime error: .*" "$1" 2>/dev/null
+}
 
 summary=()
 status=0
