@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "checkpoint/loader.h"
 #include "checkpoint/shard_file.h"
 
@@ -55,7 +57,11 @@ std::string check_save_directory(const std::string& dir, int rank, bool resuming
     return cat("[checkpoint] cannot use --save ", dir, ": ", ec ? ec.message() : "it is not a directory",
                ". Give a directory that can be created and written");
   }
-  const std::string probe = (fs::path(dir) / cat(".zero-write-test-rank-", rank)).string();
+  // Unique to this process: the launching process and every rank (on any host sharing the
+  // directory) each probe at start-up, possibly at the same moment.
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  const std::string probe = (fs::path(dir) / cat(".zero-write-test-", host, "-", ::getpid(), "-rank-", rank)).string();
   try {
     write_file_durably(probe, "ok");
   } catch (const Error& e) {
