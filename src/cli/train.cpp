@@ -81,25 +81,47 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
                                                          {"lr", "optimizer.params.lr"}, {"seed", "seed"},
                                                          {"comm-timeout", "comm_timeout_seconds"}};
   std::vector<std::string> from_flags;  // "auto" values that a flag gives, as the Trainer's flags give them
+  std::vector<std::pair<std::string, std::string>> flag_keys;  // (dotted key, the flag that set it)
+  auto set_from_flag = [&](const std::string& flag, const std::string& key, const std::string& value) {
+    apply_override(j, key, value);
+    flag_keys.emplace_back(key, flag);
+  };
   for (const auto& [flag, key] : simple) {
     if (!flags.has(flag)) continue;
     if (is_auto_at(j, key)) from_flags.push_back(cat(key, " = \"auto\" -> ", flags.get(flag), " (from --", flag, ")"));
     apply_override(j, cat(key, "=", flags.get(flag)));
+    flag_keys.emplace_back(key, flag);
   }
-  if (flags.has("data")) apply_override(j, "data.path", flags.get("data"));
-  if (flags.has("activation-checkpointing")) apply_override(j, "model.checkpoint_activations=true");
-  if (flags.has("device")) apply_override(j, "device", flags.get("device"));
-  if (flags.has("device-memory")) apply_override(j, "device_memory", flags.get("device-memory"));
-  if (flags.has("host-memory")) apply_override(j, "host_memory", flags.get("host-memory"));
+  if (flags.has("data")) set_from_flag("data", "data.path", flags.get("data"));
+  if (flags.has("activation-checkpointing")) {
+    apply_override(j, "model.checkpoint_activations=true");
+    flag_keys.emplace_back("model.checkpoint_activations", "activation-checkpointing");
+  }
+  if (flags.has("device")) set_from_flag("device", "device", flags.get("device"));
+  if (flags.has("device-memory")) set_from_flag("device-memory", "device_memory", flags.get("device-memory"));
+  if (flags.has("host-memory")) set_from_flag("host-memory", "host_memory", flags.get("host-memory"));
   if (flags.has("offload")) {
     const std::string o = flags.get("offload");
     if (o != "none" && o != "optimizer" && o != "optimizer+param") {
       throw ConfigError(cat("[cli] --offload must be none, optimizer or optimizer+param, not '", o, "'"));
     }
-    apply_override(j, "zero_optimization.offload_optimizer.device", o == "none" ? "none" : "cpu");
-    apply_override(j, "zero_optimization.offload_param.device", o == "optimizer+param" ? "cpu" : "none");
+    set_from_flag("offload", "zero_optimization.offload_optimizer.device", o == "none" ? "none" : "cpu");
+    set_from_flag("offload", "zero_optimization.offload_param.device", o == "optimizer+param" ? "cpu" : "none");
   }
-  for (const std::string& assignment : flags.get_all("set")) apply_override(j, assignment);
+  // --set runs last; where it names a key a flag above set (or a section around it), one of the
+  // two would be dropped without a word: refuse instead.
+  auto overlap = [](const std::string& a, const std::string& b) {
+    return a == b || b.rfind(a + ".", 0) == 0 || a.rfind(b + ".", 0) == 0;
+  };
+  for (const std::string& assignment : flags.get_all("set")) {
+    const std::string key = assignment.substr(0, assignment.find('='));
+    for (const auto& [flag_key, flag] : flag_keys) {
+      if (overlap(key, flag_key)) {
+        throw ConfigError(cat("[cli] --set ", assignment, " and --", flag, " both set ", flag_key, ": give one of them"));
+      }
+    }
+    apply_override(j, assignment);
+  }
   ConfigOptions options;
   options.strict = flags.has("strict-config");
   options.source = flags.get("config");

@@ -2,6 +2,7 @@
 // whatever world size or stage wrote it.
 #include "cli/use_model.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -119,6 +120,16 @@ int eval_main(const std::vector<std::string>& args) {
     text = data::split_tokens(tokens, info.value("/data/val_fraction"_json_pointer, 0.05), T).validation;
     if (text.empty()) throw ConfigError(cat("[cli] the checkpoint's run held out no validation split (val_fraction 0)"));
     windows = info.value("/validation/windows"_json_pointer, 0);
+  }
+  const std::string what = split_name == "val" ? cat(path, "'s validation split") : path;
+  if (text.size() < static_cast<std::size_t>(T) + 1) {
+    throw ConfigError(cat("[cli] ", what, " has ", text.size(), " tokens, fewer than one window of the checkpoint's seq_len ", T,
+                          " (", T + 1, " tokens with its target): give a longer file"));
+  }
+  const int largest = *std::max_element(text.begin(), text.end());
+  if (largest >= ck.shape.vocab_size) {
+    throw ConfigError(cat("[cli] ", what, " holds token ", largest, ", outside the checkpoint's vocabulary of ", ck.shape.vocab_size,
+                          ": evaluate data tokenized as the checkpoint's training data was"));
   }
   if (batches > 0) windows = static_cast<int>(std::min<long long>(batches * B, windows > 0 ? windows : 1LL << 30));
   data::ValidationWindows win(text, T, windows);

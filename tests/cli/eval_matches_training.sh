@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # eval_matches_training.sh DIR ZERO: trains 4 steps on 2 MPI-or-thread ranks (the args after
 # ZERO) with --save; `zero eval --split val` on the checkpoint prints the validation loss the
-# run printed at its last step, and `zero generate` continues a prompt from the same checkpoint.
+# run printed at its last step, and `zero generate` continues a prompt from the same checkpoint;
+# a file shorter than one window, or with tokens outside its vocabulary, is refused by name.
 set -u
 dir=$1; zero=$2; shift 2
 rm -rf "$dir"; mkdir -p "$dir"
@@ -13,4 +14,12 @@ got=$("$zero" eval --checkpoint "$dir/ck" --split val 2>&1) || { echo "FAIL: eva
 gen=$("$zero" generate --checkpoint "$dir/ck" --prompt "hello " --tokens 40 --temperature 0.7 --top-k 5 2>&1) ||
   { echo "FAIL: generate"; echo "$gen"; exit 1; }
 grep -q "^hello " <<<"$gen" && grep -q "zero generate: 40 tokens in" <<<"$gen" || { echo "FAIL: generate output: $gen"; exit 1; }
+# Data the checkpoint cannot evaluate: shorter than one window, or tokens outside its vocabulary.
+head -c 50 /usr/share/common-licenses/GPL-3 >"$dir/short.txt"
+python3 -c "import struct, sys; n = 300; sys.stdout.buffer.write(struct.pack('<256i', 20240520, 1, n, *[0] * 253) + struct.pack('<%dH' % n, *[i * 7 for i in range(n)]))" >"$dir/wide.bin"
+for bad in "short.txt:has 50 tokens, fewer than one window of the checkpoint's seq_len 64 \\(65 tokens" \
+           "wide.bin:holds token 2093, outside the checkpoint's vocabulary of 256"; do
+  out=$("$zero" eval --checkpoint "$dir/ck" --data "$dir/${bad%%:*}" 2>&1) && { echo "FAIL: eval of ${bad%%:*} succeeded: $out"; exit 1; }
+  grep -qE "^zero: \[cli\] $dir/${bad%%:*} ${bad#*:}" <<<"$out" || { echo "FAIL: eval of ${bad%%:*}: $out"; exit 1; }
+done
 echo "ok: eval $got (training: $want)"
