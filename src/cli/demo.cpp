@@ -389,6 +389,10 @@ int demo_main(const std::vector<std::string>& args) {
   // The flags, the data and the output paths, checked once before any rank starts.
   const PlannedWorld world = planned_world(flags, false);
   const TrainOptions checked = options(world.size);
+  if (flags.has("data") && data::load_tokens(checked.data_path).format != "text") {
+    throw ConfigError(cat("[demo] ", checked.data_path, " holds llm.c token ids, but zero demo trains its byte-level GPT "
+                          "(vocabulary 256) on text: give a text file, or train on it with zero train (model.vocab_size)"));
+  }
   check_train_options(checked, world.size, world.backend);
   const std::vector<NamedPath> inputs = {{"the data file", checked.data_path}};
   check_output_paths({{"--svg", svg_path}, {"--json", json_path}}, inputs);

@@ -51,5 +51,7 @@ refuse "^zero: \[train\] $dir/tokens.bin is read with a vocabulary of 50257 toke
   "$zero" train "${small[@]}" --data "$dir/tokens.bin"
 refuse "^zero: \[train\] --sample generates text, but $dir/tokens.bin holds llm.c token ids" \
   "$zero" train "${small[@]}" --ranks 2 --set model.vocab_size=50257 --data "$dir/tokens.bin" --sample 40
+refuse "^zero: \[demo\] $dir/tokens.bin holds llm.c token ids, but zero demo trains its byte-level GPT" \
+  "$zero" demo --ranks 2 --steps 1 --n-embd 8 --n-layer 1 --data "$dir/tokens.bin"
 [ "$failed" -eq 0 ] && echo "ok: every unreadable input refused at once, by name"
 exit "$failed"
