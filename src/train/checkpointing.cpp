@@ -146,8 +146,17 @@ checkpoint::Manifest read_resume_manifest(const std::string& dir, const TrainCon
   return m;
 }
 
+void check_steps_after_resume(std::int64_t checkpoint_step, std::int64_t train_steps) {
+  if (checkpoint_step >= train_steps) {
+    throw ConfigError(cat("[train] the checkpoint is at step ", checkpoint_step, " and train_steps is ", train_steps,
+                          ": nothing to train. Raise --steps above ", checkpoint_step));
+  }
+}
+
 void check_checkpoint_options(const CheckpointOptions& o, const TrainConfig& config) {
-  if (!o.resume.empty()) read_resume_manifest(checkpoint::find_checkpoint(o.resume), config);
+  if (!o.resume.empty()) {
+    check_steps_after_resume(read_resume_manifest(checkpoint::find_checkpoint(o.resume), config).step, config.train_steps);
+  }
   if (!o.save_dir.empty()) {
     const std::string error = checkpoint::check_save_directory(o.save_dir, 0, !o.resume.empty());
     if (!error.empty()) throw CheckpointError(error);

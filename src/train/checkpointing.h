@@ -46,6 +46,8 @@ GptShape model_from_json(const nlohmann::json& model, const std::string& where);
 // --resume's manifest (in `dir`, a checkpoint directory), checked against this run's model:
 // CheckpointError naming the file if it cannot be read or holds another GPT shape.
 checkpoint::Manifest read_resume_manifest(const std::string& dir, const TrainConfig& config);
+// ConfigError when a run resumed at checkpoint_step has no step left to train.
+void check_steps_after_resume(std::int64_t checkpoint_step, std::int64_t train_steps);
 // What every rank checks at start-up, checked once in the launching process before any rank
 // starts: --resume names a readable checkpoint of this model; --save can be written (and, in a
 // fresh run, holds no checkpoints yet). CheckpointError naming what is wrong.

@@ -177,7 +177,11 @@ void check_train_options(const TrainOptions& o, int world_size, const std::strin
   check_device(o.config.device);
   check_checkpoint_options(o.checkpoints, o.config);
   const data::TokenData tokens = load_data(o);
-  data::split_tokens(tokens, o.config.data.val_fraction, o.config.model.shape.seq_len);  // throws if too short
+  const data::TokenSplit split = data::split_tokens(tokens, o.config.data.val_fraction, o.config.model.shape.seq_len);  // throws if too short
+  if (o.eval_every > 0 && split.validation.empty()) {
+    throw ConfigError(cat("[train] --eval-every (train_eval.every) ", o.eval_every, " evaluates the held-out split, but ",
+                          "data.val_fraction is 0, so nothing is held out: set data.val_fraction (e.g. 0.05) or leave --eval-every out"));
+  }
   Ledger ledger;
   check_plan_fits(o.config, world_size, backend, ledger);
 }
@@ -233,10 +237,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
 
   const auto train_tokens = static_cast<std::int64_t>(split.train.size());
   const std::int64_t first_step = checkpoints.resume(engine, train_tokens);
-  if (first_step >= c.train_steps) {
-    throw ConfigError(cat("[train] the checkpoint is at step ", first_step, " and train_steps is ", c.train_steps,
-                          ": nothing to train. Raise --steps above ", first_step));
-  }
+  check_steps_after_resume(first_step, c.train_steps);
   TrainResult result;
   result.first_step = first_step;
   result.num_parameters = engine.layout().numel();
