@@ -249,6 +249,10 @@ TrainOptions train_options(const Flags& flags, int world_size) {
   const EvalSection& eval = o.config.eval;
   o.eval_every = flag_over_file(flags, "eval-every", 0, 1LL << 40, eval.every, "train_eval.every", o.config_overrides);
   const long long batches = flag_over_file(flags, "eval-batches", 1, 1 << 20, eval.batches, "train_eval.batches", o.config_overrides);
+  if (batches > 0 && o.config.data.val_fraction == 0.0) {
+    throw ConfigError(cat("[train] --eval-batches (train_eval.batches) ", batches, " sizes each evaluation of the held-out split, but ",
+                          "data.val_fraction is 0, so nothing is held out: set data.val_fraction (e.g. 0.05) or leave --eval-batches out"));
+  }
   if (batches > 0) o.val_windows = static_cast<int>(batches) * world_size * o.config.micro_batch_size;
   CheckpointFlags ck;
   if (flags.has("save")) ck.save = flags.get("save");
