@@ -1,8 +1,12 @@
 #include "checkpoint/manifest.h"
 
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <type_traits>
 
 #include "engine/engine.h"
 
@@ -22,11 +26,80 @@ T field(const nlohmann::json& j, const char* key, const std::string& path) {
   if (!j.is_object() || !j.contains(key)) {
     throw CheckpointError(cat("[checkpoint] ", path, " has no '", key, "': the manifest is damaged or not a zero checkpoint"));
   }
-  try {
-    return j.at(key).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw CheckpointError(cat("[checkpoint] ", path, ": '", key, "' is ", j.at(key).dump(), ", not the expected type"));
+  const nlohmann::json& v = j.at(key);
+  const auto wrong = [&] {
+    return CheckpointError(cat("[checkpoint] ", path, ": '", key, "' is ", v.dump().substr(0, 200), ", not the expected type"));
+  };
+  if constexpr (std::is_integral_v<T>) {  // exact integers only: get<int>() of 1e300 or -1 as size_t would not be
+    if (std::is_unsigned_v<T> ? !v.is_number_unsigned() : !v.is_number_integer()) throw wrong();
+    if (v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<T>::max())
+                               : v.get<std::int64_t>() < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+                                     v.get<std::int64_t>() > static_cast<std::int64_t>(std::numeric_limits<T>::max())) {
+      throw wrong();
+    }
   }
+  try {
+    return v.get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw wrong();
+  }
+}
+
+[[noreturn]] void damaged(const std::string& path, const std::string& what) {
+  throw CheckpointError(cat("[checkpoint] ", path, ": ", what, ": the manifest is damaged or was edited; save the checkpoint again"));
+}
+
+// Beyond any checkpoint zero writes (the planner's limits: 2^44 parameters, 2^20 ranks): a
+// number past them is damage, and every product below stays inside 64 bits.
+constexpr std::uint64_t kMaxElements = std::uint64_t{1} << 44;
+constexpr int kMaxWorld = 1 << 20;
+constexpr std::size_t kMaxUnits = std::size_t{1} << 20;
+
+// The layout's arithmetic, checked once here, so that no reader of a damaged or edited manifest
+// divides by zero, overflows an offset or reads outside a rank file.
+void check_consistent(const Manifest& m, const std::string& path) {
+  if (m.step < 0) damaged(path, cat("step is ", m.step));
+  if (m.world_size > kMaxWorld) damaged(path, cat("world_size is ", m.world_size));
+  if (m.units.size() > kMaxUnits) damaged(path, cat(m.units.size(), " units"));
+  const auto W = static_cast<std::uint64_t>(m.world_size);
+  std::uint64_t offset = 0;
+  for (std::size_t i = 0; i < m.units.size(); ++i) {
+    const UnitRecord& u = m.units[i];
+    if (u.slice > kMaxElements || u.padded != u.slice * W || u.numel > u.padded || u.shard_offset != offset) {
+      damaged(path, cat("unit ", i, " (", u.name, ") has numel ", u.numel, ", padded ", u.padded, ", slice ", u.slice,
+                        " and shard_offset ", u.shard_offset, ", which no layout of ", m.world_size, " ranks has"));
+    }
+    offset += u.slice;
+    if (offset > kMaxElements) damaged(path, cat("the units' slices add up to more than 2^44 elements"));
+  }
+  for (std::size_t r = 0; r < m.files.size(); ++r) {
+    const FileRecord& f = m.files[r];
+    if (f.name != rank_file_name(static_cast<int>(r), m.world_size)) {
+      damaged(path, cat("rank file ", r, " is named '", f.name.substr(0, 200), "', not ", rank_file_name(static_cast<int>(r), m.world_size)));
+    }
+    const std::uint64_t blocks = f.bytes / m.block_bytes + (f.bytes % m.block_bytes != 0);
+    if (f.bytes != m.rank_file_bytes() || f.block_crc32.size() != blocks) {
+      damaged(path, cat("rank file ", r, " is listed as ", f.bytes, " bytes in ", f.block_crc32.size(), " checksum blocks; the units make it ",
+                        m.rank_file_bytes(), " bytes"));
+    }
+  }
+  if (!m.parameters.is_array()) damaged(path, "'parameters' is not an array");
+  for (std::size_t i = 0; i < m.parameters.size(); ++i) {
+    const nlohmann::json& p = m.parameters[i];
+    bool ok = p.is_object() && p.contains("name") && p["name"].is_string() && p.contains("shape") && p["shape"].is_array() &&
+              p.contains("unit") && p["unit"].is_number_unsigned() && p["unit"].get<std::uint64_t>() < m.units.size() &&
+              p.contains("unit_offset") && p["unit_offset"].is_number_unsigned();
+    std::uint64_t numel = 1;
+    for (std::size_t d = 0; ok && d < p["shape"].size(); ++d) {
+      const nlohmann::json& dim = p["shape"][d];
+      ok = dim.is_number_unsigned() && dim.get<std::uint64_t>() <= kMaxElements && numel <= kMaxElements;
+      if (ok) numel *= dim.get<std::uint64_t>();
+    }
+    ok = ok && numel <= kMaxElements && p["unit_offset"].get<std::uint64_t>() <= kMaxElements &&
+         p["unit_offset"].get<std::uint64_t>() + numel <= m.units[p["unit"].get<std::size_t>()].numel;
+    if (!ok) damaged(path, cat("parameter ", i, " is ", p.dump().substr(0, 200), ", not a name, shape, unit and unit_offset inside that unit"));
+  }
+  if (!m.info.is_object()) damaged(path, "'info' is not an object");
 }
 
 }  // namespace
@@ -157,6 +230,7 @@ Manifest from_json(const nlohmann::json& j, const std::string& path) {
     throw CheckpointError(cat("[checkpoint] ", path, ": the tensors are not master, exp_avg, exp_avg_sq[, ", kParamsInUseName,
                               "] (an optimizer this zero does not have)"));
   }
+  if (j.contains("skipped_steps") && !j["skipped_steps"].is_number_integer()) damaged(path, "'skipped_steps' is not an integer");
   m.skipped_steps = j.value("skipped_steps", std::int64_t{0});
   m.loss_scaler = j.value("loss_scaler", nlohmann::json());
   if (m.skipped_steps < 0 || m.skipped_steps > m.step || !(m.loss_scaler.is_null() || m.loss_scaler.is_object())) {
@@ -165,7 +239,11 @@ Manifest from_json(const nlohmann::json& j, const std::string& path) {
   }
   if (!m.loss_scaler.is_null()) {
     for (const char* key : {"scale", "hysteresis_left", "iter", "last_overflow_iter"}) {
-      if (!m.loss_scaler.contains(key) || !m.loss_scaler[key].is_number()) {
+      const nlohmann::json& v = m.loss_scaler.contains(key) ? m.loss_scaler[key] : nlohmann::json();
+      const bool ok = std::string(key) == "scale" ? v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0
+                                                  : v.is_number_integer() && v.get<std::int64_t>() >= -1 &&
+                                                        v.get<std::int64_t>() <= (std::string(key) == "hysteresis_left" ? INT32_MAX : INT64_MAX);
+      if (!ok) {
         throw CheckpointError(cat("[checkpoint] ", path, ": loss_scaler has no number '", key, "': the manifest is damaged"));
       }
     }
@@ -181,6 +259,7 @@ Manifest from_json(const nlohmann::json& j, const std::string& path) {
   }
   m.parameters = field<nlohmann::json>(j, "parameters", path);
   m.info = j.value("info", nlohmann::json::object());
+  check_consistent(m, path);
   return m;
 }
 

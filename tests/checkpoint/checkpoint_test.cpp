@@ -179,6 +179,42 @@ TEST_F(BadCheckpoint, AnotherFormatVersion) {
   expect_refused({step_dir_ + "/manifest.json", "is format version 2; this zero reads version 1"});
 }
 
+// A manifest damaged or edited anywhere its numbers feed arithmetic, names or types: a
+// CheckpointError naming the file and what is wrong, never a library exception, a division by
+// zero, an overflowed offset or a read outside the checkpoint (resume, inspect, export, eval and
+// generate all read through read_manifest).
+TEST_F(BadCheckpoint, DamagedManifestFieldsAreNamedNeverAnInternalError) {
+  const std::string path = step_dir_ + "/manifest.json";
+  std::ifstream in(path);
+  const nlohmann::json good = nlohmann::json::parse(in);
+  in.close();
+  const std::vector<std::pair<std::string, nlohmann::json>> edits = {
+      {"/units/0/slice", 0},          {"/units/0/numel", -1},        {"/units/0/padded", 1e300},
+      {"/units/1/shard_offset", 3},   {"/world_size", 1e300},        {"/world_size", 3},
+      {"/step", -5},                  {"/version", 1.5},             {"/files/0/name", "../../../etc/passwd"},
+      {"/files/0/bytes", 12},         {"/files/0/block_crc32", nlohmann::json::array()},
+      {"/parameters/0/shape/0", 1000000000000LL},                    {"/parameters/0/unit", 99},
+      {"/parameters/0/name", 5},      {"/parameters/0/unit_offset", -1}, {"/parameters", "x"},
+      {"/info", "x"},                 {"/skipped_steps", "3"},       {"/checksum/block_bytes", 0},
+      {"/loss_scaler", {{"scale", -1.0}, {"hysteresis_left", 2}, {"iter", 0}, {"last_overflow_iter", -1}}},
+      {"/loss_scaler", {{"scale", 1.0}, {"hysteresis_left", 1e300}, {"iter", 0}, {"last_overflow_iter", -1}}}};
+  for (const auto& [pointer, value] : edits) {
+    nlohmann::json j = good;
+    j[nlohmann::json::json_pointer(pointer)] = value;
+    std::ofstream(path) << j.dump();
+    try {
+      checkpoint::read_manifest(path);
+      ADD_FAILURE() << pointer << " = " << value.dump() << " was read without an error";
+    } catch (const CheckpointError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("[checkpoint] " + path, 0), 0u) << pointer << ": " << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << pointer << " = " << value.dump() << ": not a CheckpointError: " << e.what();
+    }
+  }
+  std::ofstream(path) << good.dump();
+  EXPECT_NO_THROW(checkpoint::read_manifest(path));  // the untouched manifest reads
+}
+
 TEST_F(BadCheckpoint, NoCheckpointInDirectory) {
   fs::create_directories(dir_ + "/empty");
   expect_refused({"no checkpoint in " + dir_ + "/empty"}, dir_ + "/empty");
