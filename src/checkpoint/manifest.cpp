@@ -100,6 +100,31 @@ void check_consistent(const Manifest& m, const std::string& path) {
     if (!ok) damaged(path, cat("parameter ", i, " is ", p.dump().substr(0, 200), ", not a name, shape, unit and unit_offset inside that unit"));
   }
   if (!m.info.is_object()) damaged(path, "'info' is not an object");
+  // The trainer's fields that inspect, eval, generate and resume read, where present.
+  struct Expected {
+    const char* pointer;
+    const char* what;
+    bool (*ok)(const nlohmann::json&);
+  };
+  static const Expected expected[] = {
+      {"/stage", "a stage 0-3", [](const nlohmann::json& v) { return v.is_number_integer() && v >= 0 && v <= 3; }},
+      {"/loss", "a number", [](const nlohmann::json& v) { return v.is_number(); }},
+      {"/lr_next", "a number", [](const nlohmann::json& v) { return v.is_number(); }},
+      {"/optimizer", "an object", [](const nlohmann::json& v) { return v.is_object(); }},
+      {"/data", "an object", [](const nlohmann::json& v) { return v.is_object(); }},
+      {"/validation", "an object", [](const nlohmann::json& v) { return v.is_object(); }},
+      {"/data/path", "a string", [](const nlohmann::json& v) { return v.is_string(); }},
+      {"/data/val_fraction", "a number in [0, 1)", [](const nlohmann::json& v) { return v.is_number() && v >= 0 && v < 1; }},
+      {"/validation/micro_batch", "an integer 1 to 2^20",
+       [](const nlohmann::json& v) { return v.is_number_integer() && v >= 1 && v <= (1 << 20); }},
+      {"/validation/windows", "an integer 0 to 2^30",
+       [](const nlohmann::json& v) { return v.is_number_integer() && v >= 0 && v <= (1 << 30); }}};
+  for (const Expected& e : expected) {
+    const nlohmann::json::json_pointer at(e.pointer);
+    if (m.info.contains(at) && !e.ok(m.info.at(at))) {
+      damaged(path, cat("info", e.pointer, " is ", m.info.at(at).dump().substr(0, 100), ", not ", e.what));
+    }
+  }
 }
 
 }  // namespace

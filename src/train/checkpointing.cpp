@@ -40,18 +40,30 @@ nlohmann::json model_json(const GptShape& s) {
 }
 
 GptShape model_from_json(const nlohmann::json& m, const std::string& where) {
+  const auto bad = [&](const std::string& what) {
+    return CheckpointError(cat("[checkpoint] ", where, " does not describe its model (", what, "): it was not written by zero train"));
+  };
+  if (!m.is_object() || !m.contains("type")) throw bad("no model type");
+  if (m["type"] != "gpt") throw CheckpointError(cat("[checkpoint] ", where, " holds a ", m["type"].dump().substr(0, 100), " model, not a GPT"));
+  // Exact integers in [1, 2^30]; the shape then passes the model's own check.
+  const auto dim = [&](const char* key) {
+    if (!m.contains(key) || !m[key].is_number_integer() || m[key].get<std::int64_t>() < 1 || m[key].get<std::int64_t>() > (1 << 30)) {
+      throw bad(cat(key, " is ", m.contains(key) ? m[key].dump().substr(0, 100) : std::string("missing"), ", not a positive integer"));
+    }
+    return static_cast<int>(m[key].get<std::int64_t>());
+  };
+  GptShape s;
+  s.vocab_size = dim("vocab_size");
+  s.seq_len = dim("n_ctx");
+  s.channels = dim("n_embd");
+  s.layers = dim("n_layer");
+  s.heads = dim("n_head");
   try {
-    if (m.at("type") != "gpt") throw CheckpointError(cat("[checkpoint] ", where, " holds a ", m.at("type").dump(), " model, not a GPT"));
-    GptShape s;
-    s.vocab_size = m.at("vocab_size");
-    s.seq_len = m.at("n_ctx");
-    s.channels = m.at("n_embd");
-    s.layers = m.at("n_layer");
-    s.heads = m.at("n_head");
-    return s;
-  } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError(cat("[checkpoint] ", where, " does not describe its model (", e.what(), "): it was not written by zero train"));
+    s.validate();
+  } catch (const ConfigError& e) {
+    throw bad(e.what());
   }
+  return s;
 }
 
 namespace {

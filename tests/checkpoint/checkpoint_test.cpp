@@ -15,6 +15,7 @@
 #include "checkpoint/saver.h"
 #include "checkpoint/shard_file.h"
 #include "checkpoint/checkpoint_util.h"
+#include "train/checkpointing.h"
 #include "model/gpt.h"
 
 namespace zero {
@@ -197,7 +198,10 @@ TEST_F(BadCheckpoint, DamagedManifestFieldsAreNamedNeverAnInternalError) {
       {"/parameters/0/name", 5},      {"/parameters/0/unit_offset", -1}, {"/parameters", "x"},
       {"/info", "x"},                 {"/skipped_steps", "3"},       {"/checksum/block_bytes", 0},
       {"/loss_scaler", {{"scale", -1.0}, {"hysteresis_left", 2}, {"iter", 0}, {"last_overflow_iter", -1}}},
-      {"/loss_scaler", {{"scale", 1.0}, {"hysteresis_left", 1e300}, {"iter", 0}, {"last_overflow_iter", -1}}}};
+      {"/loss_scaler", {{"scale", 1.0}, {"hysteresis_left", 1e300}, {"iter", 0}, {"last_overflow_iter", -1}}},
+      {"/info/stage", "3"},           {"/info/loss", "low"},         {"/info/data/path", 7},
+      {"/info/validation/micro_batch", 0},                           {"/info/validation/windows", -3},
+      {"/info/data", "x"},            {"/info/validation", 5}};
   for (const auto& [pointer, value] : edits) {
     nlohmann::json j = good;
     j[nlohmann::json::json_pointer(pointer)] = value;
@@ -213,6 +217,20 @@ TEST_F(BadCheckpoint, DamagedManifestFieldsAreNamedNeverAnInternalError) {
   }
   std::ofstream(path) << good.dump();
   EXPECT_NO_THROW(checkpoint::read_manifest(path));  // the untouched manifest reads
+}
+
+// The model a manifest describes: exact positive integers that make a valid GPT, or an error.
+TEST(CheckpointModel, DamagedShapesAreCheckpointErrors) {
+  const nlohmann::json good = model_json(GptShape{256, 16, 32, 2, 4});
+  EXPECT_EQ(model_from_json(good, "m").describe(), (GptShape{256, 16, 32, 2, 4}).describe());
+  const std::vector<std::pair<std::string, nlohmann::json>> edits = {
+      {"n_embd", 1e300}, {"n_embd", 0}, {"n_head", 3}, {"n_layer", -2}, {"vocab_size", 70000}, {"n_ctx", "16"}, {"type", "llama"}};
+  for (const auto& [key, value] : edits) {
+    nlohmann::json j = good;
+    j[key] = value;
+    EXPECT_THROW(model_from_json(j, "m"), CheckpointError) << key << " = " << value.dump();
+  }
+  EXPECT_THROW(model_from_json(nlohmann::json("gpt"), "m"), CheckpointError);
 }
 
 TEST_F(BadCheckpoint, NoCheckpointInDirectory) {
