@@ -67,7 +67,9 @@ std::string term_text(double bytes, bool sharded) { return cat(static_cast<long 
 std::string mark_text(const StateFormula& f, bool combined) {
   std::string s;
   const auto add = [&](double bytes, bool sharded) {
-    if (bytes > 0) s += (s.empty() ? "" : "+") + term_text(bytes, sharded);
+    if (bytes <= 0) return;
+    if (!s.empty()) s += '+';
+    s += term_text(bytes, sharded);
   };
   if (combined) {
     for (bool sharded : {false, true}) {

@@ -22,8 +22,8 @@ std::size_t per_rank(std::size_t bucket, int ranks) {
 
 Collectives::Collectives(Communicator& comm, Device& device, std::size_t reduce_bucket, std::size_t gather_bucket, double predivide,
                          bool overlap)
-    : comm_(comm), device_(device), reduce_segment_(per_rank(reduce_bucket, comm.size())),
-      gather_segment_(per_rank(gather_bucket, comm.size())), predivide_(static_cast<float>(predivide)), overlap_(overlap) {}
+    : comm_(comm), device_(device), overlap_(overlap), reduce_segment_(per_rank(reduce_bucket, comm.size())),
+      gather_segment_(per_rank(gather_bucket, comm.size())), predivide_(static_cast<float>(predivide)) {}
 
 // The element type travels with the spans: 16-bit spans make 16-bit collectives (half the bytes
 // on the wire, each element summed in f32 in rank order and rounded once).

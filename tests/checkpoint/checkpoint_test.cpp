@@ -399,7 +399,7 @@ TEST_P(Resharding, LoadsExactlyReadingOnlyOverlaps) {
   });
   for (int r = 0; r < p.to_ranks; ++r) {
     EXPECT_TRUE(same_bits(loaded[r], trained)) << "rank " << r << " parameters differ from the saved run's";
-    if (p.to_stage > 0 && p.to_ranks > 1) EXPECT_LT(read[r], total) << "rank " << r << " read the whole checkpoint";
+    if (p.to_stage > 0 && p.to_ranks > 1) { EXPECT_LT(read[r], total) << "rank " << r << " read the whole checkpoint"; }
   }
   for (int u = 0; u < static_cast<int>(m.units.size()); ++u) {
     for (int t = 0; t < static_cast<int>(m.tensors.size()); ++t) {

@@ -86,7 +86,7 @@ TEST(CudaAdam, BitIdenticalToTheReference) {
       narrow_from_f32(p.data(), cd, want.data(), n);
       const auto got = dcopy.get(n);
       for (std::size_t i = 0; i < n; ++i) {
-        if (!std::isnan(p[i])) ASSERT_EQ(got[i], want[i]) << what << " copy i=" << i;
+        if (!std::isnan(p[i])) { ASSERT_EQ(got[i], want[i]) << what << " copy i=" << i; }
       }
     }
   }

@@ -206,7 +206,7 @@ TEST_F(DataTest, LoadErrors) {
   const std::string msg = error_of([&] { load_tokens(write("latin1.txt", latin1)); });
   EXPECT_NE(msg.find("latin1.txt is not valid UTF-8 text: byte 0xE9 at offset 3 (line 1)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("iconv -f latin1"), std::string::npos);
-  for (const std::string bom : {std::string("\xFF\xFE"), std::string("\xFE\xFF")}) {  // UTF-16, either byte order
+  for (const std::string& bom : {std::string("\xFF\xFE"), std::string("\xFE\xFF")}) {  // UTF-16, either byte order
     const std::string u16 = error_of([&] { load_tokens(write("utf16.txt", bom + std::string("h\0i\0", 4))); });
     EXPECT_NE(u16.find("starts with a UTF-16 byte-order mark: convert it with iconv -f utf-16 -t utf-8"), std::string::npos) << u16;
   }

@@ -187,7 +187,7 @@ TEST(Buckets, AFewElementsChangeNoBitsAndBoundTheScratch) {
             whole_pieces += whole.step_traffic.pieces[c];
             bucket_pieces += pieces.step_traffic.pieces[c];
           }
-          if (bucket < 16) EXPECT_GT(bucket_pieces, whole_pieces) << what;
+          if (bucket < 16) { EXPECT_GT(bucket_pieces, whole_pieces) << what; }
           // threads backend: packing scratch of one piece, N * (bucket / N) elements at most
           const std::uint64_t bound = 4 * std::max<std::size_t>(bucket + 1, static_cast<std::size_t>(n));
           EXPECT_LE(pieces.device.peak[static_cast<int>(Category::kCommBuffers)],
@@ -285,7 +285,7 @@ TEST(Stage3Schedule, SettingsChangeNoBitsAndMoveBytesAsTheySay) {
         const std::string what = at + " " + c.name;
         EXPECT_TRUE(same_bits(r.params, base.params)) << what;
         const std::string name = c.name;
-        if (name == "no prefetch") EXPECT_LE(gathered(r), gathered(base)) << what;
+        if (name == "no prefetch") { EXPECT_LE(gathered(r), gathered(base)) << what; }
         if (name == "prefetch everything") {
           EXPECT_GT(gathered(r), gathered(base)) << what;
           EXPECT_EQ(gather_sent(r), gather_sent(base)) << what;  // the same gathers, earlier

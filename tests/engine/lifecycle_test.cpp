@@ -83,9 +83,10 @@ TEST_P(Lifecycle, FiftyEnginesReturnEveryByteToTheLedgerAndTheAllocator) {
   // must not grow with the cycles: 45 cycles leaking even a tenth of one engine would exceed this.
   const std::uint64_t growth = c.rss.back() > c.rss[warmup - 1] ? c.rss.back() - c.rss[warmup - 1] : 0;
   const std::uint64_t bound = std::max<std::uint64_t>(c.engine_peak * (cycles - warmup) / 10, 4u << 20);
-  if (kResidentSetShowsLeaks)
+  if (kResidentSetShowsLeaks) {
     EXPECT_LT(growth, bound) << "resident set grew " << growth << " bytes over " << cycles - warmup
                              << " cycles; one engine's ledger peak is " << c.engine_peak << " bytes";
+  }
   EXPECT_GT(c.engine_peak, 2u << 20);  // the engines were big enough for a leak to show
   std::printf("resident set after cycle %d: %.1f MiB, after cycle %d: %.1f MiB (growth bound %.1f MiB); ledger peak per cycle %.1f MiB\n", warmup,
               c.rss[warmup - 1] / 1048576.0, cycles, c.rss.back() / 1048576.0, bound / 1048576.0, c.engine_peak / 1048576.0);

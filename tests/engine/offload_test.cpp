@@ -236,10 +236,10 @@ TEST_P(OffloadPrecision, DeviceAndHostBytesByTheLedger) {
         EXPECT_NEAR(static_cast<double>(r.device.total_current), device_params + device_grads, 2 * pad) << what;
         EXPECT_EQ(cat_bytes(r.device, Category::kOptimizerState, true), 0u) << what;
         // transient buffers are bounded: at most two whole unit gradients, two gathered units
-        if (stage >= 2) EXPECT_LE(cat_bytes(r.device, Category::kGradients, true), two_units) << what;
+        if (stage >= 2) { EXPECT_LE(cat_bytes(r.device, Category::kGradients, true), two_units) << what; }
         EXPECT_LE(cat_bytes(r.device, Category::kGatheredParameters, true), two_units) << what;
         EXPECT_EQ(r.step_to_host, static_cast<std::uint64_t>(b) * r.padded / n) << what;
-        if (!params) EXPECT_EQ(r.step_to_device, static_cast<std::uint64_t>(b) * r.padded / n) << what;
+        if (!params) { EXPECT_EQ(r.step_to_device, static_cast<std::uint64_t>(b) * r.padded / n) << what; }
         std::printf("[ measured ] %s: device peak %llu B (params %.0f B by formula), host %llu B (16Ψ/N = %.0f B), "
                     "link per step %llu B to host, %llu B to device\n",
                     what.c_str(), static_cast<unsigned long long>(r.device.total_peak), device_params,

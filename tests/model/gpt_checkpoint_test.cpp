@@ -67,7 +67,7 @@ TEST(GptCheckpointing, SameGradientBitsAndPredictedBytes) {
       if (c.cpu) want_device -= (L - 1) * 4 * BT * C, want_host = (L + 1) * 4 * BT * C;
       EXPECT_EQ(held.device, want_device) << shape.describe() << " " << mode_name(c);
       EXPECT_EQ(held.host, want_host) << shape.describe() << " " << mode_name(c);
-      if (L > 1) EXPECT_LT(held.device, plain_held.device);
+      if (L > 1) { EXPECT_LT(held.device, plain_held.device); }
     }
   }
 }

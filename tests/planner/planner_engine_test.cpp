@@ -143,7 +143,7 @@ std::vector<OffloadCase> every_configuration() {
 TEST(AgainstEngine, MlpPlainAndTiedEveryStage) {
   for (bool tied : {false, true}) {
     MlpShape shape = tied ? MlpShape{{9, 21, 17, 21, 9}, true} : MlpShape{};
-    ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt};
+    ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt, std::nullopt};
     for (int n : {1, 2, 3, 4}) {
       for (int stage = 0; stage <= 3; ++stage) {
         for (int micro : {1, 3}) {
@@ -191,7 +191,7 @@ TEST(AgainstEngine, GptEveryStageActivationsIncluded) {
 TEST(AgainstEngine, MlpPlainAndTiedEveryOffloadConfiguration) {
   for (bool tied : {false, true}) {
     MlpShape shape = tied ? MlpShape{{9, 21, 17, 21, 9}, true} : MlpShape{};
-    ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt};
+    ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt, std::nullopt};
     for (int n : {1, 2, 4}) {
       for (const OffloadCase& oc : offload_cases()) {
         for (int micro : {1, 3}) {
@@ -238,7 +238,7 @@ TEST(AgainstEngine, GptEveryOffloadConfigurationActivationsIncluded) {
 // exceeds the ledger's by at most one collective's packing scratch.
 TEST(AgainstEngine, SmallBucketsEveryStageAndOffloadConfiguration) {
   const MlpShape shape{{9, 21, 17, 21, 9}, true};
-  ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt};
+  ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt, std::nullopt};
   const std::vector<OffloadCase> cases = every_configuration();
   int exact = 0, total = 0;
   for (int n : {2, 3}) {
@@ -288,7 +288,7 @@ TEST(AgainstEngine, Stage3ScheduleSettingsEveryPlacement) {
             m = measure(
                 n, 3, micro, [&](Ledger&) { return std::make_unique<Mlp>(mlp); },
                 [&](Mlp& x, int seed) { x.set_batch(mlp_synthetic_batch(mlp, 7, seed, 0, 2)); }, engine_offload, 0, o);
-            in = threads_input(ModelDescription{"mlp", "mlp", "", "", Mlp(mlp).units(), std::nullopt}, n, 3, micro);
+            in = threads_input(ModelDescription{"mlp", "mlp", "", "", Mlp(mlp).units(), std::nullopt, std::nullopt}, n, 3, micro);
           } else {
             m = measure(n, 3, micro, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, batch, l); }, gpt_random_batches(gpt, batch),
                         engine_offload, 0, o);
@@ -350,7 +350,7 @@ TEST(AgainstEngine, MixedPrecisionEveryConfiguration) {
 // all-gather per step, of its per-tensor sums; predicted exactly in every configuration.
 TEST(AgainstEngine, LambEveryConfiguration) {
   const MlpShape shape{{9, 21, 17, 21, 9}, true};
-  ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt};
+  ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt, std::nullopt};
   for (int n : {2, 3}) {
     for (const OffloadCase& oc : every_configuration()) {
       if (oc.engine.delayed_update) continue;  // Lamb refuses the delayed update
