@@ -110,15 +110,22 @@ int sample_token(const float* probs, int vocab, double temperature, int top_k, d
   if (temperature <= 0.0) return order[0];
   const int k = top_k > 0 ? std::min(top_k, vocab) : vocab;
   // p^(1/T), renormalised over the k most likely: softmax(logits / T) restricted to the top k.
+  // In log space, relative to the most likely token (whose weight is 1): p^(1/T) itself
+  // underflows to 0 for every token at a low temperature (0.5^1000), and 0/0 drew the least
+  // likely. A token of probability 0 has weight exp(-inf) = 0 and is never drawn.
+  const double top = std::log(static_cast<double>(probs[order[0]]));
   std::vector<double> w(k);
   double total = 0;
-  for (int i = 0; i < k; ++i) total += w[i] = std::pow(static_cast<double>(probs[order[i]]), 1.0 / temperature);
+  for (int i = 0; i < k; ++i) total += w[i] = std::exp((std::log(static_cast<double>(probs[order[i]])) - top) / temperature);
   double acc = 0;
+  int last = 0;  // the last token with a weight: where rounding leaves u at or above the final sum
   for (int i = 0; i < k; ++i) {
+    if (w[i] == 0.0) continue;
+    last = i;
     acc += w[i] / total;
     if (u < acc) return order[i];
   }
-  return order[k - 1];
+  return order[last];
 }
 
 }  // namespace zero

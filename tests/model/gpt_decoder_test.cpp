@@ -86,5 +86,41 @@ TEST(SampleToken, TemperatureAndTopK) {
   EXPECT_EQ(sample_token(p.data(), 4, 1e6, 0, 0.26), 3);
 }
 
+// A low temperature concentrates on the most likely token: p^(1/T) underflows to 0 for every
+// token at T = 0.001 (0.5^1000), so the weights are taken in log space, relative to the most
+// likely. Swept over temperatures down to 1e-300 and over u in [0, 1), against the sampling
+// distribution computed here in long double from the same formula softmax(log p / T).
+TEST(SampleToken, LowTemperaturesPickTheMostLikelyNeverTheLeast) {
+  const std::vector<float> p = {0.1f, 0.5f, 0.15f, 0.25f};
+  // (At T = 0.01 the next token keeps 2^-100 of the top one's weight, below double's resolution
+  // of u; at higher temperatures u just below 1 rightly draws another token.)
+  for (double t : {1e-300, 1e-30, 1e-3, 0.01}) {
+    for (double u : {0.0, 0.25, 0.5, 0.999, std::nextafter(1.0, 0.0)}) {
+      EXPECT_EQ(sample_token(p.data(), 4, t, 0, u), 1) << "T " << t << ", u " << u;
+      EXPECT_EQ(sample_token(p.data(), 4, t, 3, u), 1) << "T " << t << ", u " << u << ", top-3";
+    }
+  }
+  // The reported case: a flatter distribution (the most likely token at 0.3: 0.3^1000 = 1e-523)
+  // at --temperature 0.001 drew the least likely token every time.
+  const std::vector<float> flat = {0.2f, 0.25f, 0.3f, 0.25f};
+  for (double u : {0.0, 0.5, 0.99}) EXPECT_EQ(sample_token(flat.data(), 4, 0.001, 0, u), 2) << "u " << u;
+  // At T = 0.2 the next most likely token (3) keeps (0.25/0.5)^5 = 1/32 of token 1's weight.
+  for (double t : {0.2, 0.5, 2.0}) {
+    long double w[4], total = 0;
+    for (int i = 0; i < 4; ++i) total += w[i] = std::exp((std::log(static_cast<long double>(p[i])) - std::log(0.5L)) / t);
+    const int order[4] = {1, 3, 2, 0};
+    long double acc = 0;
+    for (int i = 0; i < 4; ++i) {
+      const long double lo = acc;
+      acc += w[order[i]] / total;
+      const double mid = static_cast<double>((lo + acc) / 2);  // inside token order[i]'s interval
+      EXPECT_EQ(sample_token(p.data(), 4, t, 0, mid), order[i]) << "T " << t << ", u " << mid;
+    }
+  }
+  // A token of probability 0 is never drawn, even at u just below 1.
+  const std::vector<float> z = {0.0f, 1.0f, 0.0f};
+  for (double t : {1e-3, 1.0, 1e6}) EXPECT_EQ(sample_token(z.data(), 3, t, 0, std::nextafter(1.0, 0.0)), 1) << "T " << t;
+}
+
 }  // namespace
 }  // namespace zero
