@@ -1,5 +1,6 @@
 #include "common/number_text.h"
 
+#include <charconv>
 #include <cstdlib>
 
 #include "common/error.h"
@@ -44,6 +45,12 @@ std::optional<long double> parse_decimal(std::string_view text) {
 std::string quote_input(std::string_view text) {
   if (text.size() <= 40) return cat("'", text, "'");
   return cat("'", text.substr(0, 40), "...' (", text.size(), " characters)");
+}
+
+std::string shortest_decimal(double x) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);
+  return ec == std::errc() ? std::string(buf, end) : cat(x);
 }
 
 }  // namespace zero

@@ -19,6 +19,10 @@ std::size_t decimal_length(std::string_view text);
 // beyond the long double range, 0 below it).
 std::optional<long double> parse_decimal(std::string_view text);
 
+// The shortest decimal text that reads back as `x` (0.9999999999, not the stream's "1"), for
+// messages that must show the number a user wrote.
+std::string shortest_decimal(double x);
+
 // `text` for quoting in a message: as it is, or its first 40 characters and its length when longer.
 std::string quote_input(std::string_view text);
 

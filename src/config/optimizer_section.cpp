@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/number_text.h"
 #include "config/reader.h"
 
 namespace zero::config_detail {
@@ -79,6 +80,10 @@ void read_betas(const Section& params, AdamConfig& adam) {
   for (int i = 0; i < 2; ++i) {
     const double v = b[i].get<double>();
     if (!(v >= 0.0 && v < 1.0)) params.fail("betas", cat("[", i, "] is ", v, "; each beta must be in [0, 1)"));
+    else if (static_cast<float>(v) >= 1.0f) {  // the optimizer keeps betas in f32: 1 - 1e-10 rounds to 1
+      params.fail("betas", cat("[", i, "] is ", shortest_decimal(v), ", which is 1 as a 32-bit float (the optimizer's precision); each beta must be ",
+                               "at most 0.99999994, the largest float below 1"));
+    }
   }
   if (params.is_bad("betas")) return;
   adam.beta1 = b[0].get<float>();

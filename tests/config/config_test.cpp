@@ -287,6 +287,13 @@ TEST(ConfigValues, OptimizerParameters) {
   EXPECT_CONTAINS(error_of(adam("lr", -0.1)), "optimizer.params.lr is -0.1; the learning rate must be >= 0");
   EXPECT_CONTAINS(error_of(adam("betas", {0.9, 1.0})), "optimizer.params.betas [1] is 1; each beta must be in [0, 1)");
   EXPECT_CONTAINS(error_of(adam("betas", {-0.1, 0.9})), "[0] is -0.1");
+  // Below 1 as written, but 1 in the optimizer's 32-bit float: refused here, naming the key, not
+  // later as "beta2 must be in [0, 1), not 1". The largest float below 1 is accepted.
+  EXPECT_CONTAINS(error_of(adam("betas", {0.9, 0.9999999999})),
+                  "optimizer.params.betas [1] is 0.9999999999, which is 1 as a 32-bit float (the optimizer's precision)");
+  EXPECT_CONTAINS(error_of(adam("betas", {0.99999998, 0.9})), "[0] is 0.99999998, which is 1 as a 32-bit float");
+  const float below_one = std::nextafter(1.0f, 0.0f);  // 0.99999994
+  EXPECT_EQ(parse_config(adam("betas", {0.99999997, static_cast<double>(below_one)}), 1).adam.beta2, below_one);
   EXPECT_CONTAINS(error_of(adam("betas", {0.9})), "must be two numbers [beta1, beta2]");
   EXPECT_CONTAINS(error_of(adam("eps", -1e-8)), "eps must be >= 0");
   EXPECT_CONTAINS(error_of(adam("weight_decay", -1)), "weight_decay must be >= 0");
