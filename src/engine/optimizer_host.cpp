@@ -58,9 +58,9 @@ void check_host_room(Device& dev, std::size_t state_numel, const OffloadOptions&
   const auto cap = dev.ledger().capacity(Tier::kHost);
   const std::uint64_t room = cap ? *cap : available / static_cast<std::uint64_t>(local);
   if ((cap || available > 0) && per_rank > room) {
-    throw OutOfMemoryError(cat("[offload] the offloaded state needs ", format_bytes(per_rank), " of host memory per rank (",
+    throw OutOfMemoryError(cat("[offload] the offloaded state needs ", format_bytes_beside(per_rank, room), " of host memory per rank (",
                                format_bytes(per_rank * local), " for the ", local, " ranks on this node) but ",
-                               format_bytes(room), " per rank is available: use more ranks or nodes, or turn offload off"));
+                               format_bytes_beside(room, per_rank), " per rank is available: use more ranks or nodes, or turn offload off"));
   }
 }
 

@@ -40,6 +40,12 @@ std::string format_bytes(std::uint64_t bytes) {
   return buf;
 }
 
+std::string format_bytes_beside(std::uint64_t bytes, std::uint64_t other) {
+  std::string text = format_bytes(bytes);
+  if (bytes != other && text == format_bytes(other)) text += cat(" (", bytes, " bytes)");
+  return text;
+}
+
 void Ledger::set_capacity(Tier tier, std::optional<std::uint64_t> bytes) {
   std::lock_guard lock(mu_);
   capacity_[static_cast<int>(tier)] = bytes;

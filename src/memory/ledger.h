@@ -104,5 +104,8 @@ class Buffer {
 };
 
 std::string format_bytes(std::uint64_t bytes);  // "12.3 MiB"
+// `bytes` for a message that sets it against `other` ("needs X but has Y"): format_bytes, with the
+// exact count added when the two would print alike ("37.58 MiB (39404544 bytes)").
+std::string format_bytes_beside(std::uint64_t bytes, std::uint64_t other);
 
 }  // namespace zero

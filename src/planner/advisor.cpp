@@ -18,6 +18,18 @@ std::string gib(std::uint64_t bytes) {
   return buf;
 }
 
+namespace {
+
+// `bytes` beside `other` in a "needs X, more than Y" line: with the exact count when the two
+// would print alike (37.58 MiB against 37.58 MiB hid the difference).
+std::string gib_beside(std::uint64_t bytes, std::uint64_t other) {
+  std::string text = gib(bytes);
+  if (bytes != other && text == gib(other)) text += cat(" (", bytes, " bytes)");
+  return text;
+}
+
+}  // namespace
+
 std::optional<std::uint64_t> Capacity::usable_device() const {
   if (!device) return std::nullopt;
   return static_cast<std::uint64_t>(static_cast<double>(*device) * (1.0 - headroom));
@@ -118,9 +130,15 @@ std::string host_part(const Plan& p, const Capacity& c) {
 
 std::string why_not(const Plan& p, const Fit& f, const Capacity& c) {
   std::string s = cat("stage ", p.label, ": does not fit: ");
-  if (f.device == false) s += cat("needs ", gib(p.device.total()), " per device, more than the ", usable(c));
+  if (f.device == false) {
+    const std::uint64_t room = *c.usable_device();
+    s += cat("needs ", gib_beside(p.device.total(), room), " per device, more than the ", gib_beside(room, p.device.total()), " usable of ",
+             gib(*c.device), " per device (", c.headroom * 100, "% headroom)");
+  }
   if (f.device == false && f.host == false) s += "; ";
-  if (f.host == false) s += cat("needs ", gib(p.host_per_node), " of host memory per node, more than the ", gib(*c.host));
+  if (f.host == false) {
+    s += cat("needs ", gib_beside(p.host_per_node, *c.host), " of host memory per node, more than the ", gib_beside(*c.host, p.host_per_node));
+  }
   return s;
 }
 

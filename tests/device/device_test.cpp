@@ -89,6 +89,20 @@ TEST_P(Devices, CapacityIsRefusedBeforeAllocating) {
   EXPECT_EQ(ledger.usage(Tier::kDevice).total_current, 100u);
 }
 
+// Two sizes set against each other in a message never print alike: 37.58 MiB against one byte
+// less gets the exact counts; sizes that already differ in print stay short.
+TEST(FormatBytes, BesideAnotherSizeItDiffersInPrint) {
+  const std::uint64_t need = 39404544;  // 37.58 MiB
+  for (std::uint64_t have : {need - 1, need - 4096, need + 1}) {
+    EXPECT_EQ(format_bytes(need), format_bytes(have));
+    EXPECT_NE(format_bytes_beside(need, have), format_bytes_beside(have, need));
+    EXPECT_EQ(format_bytes_beside(need, have), "37.58 MiB (39404544 bytes)");
+  }
+  EXPECT_EQ(format_bytes_beside(need, need / 2), "37.58 MiB");
+  EXPECT_EQ(format_bytes_beside(need, need), "37.58 MiB");
+  EXPECT_EQ(format_bytes_beside(1023, 1022), "1023 B");
+}
+
 // 16-bit spans: every operation is the f32 operation on the widened values, rounded once (to
 // nearest even, common/half.h); convert widens exactly and narrows by that rounding; Adam reads
 // 16-bit gradients and writes the 16-bit copy of its f32 parameters in the same pass; link bytes
