@@ -156,7 +156,7 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   for (const OptimizerPart& p : octx.parts) octx.state_numel = std::max(octx.state_numel, p.offset + p.params.size());
   octx.sheds_gradients = stage_->sheds_gradients();
   if (dtype == Dtype::kF16) scaler_ = std::make_unique<LossScaler>(config_.precision.loss_scaler);
-  octx.adam_waits_for_step = config_.gradient_clipping > 0.0f || (scaler_ && scaler_->dynamic()) ||
+  octx.adam_waits_for_step = config_.gradient_clipping > 0.0f || scaler_ ||  // fp16: the overflow check decides first
                              config_.optimizer == OptimizerKind::kLamb;  // Lamb's norms need every part's moments
   octx.dtype = dtype;
   octx.seed = config_.seed;
@@ -211,7 +211,10 @@ StepReport Engine::step() {
   report.lr = config_.adam.lr;
   report.loss_scale = loss_scale();
   ++step_;
-  if (scaler_ && scaler_->dynamic()) {
+  // fp16, dynamic or static scale: DeepSpeed checks every step for overflow and skips the step
+  // on one (its FP16_Optimizer and ZeRO optimizers call has_overflow whatever the scale; a static
+  // LossScaler only leaves the scale as it is).
+  if (scaler_) {
     report.skipped = any_rank_overflowed();
     scaler_->update(report.skipped);  // TrainingError when the scale is at its minimum and still overflows
   }

@@ -6,8 +6,8 @@
 // been absorbed, the scale halves (never below min_scale; at min_scale an overflow is an error,
 // as DeepSpeed's "Current loss scale already at minimum"). After `window` steps without overflow
 // the scale doubles. With consecutive_hysteresis, a clean step restores the hysteresis budget;
-// without it, only a growth does. A static scale (DeepSpeed's loss_scale > 0) never changes and
-// skips nothing.
+// without it, only a growth does. A static scale (DeepSpeed's loss_scale > 0) never changes; a
+// step that overflows under it is skipped all the same, as DeepSpeed skips it.
 #pragma once
 
 #include <cstdint>

@@ -88,15 +88,22 @@ class InjectingMlp final : public Module {
   int step_ = 0;
 };
 
+// Dynamic and static scales alike (DeepSpeed skips an overflowing step under a static
+// loss_scale too, leaving the scale as it is; zero once applied it, inf gradient and all), with
+// and without offload, and with the delayed update under the static scale.
 TEST(LossScaling, AnOverflowOnOneRankSkipsTheStepOnAll) {
   const int n = 2;
+  for (double static_scale : {0.0, 128.0})
   for (int stage = 0; stage <= 3; ++stage)
-    for (bool offload : {false, true}) {
-      if (offload && stage == 0) continue;
+    for (int offload : {0, 1, 2}) {  // none, optimizer, optimizer with the delayed update
+      if ((offload && stage == 0) || (offload == 2 && static_scale == 0)) continue;
+      SCOPED_TRACE(cat("static scale ", static_scale, ", stage ", stage, ", offload ", offload));
       MlpRun run;
       run.dtype = Dtype::kF16;
       run.stage = stage;
-      run.offload.optimizer = offload;
+      run.scaler.static_scale = static_scale;
+      run.offload.optimizer = offload > 0;
+      run.offload.delayed_update = offload == 2;
       ThreadWorld world(n);
       std::vector<std::vector<bool>> skipped(n);
       std::vector<std::vector<float>> params(n);
@@ -111,6 +118,7 @@ TEST(LossScaling, AnOverflowOnOneRankSkipsTheStepOnAll) {
           model.mlp().set_batch(mlp_synthetic_batch(run.shape, run.seed, s, r * rows, rows));
           engine.forward_backward(true);
           skipped[r].push_back(engine.step().skipped);
+          if (static_scale > 0) EXPECT_EQ(engine.loss_scale(), static_scale) << "a static scale never changes";
         }
         params[r] = engine.full_parameters();
       });
