@@ -57,7 +57,8 @@ nlohmann::json default_config() {
   return {{"train_micro_batch_size_per_gpu", 8},
           {"gradient_accumulation_steps", 1},
           {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 2e-3}, {"betas", {0.9, 0.95}}, {"eps", 1e-8}, {"weight_decay", 0.1}}}}},
-          {"scheduler", {{"type", "WarmupLR"}, {"params", {{"warmup_min_lr", 0}, {"warmup_max_lr", 2e-3}, {"warmup_num_steps", 20}, {"warmup_type", "linear"}}}}},
+          // No warmup_max_lr: WarmupLR then warms up to the optimizer's lr, which --lr sets.
+          {"scheduler", {{"type", "WarmupLR"}, {"params", {{"warmup_min_lr", 0}, {"warmup_num_steps", 20}, {"warmup_type", "linear"}}}}},
           {"gradient_clipping", 1.0},
           {"steps_per_print", 10},
           {"zero_optimization", {{"stage", 1}}},
@@ -71,6 +72,20 @@ bool is_auto_at(const nlohmann::json& j, const std::string& dotted) {
   std::replace(pointer.begin(), pointer.end(), '.', '/');
   const nlohmann::json::json_pointer p(pointer);
   return j.is_object() && j.contains(p) && j.at(p) == "auto";
+}
+
+// --lr sets optimizer.params.lr, but WarmupLR and WarmupDecayLR warm up to their own
+// warmup_max_lr when the config gives one as a number (WarmupDecayLR to 0.001 when it gives
+// none), so the flag would change nothing. As the Hugging Face Trainer does for a config whose
+// warmup_max_lr disagrees with its --learning_rate, refuse the pair instead of dropping one.
+void check_lr_takes_effect(const TrainConfig& c, bool max_lr_is_auto, const std::string& flag) {
+  const Schedule& s = c.scheduler;
+  if (s.type != ScheduleType::warmup && s.type != ScheduleType::warmup_decay) return;
+  if (max_lr_is_auto || !s.warmup_max_lr || static_cast<float>(*s.warmup_max_lr) == c.adam.lr) return;
+  throw ConfigError(cat("[cli] --lr ", flag, " sets optimizer.params.lr, but the scheduler warms up to scheduler.params.warmup_max_lr = ",
+                        *s.warmup_max_lr, s.type == ScheduleType::warmup_decay ? " (WarmupDecayLR's default when the key is absent)" : "",
+                        ", so --lr would change nothing: set warmup_max_lr to \"auto\" (it then follows --lr) or to the rate you want, ",
+                        "and leave --lr out"));
 }
 
 TrainConfig build_config(const Flags& flags, int world_size, std::string* document = nullptr) {
@@ -126,6 +141,7 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
   options.strict = flags.has("strict-config");
   options.source = flags.get("config");
   TrainConfig c = parse_config(j, world_size, options);
+  if (flags.has("lr")) check_lr_takes_effect(c, is_auto_at(j, "scheduler.params.warmup_max_lr"), flags.get("lr"));
   c.auto_values.insert(c.auto_values.begin(), from_flags.begin(), from_flags.end());
   if (document) *document = j.dump();  // recorded in checkpoints
   return c;
