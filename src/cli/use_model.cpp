@@ -142,6 +142,10 @@ int eval_main(const std::vector<std::string>& args) {
   Engine engine(config, gpt, *comm, ledger);
   checkpoint::load_checkpoint(engine, ck.dir, ck.manifest, *comm);
   const float loss = validation_loss(win, gpt, engine, *comm);
+  if (!std::isfinite(loss)) {  // a user's script must not read "loss nan" with exit 0 as a result
+    throw TrainingError(cat("[cli] the loss of the checkpoint ", ck.dir, " (step ", ck.manifest.step, ") on ", what, " is ", loss,
+                            ": its weights diverged. Evaluate an earlier checkpoint of the run"));
+  }
   std::printf("loss %.4f on %s (%s, %d windows of %d tokens) at step %lld", loss, path.c_str(), split_name.c_str(),
               win.count(), T, static_cast<long long>(ck.manifest.step));
   if (tokens.format == "text") std::printf("; %.4f bits per byte", loss / std::log(2.0));

@@ -195,6 +195,11 @@ class Engine {
   // step after `steps_done` is a delayed one. Otherwise a checkpoint's pending update is applied.
   bool holds_update_in_flight(std::int64_t steps_done) const;
 
+  // Whether every rank's f32 master parameters are finite (a collective: one byte per rank). A
+  // step whose update overflowed leaves inf or nan there before any loss shows it; checked
+  // before a checkpoint is written. Waits for the delayed update as counters() does.
+  bool parameters_finite();
+
   const FlatLayout& layout() const { return layout_; }
   const EngineConfig& config() const { return config_; }
   std::int64_t steps_done() const { return step_; }

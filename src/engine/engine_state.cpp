@@ -2,6 +2,7 @@
 // moments), read and written a range of one unit at a time through the device seam. The state
 // stays where the placement keeps it: a host-tier span (offload) is copied host to host.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "common/error.h"
@@ -56,6 +57,21 @@ void Engine::write_state(StateTensor tensor, int u, std::size_t first, std::span
   if (dst.dtype() == Dtype::kF32) device_->copy(device_->compute(), dst, staged);
   else device_->convert(device_->compute(), dst, staged);
   device_->compute().synchronize();
+}
+
+bool Engine::parameters_finite() {
+  counters();  // the delayed update's Adam has written the masters
+  std::uint8_t mine = 1;
+  std::vector<float> part;
+  for (int u = 0; u < layout_.num_units() && mine; ++u) {
+    const HeldRange held = held_state(u);
+    part.resize(held.count);
+    read_state(StateTensor::kMaster, u, held.first, part);
+    mine = std::all_of(part.begin(), part.end(), [](float x) { return std::isfinite(x); }) ? 1 : 0;
+  }
+  std::vector<std::uint8_t> all(comm_.size());
+  comm_.all_gather_bytes(&mine, 1, all.data());
+  return std::all_of(all.begin(), all.end(), [](std::uint8_t f) { return f != 0; });
 }
 
 EngineCounters Engine::counters() {

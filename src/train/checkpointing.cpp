@@ -217,8 +217,7 @@ std::int64_t TrainCheckpoints::resume(Engine& engine, std::int64_t data_tokens) 
 
 void TrainCheckpoints::after_step(Engine& engine, std::int64_t step, float loss, std::int64_t data_tokens, bool last) {
   if (!saver_) return;
-  const bool due = last || (options_.save_every > 0 && step % options_.save_every == 0);
-  if (due && step != last_saved_) {
+  if (due(step, last)) {
     publish(true);  // a save still being written is published first (waiting for it)
     const checkpoint::SaveStarted s = saver_->save(engine, step, info(engine, step, loss, data_tokens));
     last_saved_ = step;
@@ -228,6 +227,10 @@ void TrainCheckpoints::after_step(Engine& engine, std::int64_t step, float loss,
     }
   }
   publish(last);
+}
+
+bool TrainCheckpoints::due(std::int64_t step, bool last) const {
+  return saver_ && (last || (options_.save_every > 0 && step % options_.save_every == 0)) && step != last_saved_;
 }
 
 void TrainCheckpoints::publish(bool wait) {

@@ -68,6 +68,8 @@ class TrainCheckpoints {
   // After optimizer step `step` (1-based) with mean loss `loss`: saves when due, and publishes
   // finished saves. `last`: the run's final step (always saved; waits for the write).
   void after_step(Engine& engine, std::int64_t step, float loss, std::int64_t data_tokens, bool last);
+  // Whether after_step(step, last) writes a checkpoint.
+  bool due(std::int64_t step, bool last) const;
 
  private:
   nlohmann::json info(const Engine& engine, std::int64_t step, float loss, std::int64_t data_tokens) const;

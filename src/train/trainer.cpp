@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <span>
 
 #include "common/error.h"
 #include "common/sha256.h"
@@ -38,6 +39,33 @@ data::TokenData load_data(const TrainOptions& o) {
                           " holds llm.c token ids, which zero has no tokenizer to show as text: leave --sample out, or give --sample 0"));
   }
   return d;
+}
+
+// Every rank must train on the same tokens. Ranks that read different files (a path that holds
+// other contents on another host, a file rewritten between the ranks' reads, /proc/self/status)
+// would each train on data of their own, and the run would mean nothing without a word: so each
+// rank hashes what it read, and the sizes and SHA-256s are gathered and set against rank 0's, as
+// the ranks agree on the layout (check_ranks_agree) before the first collective of a step.
+void check_ranks_agree_on_data(std::span<const std::uint16_t> tokens, const std::string& path, Communicator& comm) {
+  if (comm.size() == 1) return;
+  struct Identity {
+    std::uint64_t count;
+    char sha256[64];
+  };
+  Identity mine{tokens.size(), {}};
+  const std::string hex = sha256_hex(tokens.data(), tokens.size_bytes());
+  std::copy_n(hex.data(), sizeof mine.sha256, mine.sha256);
+  std::vector<Identity> all(comm.size());
+  comm.all_gather_bytes(&mine, sizeof mine, all.data());
+  auto same = [&](const Identity& a) { return a.count == all[0].count && std::equal(a.sha256, a.sha256 + 64, all[0].sha256); };
+  if (std::all_of(all.begin(), all.end(), same)) return;
+  std::string ranks;
+  for (int r = 0; r < comm.size(); ++r) {
+    if (r > 0 && same(all[r])) continue;
+    ranks += cat(r == 0 ? "" : "; ", "rank ", r, ": ", all[r].count, " tokens, sha256 ", std::string(all[r].sha256, 16), "...");
+  }
+  throw ConfigError(cat("[data] the ranks read different data from ", path, " (", ranks, "): give every rank the same file (on ",
+                        "several machines the same contents at the same path), and do not change it while the run starts"));
 }
 
 RankFigures figures(const Ledger& ledger, const Traffic& traffic, float loss) {
@@ -77,6 +105,14 @@ std::string generate(const GptShape& shape, std::vector<float> weights, std::spa
     p = decoder.feed(tok);
   }
   return data::printable_text(data::ByteTokenizer::decode(out));
+}
+
+// The error for a run that diverged: `what` happened; the advice fits the learning rate in use
+// (lowering a rate of 0 is no advice).
+TrainingError diverged(const std::string& what, double lr) {
+  const std::string advice = lr > 0 ? "Lower the learning rate (optimizer.params.lr, --lr), keep gradient_clipping on, or warm the learning rate up longer"
+                                    : "The learning rate was 0 at this step, so the data or the initial weights overflow: check the data and fp16 settings (use bf16, or a dynamic fp16 loss scale)";
+  return TrainingError(cat("[train] ", what, ": training diverged. ", advice));
 }
 
 void check_device(const std::string& device) {
@@ -166,8 +202,9 @@ void check_plan_fits(const TrainConfig& c, int world_size, const std::string& ba
   Capacity per_node = capacity;
   if (capacity.host) per_node.host = *capacity.host * static_cast<std::uint64_t>(in.ranks_per_node);
   const EstimateReport report = make_report(in, per_node, std::nullopt);
-  throw OutOfMemoryError(cat("[train] this run needs ", format_bytes(p.device.total()), " of device memory per rank (stage ",
-                             plan_label(in.zero), ") but the device has ", format_bytes(*capacity.device),
+  throw OutOfMemoryError(cat("[train] this run needs ", format_bytes_beside(p.device.total(), *capacity.device),
+                             " of device memory per rank (stage ", plan_label(in.zero), ") but the device has ",
+                             format_bytes_beside(*capacity.device, p.device.total()),
                              ". Nothing was allocated. The planner's table:\n", format_report(report)));
 }
 
@@ -213,6 +250,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   checkpoint_options.data_path = o.data_path;
   TrainCheckpoints checkpoints(checkpoint_options, c, comm, comm.rank() == 0 ? o.on_note : nullptr);  // --save, --resume: checked first
   const data::TokenData tokens = load_data(o);
+  check_ranks_agree_on_data(tokens.tokens, o.data_path, comm);
   const int T = c.model.shape.seq_len, B = c.micro_batch_size, A = c.gradient_accumulation_steps;
   const data::TokenSplit split = data::split_tokens(tokens, c.data.val_fraction, T);
   const data::TokenBatches batches(split.train, T, c.data.seed);
@@ -279,19 +317,30 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     double loss = 0;
     for (const RankFigures& f : m.ranks) loss += f.loss;
     m.loss = static_cast<float>(loss / comm.size());
-    if (!std::isfinite(m.loss)) {  // the same on every rank: every rank stops here
-      throw Error(cat("[train] the loss is ", m.loss, " at step ", m.step, ": training diverged. Lower the learning ",
-                      "rate (optimizer.params.lr, --lr), keep gradient_clipping on, or warm the learning rate up longer"));
+    // The same on every rank (the loss is the mean over ranks, the norm the global one): every
+    // rank stops here, before the step is saved. A non-finite gradient norm on an applied step
+    // has put inf or nan into the weights; the loss would show it only at the next step, and
+    // after the last step there is none.
+    if (!std::isfinite(m.loss)) throw diverged(cat("the loss is ", m.loss, " at step ", m.step), m.lr);
+    if (!m.skipped && !std::isfinite(m.grad_norm)) {
+      throw diverged(cat("the gradient norm is ", m.grad_norm, " at step ", m.step, " (its update made the weights non-finite)"), m.lr);
     }
     m.tokens_per_second = tokens_per_step / m.step_seconds;
     if (step > first_step || c.train_steps == first_step + 1) timed += m.step_seconds;
     result.losses.push_back(m.loss);
-    if (windows && o.eval_every > 0 && (step + 1) % o.eval_every == 0) m.val_loss = validation_loss(*windows, gpt, engine, comm);
+    if (windows && o.eval_every > 0 && (step + 1) % o.eval_every == 0) {
+      m.val_loss = validation_loss(*windows, gpt, engine, comm);
+      if (!std::isfinite(m.val_loss)) throw diverged(cat("the validation loss is ", m.val_loss, " after step ", m.step), m.lr);
+    }
     if (comm.rank() == 0) {
       result.final_ranks = m.ranks;
       if (o.on_step) o.on_step(m);
     }
-    checkpoints.after_step(engine, step + 1, m.loss, train_tokens, step + 1 == c.train_steps);
+    const bool last = step + 1 == c.train_steps;
+    if (checkpoints.due(step + 1, last) && !engine.parameters_finite()) {  // never a checkpoint of diverged weights
+      throw diverged(cat("the weights after step ", m.step, " are not all finite (no checkpoint of them was written)"), m.lr);
+    }
+    checkpoints.after_step(engine, step + 1, m.loss, train_tokens, last);
   }
   engine.synchronize();  // the delayed update's last step lands
   result.skipped_steps = engine.skipped_steps();
@@ -299,7 +348,13 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   result.mean_step_seconds = timed / std::max<std::int64_t>(1, c.train_steps - first_step - 1);
   result.tokens_per_second = tokens_per_step / result.mean_step_seconds;
   if (windows) result.final_val_loss = validation_loss(*windows, gpt, engine, comm);
+  if (windows && !std::isfinite(result.final_val_loss)) {
+    throw diverged(cat("the validation loss after the last step (", c.train_steps, ") is ", result.final_val_loss), c.adam.lr);
+  }
   std::vector<float> weights = engine.full_parameters();  // a collective in stage 3
+  if (!std::all_of(weights.begin(), weights.end(), [](float w) { return std::isfinite(w); })) {
+    throw diverged(cat("the weights after the last step (", c.train_steps, ") are not all finite"), c.adam.lr);
+  }
   result.weights_sha256 = sha256_hex(weights.data(), weights.size() * sizeof(float));
   if (o.sample_chars > 0 && tokens.format == "text" && comm.rank() == 0) {  // byte-level text: the sample is readable
     const auto prompt = split.validation.empty() ? split.train.first(T / 2) : split.validation.first(T / 2);

@@ -91,6 +91,15 @@ inline SizeResult train_on_size(Communicator& comm, std::size_t bytes, const std
   return r;
 }
 
+// The text each rank of the identity tests reads (issue 21): rank 0 the license prefix of `bytes`
+// bytes; the last rank, when `differ`, the same size with one byte changed at `at` (size and
+// vocabulary agree, only the contents differ), or a longer prefix when `at` is past the end.
+inline std::string rank_text(std::size_t bytes, bool last_rank_differs, std::size_t at) {
+  std::string text = license_prefix(at < bytes ? bytes : bytes + 97);
+  if (last_rank_differs && at < bytes) text[at] = text[at] == 'x' ? 'y' : 'x';
+  return last_rank_differs ? text : license_prefix(bytes);
+}
+
 inline void write_text_file(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
 }

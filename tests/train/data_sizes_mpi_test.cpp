@@ -30,5 +30,21 @@ TEST(DataSizesMpi, SizesUpTo100KBTrainWithAValidationLoss) {
   std::filesystem::remove(path);
 }
 
+// Processes that read different data (here the last rank's file has one byte changed) stop at
+// start-up, each with the error naming the file; the same contents on every rank train.
+TEST(DataIdentityMpi, ProcessesThatReadDifferentDataStop) {
+  Communicator& comm = world();
+  constexpr std::size_t kBytes = 20000;
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            cat("zero_data_identity_mpi_", ::getpid(), "_rank", comm.rank(), ".txt")).string();
+  for (bool differ : {true, false}) {
+    testing::write_text_file(path, testing::rank_text(kBytes, differ && comm.rank() == comm.size() - 1, kBytes / 3));
+    const std::string error = testing::train_on_size(comm, kBytes, path, 0.05).error;
+    if (differ) EXPECT_NE(error.find("[data] the ranks read different data from "), std::string::npos) << error;
+    else EXPECT_EQ(error, "");
+  }
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace zero

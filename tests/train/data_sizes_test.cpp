@@ -83,5 +83,42 @@ TEST(DataSizes, WithoutAValidationSplitThereIsNoValidationLoss) {
   }
 }
 
+// Ranks that read different data stop at start-up, every one of them, with an error naming the
+// file and each rank that differs from rank 0 (once they each trained on their own file without a
+// word). Swept over the world size, where the byte differs (first, middle, last) and a file of
+// another length; the same file on every rank trains.
+TEST(DataIdentity, RanksThatReadDifferentDataStopNamingTheFile) {
+  const TempDir dir;
+  constexpr std::size_t kBytes = 20000;
+  for (int ranks : {2, 3, 4}) {
+    for (std::size_t at : {std::size_t{0}, kBytes / 2, kBytes - 1, kBytes}) {
+      for (bool differ : {true, false}) {
+        std::vector<std::string> errors(ranks);
+        ThreadWorld world(ranks);
+        world.run([&](int r) {
+          Ledger ledger;
+          auto comm = world.communicator(r, &ledger);
+          const std::string path = dir.file(cat("rank", r, ".txt"));
+          testing::write_text_file(path, testing::rank_text(kBytes, differ && r == ranks - 1, at));
+          errors[r] = testing::train_on_size(*comm, kBytes, path, 0.05).error;
+        });
+        for (int r = 0; r < ranks; ++r) {
+          SCOPED_TRACE(cat(ranks, " ranks, byte ", at, differ ? ", last rank differs" : ", same data", ", rank ", r));
+          if (!differ) {
+            EXPECT_EQ(errors[r], "");
+            continue;
+          }
+          EXPECT_NE(errors[r].find("[data] the ranks read different data from "), std::string::npos) << errors[r];
+          EXPECT_NE(errors[r].find(cat("rank ", ranks - 1, ": ", at < kBytes ? kBytes : testing::license_prefix(kBytes + 97).size(),
+                                       " tokens, sha256 ")), std::string::npos) << errors[r];
+          for (int same = 1; same < ranks - 1; ++same) {
+            EXPECT_EQ(errors[r].find(cat("rank ", same, ":")), std::string::npos) << "only ranks that differ are named: " << errors[r];
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace zero
