@@ -154,7 +154,6 @@ TEST(CommSplit, AFailingRankFailsTheSubWorlds) {
   const int n = 4;
   ThreadWorld world(n, with_timeout(20s));
   std::vector<std::string> messages(n);
-  const auto start = Clock::now();
   EXPECT_THROW(world.run([&](int r) {
     auto comm = world.communicator(r);
     auto half = comm->split(r % 2, r);
@@ -166,8 +165,10 @@ TEST(CommSplit, AFailingRankFailsTheSubWorlds) {
       messages[r] = e.what();
     }
   }), std::runtime_error);
-  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 5.0);
+  // Failed by the abort (the message names the failed rank), not by the 20 s timeout (whose
+  // message says "timed out"): asserted on the message, not on a wall-clock time.
   EXPECT_NE(messages[0].find("rank 2 failed"), std::string::npos) << messages[0];
+  EXPECT_EQ(messages[0].find("timed out"), std::string::npos) << messages[0];
 }
 
 TEST(CommSplit, SelfSplitsIntoItself) {
@@ -229,8 +230,9 @@ TEST(CommTimeout, SetTimeoutFailsACollectiveOneRankNeverJoins) {
     EXPECT_NE(messages[r].find("[comm] order check before reduce_scatter of 40 B per rank in 3 pieces"), std::string::npos);
     EXPECT_NE(messages[r].find("step 2"), std::string::npos);
     EXPECT_NE(messages[r].find("200 ms"), std::string::npos);
-    EXPECT_GE(seconds[r], 0.15);
-    EXPECT_LT(seconds[r], 3.0) << "the set timeout, not the 20 s one";
+    EXPECT_GE(seconds[r], 0.15) << "a timeout never fires before it is due (a steady clock)";
+    // The set timeout, not the 20 s one: the message names the 200 ms (no wall-clock upper bound,
+    // which a loaded machine can pass).
   }
 }
 

@@ -368,8 +368,7 @@ TEST_P(ThreadCommFailure, MissingRankTimesOutNamingOpAndRank) {
     EXPECT_NE(messages[r].find("timed out"), std::string::npos);
     EXPECT_NE(messages[r].find("waiting for ranks " + std::to_string(missing) + ":"), std::string::npos)
         << "names exactly the missing rank";
-    EXPECT_GE(seconds[r], 0.25);
-    EXPECT_LT(seconds[r], 3.0);
+    EXPECT_GE(seconds[r], 0.25) << "a timeout never fires before it is due (a steady clock)";
   }
 }
 
@@ -380,8 +379,6 @@ TEST_P(ThreadCommFailure, ThrowingRankFailsOthersAndRunRethrowsTheOriginal) {
   const int thrower = n - 1;
   ThreadWorld world(n, options_with_timeout(20s));
   std::vector<std::string> messages(n);
-  std::vector<double> seconds(n, 0.0);
-  const auto start = Clock::now();
   try {
     world.run([&](int rank) {
       auto comm = world.communicator(rank);
@@ -395,7 +392,6 @@ TEST_P(ThreadCommFailure, ThrowingRankFailsOthersAndRunRethrowsTheOriginal) {
         comm->all_reduce(data);
       } catch (const CommError& e) {
         messages[rank] = e.what();
-        seconds[rank] = std::chrono::duration<double>(Clock::now() - start).count();
         throw;
       }
       ADD_FAILURE() << "rank " << rank << "'s all_reduce succeeded without the thrower";
@@ -409,7 +405,7 @@ TEST_P(ThreadCommFailure, ThrowingRankFailsOthersAndRunRethrowsTheOriginal) {
   for (int r = 0; r < n; ++r) {
     if (r == thrower) continue;
     EXPECT_NE(messages[r].find("rank " + std::to_string(thrower) + " failed: boom"), std::string::npos) << messages[r];
-    EXPECT_LT(seconds[r], 5.0) << "failed by the abort, not by the 20 s timeout";
+    EXPECT_EQ(messages[r].find("timed out"), std::string::npos) << "failed by the abort, not by the 20 s timeout: " << messages[r];
   }
 }
 
@@ -444,7 +440,6 @@ TEST_P(ThreadCommFailure, DifferentCollectivesOnDifferentRanksFail) {
   const int n = world();
   ThreadWorld world(n, options_with_timeout(20s));
   std::vector<std::string> messages(n);
-  const auto start = Clock::now();
   world.run([&](int rank) {
     auto comm = world.communicator(rank);
     std::vector<float> big(n * 8, 1.0f), small(8, 1.0f);
@@ -458,8 +453,8 @@ TEST_P(ThreadCommFailure, DifferentCollectivesOnDifferentRanksFail) {
       messages[rank] = e.what();
     }
   });
-  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 5.0);
   for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(messages[r].find("timed out"), std::string::npos) << "found at the rendezvous, not by the timeout: " << messages[r];
     EXPECT_NE(messages[r].find("different"), std::string::npos) << "rank " << r << ": " << messages[r];
     EXPECT_NE(messages[r].find("all_gather"), std::string::npos) << messages[r];
     EXPECT_NE(messages[r].find("reduce_scatter"), std::string::npos) << messages[r];

@@ -23,7 +23,7 @@ TEST_P(MpiDivergence, AnExtraMicroBatchOnTheLastRankStopsEveryRankNamingTheUnit)
   std::unique_ptr<Communicator> comm = world().split(0, world().rank());
   const testing::DivergenceResult result = testing::run_divergent(GetParam(), Detour::kExtraMicroBatch, *comm);
   const std::string& m = result.message;
-  EXPECT_LT(result.seconds, 20.0) << m;  // not the 60 s timeout
+  EXPECT_FALSE(contains(m, "timed out")) << m;  // found by the order check, not the 60 s timeout
   EXPECT_TRUE(contains(m, "[comm] the ranks issued different collectives")) << m;
   EXPECT_TRUE(contains(m, "rank " + std::to_string(comm->size() - 1) + " issued")) << m;
   EXPECT_TRUE(contains(m, "for unit ") && contains(m, "(step 1, micro-batch 2)")) << m;
@@ -39,7 +39,7 @@ INSTANTIATE_TEST_SUITE_P(Stages, MpiDivergence, ::testing::Values(0, 1, 2, 3));
 TEST(MpiDivergence, AnExtraEvaluationInStage3NamesTheGatheredUnit) {
   std::unique_ptr<Communicator> comm = world().split(0, world().rank());
   const testing::DivergenceResult result = testing::run_divergent(3, Detour::kExtraEvaluation, *comm);
-  EXPECT_LT(result.seconds, 20.0) << result.message;
+  EXPECT_FALSE(contains(result.message, "timed out")) << result.message;
   EXPECT_TRUE(contains(result.message, "rank " + std::to_string(comm->size() - 1) + " issued all_gather")) << result.message;
   EXPECT_TRUE(contains(result.message, "for unit ")) << result.message;
 }

@@ -32,7 +32,7 @@ TEST_P(Divergence, AnExtraMicroBatchOnOneRankStopsEveryRankNamingTheUnit) {
   for (int r = 0; r < n; ++r) {
     const std::string& m = results[r].message;
     SCOPED_TRACE("rank " + std::to_string(r) + ": " + m);
-    EXPECT_LT(results[r].seconds, 10.0);  // not the 60 s timeout
+    EXPECT_FALSE(contains(m, "timed out")) << m;  // found by the order check, not the 60 s timeout
     EXPECT_TRUE(contains(m, "[comm] the ranks issued different collectives")) << m;
     EXPECT_TRUE(contains(m, odd)) << m;
     EXPECT_TRUE(contains(m, n == 2 ? "rank 0 issued" : "ranks 0, 1")) << m;
@@ -51,7 +51,7 @@ TEST(Divergence, AnExtraEvaluationInStage3NamesTheGatheredUnit) {
   for (int r = 0; r < n; ++r) {
     const std::string& m = results[r].message;
     SCOPED_TRACE("rank " + std::to_string(r) + ": " + m);
-    EXPECT_LT(results[r].seconds, 10.0);
+    EXPECT_FALSE(contains(m, "timed out")) << m;
     EXPECT_TRUE(contains(m, "the ranks issued different collectives")) << m;
     EXPECT_TRUE(contains(m, "rank 2 issued all_gather")) << m;
     EXPECT_TRUE(contains(m, "for unit ")) << m;
