@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "common/error.h"
 #include "common/input_file.h"
@@ -99,6 +100,15 @@ int create_temp(const NamedPath& out, const std::string& target, std::string& te
   return fd;
 }
 
+void write_all(const NamedPath& out, int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(out, cat("could not be written (", std::strerror(errno), "): check the disk space"));
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
 std::string checked_target(const NamedPath& out, const std::vector<NamedPath>& inputs) {
   const std::string target = resolve_target(out);
   check_directory(out, target);
@@ -143,12 +153,7 @@ OutputFile::~OutputFile() {
 
 void OutputFile::write(std::string_view bytes) {
   ZERO_CHECK(fd_ >= 0 && !committed_, "write to ", out_.path, " after commit");
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(out_, cat("could not be written (", std::strerror(errno), "): check the disk space"));
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
+  write_all(out_, fd_, bytes);
 }
 
 void OutputFile::commit() {
@@ -173,6 +178,45 @@ void write_output_file(const NamedPath& out, std::string_view bytes, const std::
   OutputFile file(out, inputs);
   file.write(bytes);
   file.commit();
+}
+
+OutputLog::OutputLog(const NamedPath& out, const std::vector<NamedPath>& inputs, bool append)
+    : out_(out), inputs_(inputs), target_(check_output_path(out, inputs)), append_(append) {}
+
+OutputLog::~OutputLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+// Opened without O_TRUNC and checked through the descriptor before it is emptied: whatever was
+// put at the path since the start-up check (a device, a FIFO, an input), nothing of it is lost.
+// O_NONBLOCK: a FIFO put there does not block the open.
+void OutputLog::open() {
+  resolve_target(out_);
+  const int fd = ::open(target_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
+  if (fd < 0) fail(out_, cat("cannot be written (", std::strerror(errno), "): check that its directory is writable"));
+  struct Closer {  // until every check has passed
+    int fd;
+    ~Closer() {
+      if (fd >= 0) ::close(fd);
+    }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    fail(out_, "is no longer a regular file: something replaced it during the run; name a regular file or a new path");
+  }
+  check_not_input(out_, target_, inputs_);
+  if (!append_ && ::ftruncate(fd, 0) != 0) fail(out_, cat("could not be emptied (", std::strerror(errno), ")"));
+  ::fcntl(fd, F_SETFL, O_APPEND);  // blocking writes from here
+  fd_ = std::exchange(closer.fd, -1);
+}
+
+void OutputLog::write(std::string_view bytes) {
+  if (fd_ < 0) open();
+  write_all(out_, fd_, bytes);
+}
+
+void OutputLog::sync() {
+  if (fd_ >= 0 && ::fsync(fd_) != 0) fail(out_, cat("could not be written to the disk (", std::strerror(errno), ")"));
 }
 
 }  // namespace zero

@@ -52,6 +52,33 @@ class OutputFile {
   bool committed_ = false;
 };
 
+// An output that grows while the run goes (--metrics: a line per step). Its path is checked as
+// OutputFile checks it, when it is made; the file itself is opened at the first write (a run that
+// fails before that leaves an earlier file as it was), truncated unless `append`, and checked
+// again through the open descriptor (a regular file, none of the inputs). Each write goes to the
+// kernel at once, so a run killed later keeps every line written before it died; the file is not
+// atomic: a reader may see it grow.
+class OutputLog {
+ public:
+  OutputLog(const NamedPath& out, const std::vector<NamedPath>& inputs = {}, bool append = false);
+  ~OutputLog();
+  OutputLog(const OutputLog&) = delete;
+  OutputLog& operator=(const OutputLog&) = delete;
+
+  void write(std::string_view bytes);  // zero::Error naming the file on failure (disk full)
+  void sync();                         // to the disk (at the end of the run)
+  const std::string& path() const { return out_.path; }
+
+ private:
+  void open();
+
+  NamedPath out_;
+  std::vector<NamedPath> inputs_;
+  std::string target_;  // out_.path with a symlink resolved
+  bool append_ = false;
+  int fd_ = -1;
+};
+
 // An OutputFile written whole and committed.
 void write_output_file(const NamedPath& out, std::string_view bytes, const std::vector<NamedPath>& inputs = {});
 

@@ -202,6 +202,49 @@ TEST(OutputFile, ConcurrentWritersOfOnePathEachPublishTheirOwnWholeFile) {
   EXPECT_EQ(dir.names(), std::vector<std::string>{"same.jsonl"});
 }
 
+// --metrics grows a line per step (issue 21): what is written is in the file at once, so a run
+// killed later keeps it; nothing happens to an earlier file until the first line.
+TEST(OutputLog, EachWriteIsInTheFileAtOnceAndAnEarlierFileStaysUntilTheFirst) {
+  const TempDir dir;
+  spit(dir / "m.jsonl", "earlier run\n");
+  {
+    OutputLog log({"--metrics", dir / "m.jsonl"});
+    EXPECT_EQ(slurp(dir / "m.jsonl"), "earlier run\n");  // a run that fails before its first step changes nothing
+    log.write("step 1\n");
+    EXPECT_EQ(slurp(dir / "m.jsonl"), "step 1\n");
+    log.write("step 2\n");
+    EXPECT_EQ(slurp(dir / "m.jsonl"), "step 1\nstep 2\n");  // before any sync or close
+  }
+  {
+    OutputLog resumed({"--metrics", dir / "m.jsonl"}, {}, true);
+    resumed.write("step 3\n");
+    resumed.sync();
+  }
+  EXPECT_EQ(slurp(dir / "m.jsonl"), "step 1\nstep 2\nstep 3\n");
+  EXPECT_EQ(dir.names(), std::vector<std::string>{"m.jsonl"});  // no temporary file
+}
+
+TEST(OutputLog, RefusesWhatOutputFileRefusesAndWhatAppearsAtThePathLater) {
+  const TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  const std::string at_start = error_of([&] { OutputLog log({"--metrics", dir / "fifo"}); });
+  EXPECT_NE(at_start.find("[output] --metrics " + (dir / "fifo") + " is a FIFO (named pipe)"), std::string::npos) << at_start;
+  spit(dir / "data.txt", "precious");
+  const std::vector<NamedPath> inputs = {{"the data file", dir / "data.txt"}};
+  EXPECT_NE(error_of([&] { OutputLog log({"--metrics", dir / "data.txt"}, inputs); }).find("is the same file as the data file"),
+            std::string::npos);
+  // Checked at the start, then replaced by a FIFO or made an input before the first line: refused
+  // then, without blocking on the FIFO and without emptying the input.
+  OutputLog later_fifo({"--metrics", dir / "m.jsonl"});
+  ASSERT_EQ(::mkfifo((dir / "m.jsonl").c_str(), 0600), 0);
+  EXPECT_NE(error_of([&] { later_fifo.write("x\n"); }).find("is a FIFO"), std::string::npos);
+  OutputLog later_input({"--metrics", dir / "n.jsonl"}, inputs);
+  fs::create_hard_link(dir / "data.txt", dir / "n.jsonl");
+  EXPECT_NE(error_of([&] { later_input.write("x\n"); }).find("is the same file as the data file"), std::string::npos);
+  EXPECT_NE(error_of([&] { later_input.write("y\n"); }).find("is the same file as the data file"), std::string::npos);
+  EXPECT_EQ(slurp(dir / "data.txt"), "precious");
+}
+
 TEST(NumberText, ReadsNumbersOfAnyLengthWithoutThrowing) {
   EXPECT_EQ(*parse_decimal("80"), 80.0L);
   EXPECT_EQ(*parse_decimal("1.5e3"), 1500.0L);
