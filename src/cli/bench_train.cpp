@@ -403,7 +403,7 @@ int bench_train_main(const std::vector<std::string>& args) {
                                                                              : std::vector<bool>{flags.has("activation-checkpointing")};
   planned_world(flags, true);
   check_output_paths({{"--json", json_path}});
-  if (wants_mpi_job(flags)) relaunch_under_mpirun(flags, {"bench", "train"}, args);
+  if (wants_mpi_job(flags)) return relaunch_under_mpirun(flags, {"bench", "train"}, args);
   return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
     nlohmann::json results = nlohmann::json::array();
     if (comm.rank() == 0) {

@@ -3,19 +3,23 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
+#include "cli/stop_signal.h"
 #include "comm/thread_world.h"
 #include "common/error.h"
 
 namespace zero::cli {
-
 int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&)>& per_rank) {
   std::string backend = flags.get("comm");
   int launched = 1;
@@ -84,7 +88,7 @@ bool wants_mpi_job(const Flags& flags) {
   return flags.get("comm") == "auto" && !under_mpi && flags.get_int("ranks", 1, 4096) > 1;
 }
 
-void relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& command, const std::vector<std::string>& args) {
+int relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& command, const std::vector<std::string>& args) {
   const long long n = flags.get_int("ranks", 1, 4096);
   std::vector<std::string> cmd = {"mpirun", "--oversubscribe", "-np", std::to_string(n)};
   if (geteuid() == 0) cmd.insert(cmd.begin() + 1, "--allow-run-as-root");
@@ -109,8 +113,24 @@ void relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& c
   for (auto& s : cmd) argv.push_back(s.data());
   argv.push_back(nullptr);
   std::fflush(stdout);
-  execvp("mpirun", argv.data());
-  throw Error("[cli] could not start mpirun (is Open MPI installed? run scripts/setup.sh), or run under mpirun yourself");
+  std::fflush(stderr);
+  // mpirun runs as a child, not in this process's place: this process stays to forward a stop
+  // request as the signal mpirun passes on to the ranks (stop_signal.h), and returns its exit code.
+  const pid_t child = ::fork();
+  if (child < 0) throw Error(cat("[cli] could not start mpirun: fork failed (", std::strerror(errno), ")"));
+  if (child == 0) {
+    ::signal(SIGTERM, SIG_DFL);
+    ::signal(SIGUSR1, SIG_DFL);
+    execvp("mpirun", argv.data());
+    std::fprintf(stderr, "zero: [cli] could not start mpirun (is Open MPI installed? run scripts/setup.sh), or run under mpirun yourself\n");
+    _exit(127);
+  }
+  forward_stop_signals(child);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
 }
 
 }  // namespace zero::cli

@@ -17,11 +17,12 @@ namespace zero::cli {
 // Each rank gets its ledger, which its communicator's scratch is also accounted in.
 int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&)>& per_rank);
 
-// For `--ranks N` outside mpirun: replaces this process with `mpirun -np N zero <command> <args>`
-// (without --ranks and --comm, plus --comm mpi), giving each rank cores / N OpenMP and OpenBLAS
-// threads. Does not return; throws if mpirun cannot be started.
-[[noreturn]] void relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& command,
-                                        const std::vector<std::string>& args);
+// For `--ranks N` outside mpirun: runs `mpirun -np N zero <command> <args>` (without --ranks and
+// --comm, plus --comm mpi) as a child, giving each rank cores / N OpenMP and OpenBLAS threads,
+// forwards SIGTERM/SIGUSR1 to it as a stop request (stop_signal.h), and returns its exit code
+// (128 + the signal's number if a signal ended it). Throws if it cannot fork; exit 127 if
+// mpirun cannot be started.
+int relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& command, const std::vector<std::string>& args);
 
 // The world the flags ask for, as the launching process sees it before any rank starts: its size
 // (--ranks, or the size of the mpirun job this process is part of) and its backend. Commands use
