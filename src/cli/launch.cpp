@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,15 +117,18 @@ int relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& co
   std::fflush(stderr);
   // mpirun runs as a child, not in this process's place: this process stays to forward a stop
   // request as the signal mpirun passes on to the ranks (stop_signal.h), and returns its exit code.
+  const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) throw Error(cat("[cli] could not start mpirun: fork failed (", std::strerror(errno), ")"));
   if (child == 0) {
-    ::signal(SIGTERM, SIG_DFL);
-    ::signal(SIGUSR1, SIG_DFL);
+    ::setpgid(0, 0);  // a signal to the launching process's group reaches mpirun only as forwarded
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // this process killed (SIGKILL): mpirun ends the job
+    if (::getppid() != parent) _exit(1);
     execvp("mpirun", argv.data());
     std::fprintf(stderr, "zero: [cli] could not start mpirun (is Open MPI installed? run scripts/setup.sh), or run under mpirun yourself\n");
     _exit(127);
   }
+  ::setpgid(child, child);  // here too: whichever of the two runs first
   forward_stop_signals(child);
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {

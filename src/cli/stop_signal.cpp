@@ -25,14 +25,23 @@ std::int64_t now_ns() {
   return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec + 1;  // never 0
 }
 
+// In the launching process: `sig` to mpirun, which kills the job on it; once, since a second
+// SIGINT/SIGTERM/SIGHUP within 5 s makes Open MPI's mpirun exit without killing its ranks.
+void kill_job(int sig) {
+  const pid_t child = forward_to.load();
+  if (child > 0 && !forwarded_kill.exchange(true)) ::kill(child, sig);
+}
+
+void on_kill_signal(int sig) {
+  const int saved_errno = errno;
+  kill_job(sig);
+  errno = saved_errno;
+}
+
 // A second request: in a rank, the signal's default action now; in the launching process, one
 // SIGTERM to mpirun, which then kills the ranks.
 void stop_now(int sig) {
-  const pid_t child = forward_to.load();
-  if (child > 0) {
-    if (!forwarded_kill.exchange(true)) ::kill(child, SIGTERM);
-    return;
-  }
+  if (forward_to.load() > 0) return kill_job(SIGTERM);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -51,9 +60,9 @@ void on_stop_signal(int sig) {
   errno = saved_errno;
 }
 
-void handle(int sig) {
+void handle(int sig, void (*handler)(int)) {
   struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
+  sa.sa_handler = handler;
   sigemptyset(&sa.sa_mask);
   sigaddset(&sa.sa_mask, SIGTERM);  // one handler at a time in a thread
   sigaddset(&sa.sa_mask, SIGUSR1);
@@ -64,8 +73,8 @@ void handle(int sig) {
 }  // namespace
 
 void install_stop_handlers() {
-  handle(SIGTERM);
-  handle(SIGUSR1);
+  handle(SIGTERM, on_stop_signal);
+  handle(SIGUSR1, on_stop_signal);
 }
 
 int stop_signal() { return first_ns.load() != 0 ? first_signal.load() : 0; }
@@ -81,7 +90,8 @@ const char* stop_signal_name(int signal) {
 void forward_stop_signals(pid_t child) {
   forward_to.store(child);
   install_stop_handlers();
-  ::signal(SIGINT, SIG_IGN);
+  handle(SIGINT, on_kill_signal);  // Ctrl-C: the job stops now
+  handle(SIGHUP, on_kill_signal);  // the terminal went away
   if (first_ns.load() != 0) ::kill(child, SIGUSR1);  // arrived before mpirun started
 }
 

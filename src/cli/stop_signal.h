@@ -31,12 +31,13 @@ int stop_signal();
 // "SIGTERM", "SIGUSR1" (or "signal N").
 const char* stop_signal_name(int signal);
 
-// For the process that started mpirun as `child`: a stop request is forwarded to it as SIGUSR1
-// (which mpirun forwards to every rank; Open MPI's mpirun answers SIGTERM by killing the job
-// within about two seconds, with no time to save), and a second request as SIGTERM, once (a
-// second SIGTERM within 5 s makes mpirun exit without killing its ranks). A request recorded
-// before the call is forwarded now. SIGINT is ignored here: the terminal sends Ctrl-C to mpirun
-// as well, which ends the job.
+// For the process that started mpirun as `child` (in a process group of its own, so that a
+// signal to this process's group, as from Ctrl-C or `timeout`, reaches mpirun only through
+// here): a stop request is forwarded to it as SIGUSR1, which mpirun forwards to every rank (Open
+// MPI's mpirun answers SIGTERM by killing the job within about two seconds, with no time to
+// save); a second request as SIGTERM, and SIGINT or SIGHUP as themselves, which kill the job:
+// one of these only (a second within 5 s makes mpirun exit without killing its ranks). A request
+// recorded before the call is forwarded now.
 void forward_stop_signals(pid_t child);
 
 }  // namespace zero::cli

@@ -3,6 +3,8 @@
 # stop signal once step 3 is printed, HOW being one of
 #   threads-term   SIGTERM to a --comm threads --ranks 2 process
 #   launcher-term  SIGTERM to `zero train --ranks 2` (the process that started mpirun)
+#   group-term     SIGTERM to the process group of `zero train --ranks 2` (as Ctrl-C or `timeout`
+#                  signal a group): mpirun, in a group of its own, gets it only as forwarded
 #   rank1-term     SIGTERM to rank 1 of that job only
 #   mpirun-usr1    SIGUSR1 to its mpirun
 #   threads-nosave SIGUSR1 to a --comm threads run without --save
@@ -25,7 +27,8 @@ common=("${world[@]}" --sample 0 --set steps_per_print=1 --set model.n_embd=32 -
 save=(--save "$dir/ck"); [ "$how" = threads-nosave ] || [ "$how" = kill9 ] && save=()
 
 : >"$dir/stopped.txt"
-"$zero" train "${common[@]}" --steps 1000000 "${save[@]}" --metrics "$dir/m.jsonl" >"$dir/stopped.txt" 2>&1 &
+session=(); [ "$how" = group-term ] && session=(setsid)  # its own process group, to signal all of it
+"${session[@]}" "$zero" train "${common[@]}" --steps 1000000 "${save[@]}" --metrics "$dir/m.jsonl" >"$dir/stopped.txt" 2>&1 &
 job=$!
 for _ in $(seq 1 240); do grep -q "^step *3/" "$dir/stopped.txt" && break; sleep 0.25; done
 grep -q "^step *3/" "$dir/stopped.txt" || { kill -9 "$job"; fail "no step 3 within 60 s"; }
@@ -37,6 +40,7 @@ descendant_with_rank() {  # the process under the job whose environment says OMP
 case $how in
   threads-term) kill -TERM "$job"; signal=SIGTERM ;;
   launcher-term) kill -TERM "$job"; signal=SIGUSR1 ;;  # what it forwards to mpirun, and mpirun to the ranks
+  group-term) kill -TERM -- "-$job"; signal=SIGUSR1 ;;
   threads-nosave) kill -USR1 "$job"; signal=SIGUSR1 ;;
   kill9) kill -9 "$job"; signal=SIGKILL ;;
   rank1-term) victim=$(descendant_with_rank 1); [ -n "$victim" ] || { kill -9 "$job"; fail "no rank 1 under $job"; }
