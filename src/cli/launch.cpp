@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -21,6 +22,30 @@
 #include "common/error.h"
 
 namespace zero::cli {
+namespace {
+
+// The cores this process may run on (its affinity mask: what Slurm, taskset or a container's
+// cpuset allow), counted as hardware threads.
+int usable_hardware_threads() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+void check_launch_size(const Flags& flags, long long n) {
+  const int threads = usable_hardware_threads();
+  const long long most = static_cast<long long>(kRanksPerHardwareThread) * threads;
+  if (n <= most || flags.has("oversubscribe")) return;
+  throw ConfigError(cat("[cli] --ranks ", n, " would start ", n, " processes on this machine (hardware threads this run may use: ",
+                        threads, "); zero starts at most ", kRanksPerHardwareThread,
+                        " ranks per hardware thread (", most, " here), because every rank holds its own copy of the model "
+                        "and data, and beyond that the ranks mostly wait for a turn on a core. Use --ranks ", most, " or fewer, run across machines (mpirun -np ", n,
+                        " --hostfile FILE zero ...), or add --oversubscribe to start them anyway"));
+}
+
+}  // namespace
+
 int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&)>& per_rank) {
   std::string backend = flags.get("comm");
   int launched = 1;
@@ -77,6 +102,7 @@ PlannedWorld planned_world(const Flags& flags, bool relaunches) {
   }
   if (comm == "auto" && relaunches) {
     const int n = static_cast<int>(flags.get_int("ranks", 1, 4096));
+    if (n > 1) check_launch_size(flags, n);
     return {n, n > 1 ? "mpi" : "threads"};  // more than one: relaunched under mpirun
   }
   if (comm == "auto") return {static_cast<int>(flags.get_int("ranks", 1, 1024)), "threads"};
