@@ -53,11 +53,12 @@ class OutputFile {
 };
 
 // An output that grows while the run goes (--metrics: a line per step). Its path is checked as
-// OutputFile checks it, when it is made; the file itself is opened at the first write (a run that
-// fails before that leaves an earlier file as it was), truncated unless `append`, and checked
-// again through the open descriptor (a regular file, none of the inputs). Each write goes to the
-// kernel at once, so a run killed later keeps every line written before it died; the file is not
-// atomic: a reader may see it grow.
+// OutputFile checks it, then the file is opened (created if absent), checked again through the
+// descriptor (a regular file, none of the inputs) and locked: a second run writing the same file
+// fails here, naming the holder's pid. An earlier file is emptied at the first write (kept and
+// appended to when `append`), so a run that fails before it leaves that file as it was (and
+// one it created is removed). Each write goes to the kernel at once, so a run killed later keeps
+// every line written before it died; the file is not atomic: a reader may see it grow.
 class OutputLog {
  public:
   OutputLog(const NamedPath& out, const std::vector<NamedPath>& inputs = {}, bool append = false);
@@ -70,12 +71,13 @@ class OutputLog {
   const std::string& path() const { return out_.path; }
 
  private:
-  void open();
+  void check_and_lock(const std::vector<NamedPath>& inputs);
 
   NamedPath out_;
-  std::vector<NamedPath> inputs_;
   std::string target_;  // out_.path with a symlink resolved
   bool append_ = false;
+  bool created_ = false;  // the file did not exist before this run
+  bool written_ = false;
   int fd_ = -1;
 };
 

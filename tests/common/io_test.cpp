@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -221,28 +222,48 @@ TEST(OutputLog, EachWriteIsInTheFileAtOnceAndAnEarlierFileStaysUntilTheFirst) {
     resumed.sync();
   }
   EXPECT_EQ(slurp(dir / "m.jsonl"), "step 1\nstep 2\nstep 3\n");
-  EXPECT_EQ(dir.names(), std::vector<std::string>{"m.jsonl"});  // no temporary file
+  { OutputLog unused({"--metrics", dir / "new.jsonl"}); }  // created, never written: removed again
+  EXPECT_EQ(dir.names(), std::vector<std::string>{"m.jsonl"});  // and no temporary file
 }
 
-TEST(OutputLog, RefusesWhatOutputFileRefusesAndWhatAppearsAtThePathLater) {
+TEST(OutputLog, RefusesWhatOutputFileRefuses) {
   const TempDir dir;
   ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
-  const std::string at_start = error_of([&] { OutputLog log({"--metrics", dir / "fifo"}); });
-  EXPECT_NE(at_start.find("[output] --metrics " + (dir / "fifo") + " is a FIFO (named pipe)"), std::string::npos) << at_start;
+  const std::string fifo = error_of([&] { OutputLog log({"--metrics", dir / "fifo"}); });
+  EXPECT_NE(fifo.find("[output] --metrics " + (dir / "fifo") + " is a FIFO (named pipe)"), std::string::npos) << fifo;
   spit(dir / "data.txt", "precious");
   const std::vector<NamedPath> inputs = {{"the data file", dir / "data.txt"}};
   EXPECT_NE(error_of([&] { OutputLog log({"--metrics", dir / "data.txt"}, inputs); }).find("is the same file as the data file"),
             std::string::npos);
-  // Checked at the start, then replaced by a FIFO or made an input before the first line: refused
-  // then, without blocking on the FIFO and without emptying the input.
-  OutputLog later_fifo({"--metrics", dir / "m.jsonl"});
-  ASSERT_EQ(::mkfifo((dir / "m.jsonl").c_str(), 0600), 0);
-  EXPECT_NE(error_of([&] { later_fifo.write("x\n"); }).find("is a FIFO"), std::string::npos);
-  OutputLog later_input({"--metrics", dir / "n.jsonl"}, inputs);
-  fs::create_hard_link(dir / "data.txt", dir / "n.jsonl");
-  EXPECT_NE(error_of([&] { later_input.write("x\n"); }).find("is the same file as the data file"), std::string::npos);
-  EXPECT_NE(error_of([&] { later_input.write("y\n"); }).find("is the same file as the data file"), std::string::npos);
   EXPECT_EQ(slurp(dir / "data.txt"), "precious");
+}
+
+// Two runs appending to one file would interleave their steps: the second is refused at once,
+// naming the first's pid, and the first's lines are untouched.
+TEST(OutputLog, ASecondRunWritingTheSameFileIsRefusedNamingTheFirst) {
+  const TempDir dir;
+  int ready[2], done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  const pid_t first = ::fork();
+  ASSERT_GE(first, 0);
+  if (first == 0) {  // the first run: holds the file until told to end
+    OutputLog log({"--metrics", dir / "m.jsonl"});
+    log.write("first\n");
+    char c = 1;
+    (void)!::write(ready[1], &c, 1);
+    (void)!::read(done[0], &c, 1);
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  const std::string e = error_of([&] { OutputLog second({"--metrics", dir / "m.jsonl"}); });
+  (void)!::write(done[1], &c, 1);
+  int status = 0;
+  ::waitpid(first, &status, 0);
+  EXPECT_NE(e.find("[output] --metrics " + (dir / "m.jsonl") + " is being written by another run (pid " + std::to_string(first) + ")"),
+            std::string::npos) << e;
+  EXPECT_EQ(slurp(dir / "m.jsonl"), "first\n");
 }
 
 TEST(NumberText, ReadsNumbersOfAnyLengthWithoutThrowing) {
