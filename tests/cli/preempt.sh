@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# preempt.sh DIR ZERO HOW: a run of (practically) endless steps with --save and --metrics gets a
+# preempt.sh DIR ZERO HOW [FLAGS...]: a run of (practically) endless steps with --save and --metrics gets a
 # stop signal once step 3 is printed, HOW being one of
 #   threads-term   SIGTERM to a --comm threads --ranks 2 process
 #   launcher-term  SIGTERM to `zero train --ranks 2` (the process that started mpirun)
@@ -18,12 +18,12 @@
 # --metrics file ends with a straight K+3-step run's weights (SHA-256), the metrics file then
 # holding steps 1..K+3.
 set -u
-dir=$1; zero=$2; how=$3
+dir=$1; zero=$2; how=$3; shift 3  # the rest: more flags for every run (--stage 3 --offload optimizer)
 rm -rf "$dir"; mkdir -p "$dir"
 fail() { echo "FAIL ($how): $*"; for f in "$dir"/*.txt; do echo "--- $f"; tail -n 30 "$f"; done; exit 1; }
 case $how in threads-*|kill9) world=(--comm threads --ranks 2) ;; *) world=(--ranks 2) ;; esac
 common=("${world[@]}" --sample 0 --set steps_per_print=1 --set model.n_embd=32 --set model.n_layer=2
-        --set train_micro_batch_size_per_gpu=2 --stage 2)
+        --set train_micro_batch_size_per_gpu=2 --stage 2 "$@")
 save=(--save "$dir/ck"); [ "$how" = threads-nosave ] || [ "$how" = kill9 ] && save=()
 
 : >"$dir/stopped.txt"
