@@ -9,6 +9,7 @@
 #   mpirun-usr1    SIGUSR1 to its mpirun
 #   threads-nosave SIGUSR1 to a --comm threads run without --save
 #   kill9          SIGKILL to a --comm threads run (no stop: only --metrics is checked)
+#   launcher-kill9 SIGKILL to `zero train --ranks 2`: passes when mpirun and the ranks end with it
 #   second-term    rank 1 of a --ranks 2 job SIGSTOPped, then SIGTERM twice, 3 s apart, to rank 0
 #                  (waiting for rank 1 after its step): passes when rank 0 ends by the second SIGTERM
 #                  and the job and both ranks end with it (exit neither 0 nor 75)
@@ -43,6 +44,8 @@ case $how in
   group-term) kill -TERM -- "-$job"; signal=SIGUSR1 ;;
   threads-nosave) kill -USR1 "$job"; signal=SIGUSR1 ;;
   kill9) kill -9 "$job"; signal=SIGKILL ;;
+  launcher-kill9) ranks=("$(descendant_with_rank 0)" "$(descendant_with_rank 1)" "$(pgrep -P "$job" mpirun)")
+                  kill -9 "$job"; signal=SIGKILL ;;
   rank1-term) victim=$(descendant_with_rank 1); [ -n "$victim" ] || { kill -9 "$job"; fail "no rank 1 under $job"; }
               kill -TERM "$victim"; signal=SIGTERM ;;
   second-term) ranks=("$(descendant_with_rank 0)" "$(descendant_with_rank 1)")
@@ -57,13 +60,20 @@ for _ in $(seq 1 240); do kill -0 "$job" 2>/dev/null || break; sleep 0.25; done
 kill -0 "$job" 2>/dev/null && { kill -9 "$job"; fail "still running 60 s after $signal"; }
 wait "$job"; code=$?
 
+gone() {  # every pid given has ended (or is a zombie nobody has reaped yet)
+  local p state
+  for p in "$@"; do state=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null); [ -z "$state" ] || [ "$state" = Z ] || return 1; done
+}
+if [ "$how" = launcher-kill9 ]; then
+  [ -n "${ranks[1]}" ] && [ -n "${ranks[2]}" ] || fail "no rank 1 or mpirun under the job"
+  for _ in $(seq 1 120); do gone "${ranks[@]}" && break; sleep 0.5; done
+  gone "${ranks[@]}" || { kill -9 "${ranks[@]}" 2>/dev/null; fail "mpirun or a rank still runs 60 s after zero was killed"; }
+  echo "ok: zero killed with SIGKILL: mpirun and both ranks ended with it"; exit 0
+fi
 if [ "$how" = second-term ]; then
   [ "$code" -ne 0 ] && [ "$code" -ne 75 ] || fail "a job stopped at once exited $code"
   grep -q "exited on signal 15" "$dir/stopped.txt" || fail "mpirun does not say that a rank ended by SIGTERM"
-  for p in "${ranks[@]}"; do  # gone, or a zombie nobody has reaped yet
-    state=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)
-    [ -z "$state" ] || [ "$state" = Z ] || { kill -9 "$p"; fail "rank pid $p still runs ($state)"; }
-  done
+  gone "${ranks[@]}" || { kill -9 "${ranks[@]}" 2>/dev/null; fail "a rank still runs"; }
   echo "ok: with rank 1 stopped (rank 0 waiting for it after its step), a second SIGTERM to rank 0 ended it at once," \
        "and the job with it (exit $code)"; exit 0
 fi
