@@ -298,6 +298,12 @@ int stop_code(const TrainOptions& o, const TrainResult& r) {
 int report_stop(const TrainOptions& o, const TrainResult& r) {
   const int code = stop_code(o, r);
   const std::string& dir = o.checkpoints.save_dir;
+  if (r.last_step == r.first_step) {  // stopped during the start-up
+    std::printf("stopped by %s before the first step (at step %lld of %lld): nothing new to save (exit %d)\n",
+                stop_signal_name(r.stopped_by_signal), static_cast<long long>(r.first_step),
+                static_cast<long long>(o.config.train_steps), code);
+    return code;
+  }
   std::printf("stopped by %s after step %lld of %lld; %s (exit %d)\n", stop_signal_name(r.stopped_by_signal),
               static_cast<long long>(r.last_step), static_cast<long long>(o.config.train_steps),
               dir.empty() ? "nothing saved (no --save)"
@@ -324,6 +330,7 @@ int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
   if (comm.rank() == 0) {
     print_header(c, comm);
     for (const std::string& s : o.config_overrides) std::printf("config: %s\n", s.c_str());
+    std::fflush(stdout);  // in the log now, not at the first step (the start-up can take minutes)
     if (!flags.get("metrics").empty()) {
       metrics.emplace(NamedPath{"--metrics", flags.get("metrics")}, run_inputs(flags, o), !o.checkpoints.resume.empty());
     }
@@ -335,8 +342,10 @@ int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
   }
   const TrainResult r = train(o, comm);
   if (comm.rank() != 0) return stop_code(o, r);
-  print_summary(c, r, o.data_path);
-  print_overlap(r, comm.size(), c.gradient_clipping > 0.0f);
+  if (!r.losses.empty()) {  // a run stopped during its start-up took no step
+    print_summary(c, r, o.data_path);
+    print_overlap(r, comm.size(), c.gradient_clipping > 0.0f);
+  }
   if (trace) {
     trace->write(chrome_trace_json(r.trace));
     trace->commit();

@@ -265,11 +265,16 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   result.padded_parameters = engine.layout().padded_numel();
   result.largest_unit = engine.layout().largest_unit();
   if (windows) result.first_val_loss = validation_loss(*windows, gpt, engine, comm);
+  // A stop requested during the start-up (which takes minutes for many ranks) ends the run before
+  // its first step: it has nothing new to save.
+  const int stopped_early = step_end(comm, 0, o.stop_requested ? o.stop_requested() : 0).stop_signal;
+  result.last_step = first_step;
+  result.stopped_by_signal = stopped_early;
 
   std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
   const double tokens_per_step = static_cast<double>(c.train_batch_size) * T;
   double timed = 0, first_seconds = 0;
-  for (std::int64_t step = first_step; step < c.train_steps; ++step) {
+  for (std::int64_t step = first_step; step < c.train_steps && !stopped_early; ++step) {
     const auto t0 = Clock::now();
     double loss_sum = 0;
     // Before the backward (offload may start Adam there). As DeepSpeed, the schedule advances only
@@ -327,7 +332,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   result.final_loss_scale = engine.loss_scale();
   const auto steps_run = static_cast<std::int64_t>(result.losses.size());
   result.mean_step_seconds = steps_run > 1 ? timed / static_cast<double>(steps_run - 1) : first_seconds;
-  result.tokens_per_second = tokens_per_step / result.mean_step_seconds;
+  result.tokens_per_second = result.mean_step_seconds > 0 ? tokens_per_step / result.mean_step_seconds : 0;
   // A stopped run has a grace period to live in: it skips the final evaluation and the sample.
   if (windows && !result.stopped_by_signal) result.final_val_loss = validation_loss(*windows, gpt, engine, comm);
   std::vector<float> weights = engine.full_parameters();  // a collective in stage 3

@@ -56,9 +56,9 @@ struct TrainOptions {
   Ledger* ledger = nullptr;
   bool trace = false;  // record the timeline (compute, communication, copies, CPU optimizer)
   CheckpointOptions checkpoints;                        // --save, --save-every, --keep, --resume
-  // Read by every rank at the end of each step: the number of a signal that asked the run to
-  // stop (0: none). When any rank's is non-zero, every rank stops after that step, saving the
-  // checkpoint a final step would (with --save). Null: never asked.
+  // Read by every rank before the first step and at the end of each: the number of a signal
+  // that asked the run to stop (0: none). When any rank's is non-zero, every rank stops there,
+  // after a step saving the checkpoint a final step would (with --save). Null: never asked.
   std::function<int()> stop_requested;
   std::function<void(const std::string&)> on_note;     // rank 0 only: checkpoint messages
   // Flags that replaced a value the config file gave ("--eval-every 5 overrides train_eval.every

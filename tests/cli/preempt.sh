@@ -8,6 +8,7 @@
 #   rank1-term     SIGTERM to rank 1 of that job only
 #   mpirun-usr1    SIGUSR1 to its mpirun
 #   threads-nosave SIGUSR1 to a --comm threads run without --save
+#   threads-startup   SIGTERM to a --comm threads run during its start-up: it ends before step 1
 #   kill9          SIGKILL to a --comm threads run (no stop: only --metrics is checked)
 #   launcher-kill9 SIGKILL to `zero train --ranks 2`: passes when mpirun and the ranks end with it
 #   second-term    rank 1 of a --ranks 2 job SIGSTOPped, then SIGTERM twice, 3 s apart, to rank 0
@@ -27,6 +28,22 @@ common=("${world[@]}" --sample 0 --set steps_per_print=1 --set model.n_embd=32 -
         --set train_micro_batch_size_per_gpu=2 --stage 2 "$@")
 save=(--save "$dir/ck"); [ "$how" = threads-nosave ] || [ "$how" = kill9 ] && save=()
 
+if [ "$how" = threads-startup ]; then  # a 3M-parameter GPT's first validation (200 windows) is the start-up
+  : >"$dir/stopped.txt"
+  "$zero" train "${common[@]}" --set model.n_embd=256 --set model.n_layer=4 --set data.val_fraction=0.5 --eval-batches 50 \
+    --steps 10 --save "$dir/ck" >"$dir/stopped.txt" 2>&1 &
+  job=$!
+  for _ in $(seq 1 600); do grep -q "^zero train: GPT" "$dir/stopped.txt" && break; sleep 0.1; done
+  kill -TERM "$job"
+  for _ in $(seq 1 240); do kill -0 "$job" 2>/dev/null || break; sleep 0.25; done
+  kill -0 "$job" 2>/dev/null && { kill -9 "$job"; fail "still running 60 s after SIGTERM"; }
+  wait "$job"; code=$?
+  grep -q "^stopped by SIGTERM before the first step (at step 0 of 10): nothing new to save (exit 75)$" "$dir/stopped.txt" ||
+    fail "no 'stopped by SIGTERM before the first step' line"
+  [ "$code" -eq 75 ] || fail "expected exit 75, got $code"
+  grep -q "^step" "$dir/stopped.txt" && fail "a step ran after SIGTERM"
+  echo "ok: SIGTERM during the start-up ended the run before its first step, exit 75"; exit 0
+fi
 : >"$dir/stopped.txt"
 session=(); [ "$how" = group-term ] && session=(setsid)  # its own process group, to signal all of it
 "${session[@]}" "$zero" train "${common[@]}" --steps 1000000 "${save[@]}" --metrics "$dir/m.jsonl" >"$dir/stopped.txt" 2>&1 &
