@@ -46,6 +46,7 @@ std::vector<FlagSpec> bench_flags() {
           {"warmup", "steps run before timing (per stage)", true, "2"},
           {"steps", "timed steps (per stage)", true, "6"},
           {"ranks", "data-parallel ranks: launches `mpirun -np N` itself (or N thread ranks with --comm threads)", true, "2"},
+          {"oversubscribe", "with --ranks N, start the ranks even beyond 4 per hardware thread of this machine", false, ""},
           {"comm", "backend: auto (mpi under mpirun, else launch mpirun), mpi, threads", true, "auto"},
           {"stage", "ZeRO stage 0-3, or a list such as 0,1,2,3: those stages run in turn, one step each, and are "
                     "compared with the first listed",
@@ -403,7 +404,7 @@ int bench_train_main(const std::vector<std::string>& args) {
                                                                              : std::vector<bool>{flags.has("activation-checkpointing")};
   planned_world(flags, true);
   check_output_paths({{"--json", json_path}});
-  if (wants_mpi_job(flags)) relaunch_under_mpirun(flags, {"bench", "train"}, args);
+  if (wants_mpi_job(flags)) return relaunch_under_mpirun(flags, {"bench", "train"}, args);
   return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
     nlohmann::json results = nlohmann::json::array();
     if (comm.rank() == 0) {

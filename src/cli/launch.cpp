@@ -3,18 +3,48 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
+#include "cli/stop_signal.h"
 #include "comm/thread_world.h"
 #include "common/error.h"
 
 namespace zero::cli {
+namespace {
+
+// The cores this process may run on (its affinity mask: what Slurm, taskset or a container's
+// cpuset allow), counted as hardware threads.
+int usable_hardware_threads() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+void check_launch_size(const Flags& flags, long long n) {
+  const int threads = usable_hardware_threads();
+  const long long most = static_cast<long long>(kRanksPerHardwareThread) * threads;
+  if (n <= most || flags.has("oversubscribe")) return;
+  throw ConfigError(cat("[cli] --ranks ", n, " would start ", n, " processes on this machine (hardware threads this run may use: ",
+                        threads, "); zero starts at most ", kRanksPerHardwareThread,
+                        " ranks per hardware thread (", most, " here), because every rank holds its own copy of the model "
+                        "and data, and beyond that the ranks mostly wait for a turn on a core. Use --ranks ", most, " or fewer, run across machines (mpirun -np ", n,
+                        " --hostfile FILE zero ...), or add --oversubscribe to start them anyway"));
+}
+
+}  // namespace
 
 int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&)>& per_rank) {
   std::string backend = flags.get("comm");
@@ -72,6 +102,7 @@ PlannedWorld planned_world(const Flags& flags, bool relaunches) {
   }
   if (comm == "auto" && relaunches) {
     const int n = static_cast<int>(flags.get_int("ranks", 1, 4096));
+    if (n > 1) check_launch_size(flags, n);
     return {n, n > 1 ? "mpi" : "threads"};  // more than one: relaunched under mpirun
   }
   if (comm == "auto") return {static_cast<int>(flags.get_int("ranks", 1, 1024)), "threads"};
@@ -84,7 +115,7 @@ bool wants_mpi_job(const Flags& flags) {
   return flags.get("comm") == "auto" && !under_mpi && flags.get_int("ranks", 1, 4096) > 1;
 }
 
-void relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& command, const std::vector<std::string>& args) {
+int relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& command, const std::vector<std::string>& args) {
   const long long n = flags.get_int("ranks", 1, 4096);
   std::vector<std::string> cmd = {"mpirun", "--oversubscribe", "-np", std::to_string(n)};
   if (geteuid() == 0) cmd.insert(cmd.begin() + 1, "--allow-run-as-root");
@@ -109,8 +140,27 @@ void relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& c
   for (auto& s : cmd) argv.push_back(s.data());
   argv.push_back(nullptr);
   std::fflush(stdout);
-  execvp("mpirun", argv.data());
-  throw Error("[cli] could not start mpirun (is Open MPI installed? run scripts/setup.sh), or run under mpirun yourself");
+  std::fflush(stderr);
+  // mpirun runs as a child, not in this process's place: this process stays to forward a stop
+  // request as the signal mpirun passes on to the ranks (stop_signal.h), and returns its exit code.
+  const pid_t parent = ::getpid();
+  const pid_t child = ::fork();
+  if (child < 0) throw Error(cat("[cli] could not start mpirun: fork failed (", std::strerror(errno), ")"));
+  if (child == 0) {
+    ::setpgid(0, 0);  // a signal to the launching process's group reaches mpirun only as forwarded
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // this process killed (SIGKILL): mpirun ends the job
+    if (::getppid() != parent) _exit(1);
+    execvp("mpirun", argv.data());
+    std::fprintf(stderr, "zero: [cli] could not start mpirun (is Open MPI installed? run scripts/setup.sh), or run under mpirun yourself\n");
+    _exit(127);
+  }
+  ::setpgid(child, child);  // here too: whichever of the two runs first
+  forward_stop_signals(child);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
 }
 
 }  // namespace zero::cli

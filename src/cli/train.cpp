@@ -12,6 +12,7 @@
 #include "cli/flags.h"
 #include "cli/launch.h"
 #include "cli/mfu.h"
+#include "cli/stop_signal.h"
 #include "common/error.h"
 #include "common/output_file.h"
 #include "common/trace.h"
@@ -25,6 +26,7 @@ namespace {
 std::vector<FlagSpec> train_flags() {
   return {{"config", "DeepSpeed-style JSON config (ds_config.json); without it, a small built-in GPT setup", true, ""},
           {"ranks", "data-parallel ranks: launches `mpirun -np N` itself (or N thread ranks with --comm threads)", true, "1"},
+          {"oversubscribe", "with --ranks N, start the ranks even beyond 4 per hardware thread of this machine", false, ""},
           {"comm", "backend: auto (mpi under mpirun, else launch mpirun for --ranks > 1), mpi, threads", true, "auto"},
           {"stage", "ZeRO stage 0-3 (overrides zero_optimization.stage)", true, ""},
           {"steps", "optimizer steps (overrides train_steps)", true, ""},
@@ -228,7 +230,7 @@ void print_overlap(const TrainResult& r, int ranks, bool clipping) {
 }
 
 void print_summary(const TrainConfig& c, const TrainResult& r, const std::string& data) {
-  std::printf("\nsummary: %lld steps, %.1f ms/step, %.0f tokens/s; train loss %.4f -> %.4f", static_cast<long long>(c.train_steps - r.first_step),
+  std::printf("\nsummary: %lld steps, %.1f ms/step, %.0f tokens/s; train loss %.4f -> %.4f", static_cast<long long>(r.last_step - r.first_step),
               r.mean_step_seconds * 1e3, r.tokens_per_second, r.losses.front(), r.losses.back());
   if (c.device == "cuda") {  // cli/mfu.h: one GPU per rank
     std::printf("\nmodel FLOPs utilisation: %.1f%% of an H200's dense bf16 peak (%.0f TFLOP/s; 6N + 12LCT = %.3g FLOPs a token)",
@@ -301,8 +303,34 @@ void print_header(const TrainConfig& c, const Communicator& comm) {
   for (const std::string& a : c.auto_values) std::printf("config: %s\n", a.c_str());
 }
 
-// One rank's run. Rank 0 opens the output files before training (a bad path fails now) and
-// publishes them complete at the end; a failed run leaves any earlier file of that name as it was.
+// The exit code of a run: 0 when it ran to the end; after a stop signal, kExitPreempted with
+// --save (its checkpoint published), 128 + the signal's number without.
+int stop_code(const TrainOptions& o, const TrainResult& r) {
+  if (!r.stopped_by_signal) return 0;
+  return o.checkpoints.save_dir.empty() ? 128 + r.stopped_by_signal : kExitPreempted;
+}
+
+// After a stop signal (rank 0): what happened and what to do next.
+int report_stop(const TrainOptions& o, const TrainResult& r) {
+  const int code = stop_code(o, r);
+  const std::string& dir = o.checkpoints.save_dir;
+  if (r.last_step == r.first_step) {  // stopped during the start-up
+    std::printf("stopped by %s before the first step (at step %lld of %lld): nothing new to save (exit %d)\n",
+                stop_signal_name(r.stopped_by_signal), static_cast<long long>(r.first_step),
+                static_cast<long long>(o.config.train_steps), code);
+    return code;
+  }
+  std::printf("stopped by %s after step %lld of %lld; %s (exit %d)\n", stop_signal_name(r.stopped_by_signal),
+              static_cast<long long>(r.last_step), static_cast<long long>(o.config.train_steps),
+              dir.empty() ? "nothing saved (no --save)"
+                          : cat("checkpoint step ", r.last_step, " published in ", dir, ": continue with --resume ", dir).c_str(),
+              code);
+  return code;
+}
+
+// One rank's run. Rank 0 checks the output paths before training (a bad path fails now); it
+// appends each step's --metrics line as the step ends (a killed run keeps them; with --resume,
+// after the lines already in the file) and publishes the trace complete at the end.
 int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
   TrainOptions o = train_options(flags, comm.size());
   o.ledger = &ledger;
@@ -312,36 +340,47 @@ int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
   };
   const TrainConfig& c = o.config;
   comm.set_timeout(std::chrono::milliseconds(std::llround(c.comm_timeout_seconds * 1000)));
-  std::optional<OutputFile> metrics, trace;
+  o.stop_requested = [] { return stop_signal(); };
+  std::optional<OutputLog> metrics;
+  std::optional<OutputFile> trace;
   if (comm.rank() == 0) {
     print_header(c, comm);
     for (const std::string& s : o.config_overrides) std::printf("config: %s\n", s.c_str());
-    if (!flags.get("metrics").empty()) metrics.emplace(NamedPath{"--metrics", flags.get("metrics")}, run_inputs(flags, o));
+    std::fflush(stdout);  // in the log now, not at the first step (the start-up can take minutes)
+    if (!flags.get("metrics").empty()) {
+      metrics.emplace(NamedPath{"--metrics", flags.get("metrics")}, run_inputs(flags, o), !o.checkpoints.resume.empty());
+    }
     if (!flags.get("trace").empty()) trace.emplace(NamedPath{"--trace", flags.get("trace")}, run_inputs(flags, o));
     o.on_step = [&](const StepMetrics& m) {
+      if (metrics) metrics->write(metrics_json(m).dump() + "\n");  // first: a printed step is in the file
       print_step(m, c.train_steps, c.steps_per_print);
-      if (metrics) metrics->write(metrics_json(m).dump() + "\n");
     };
   }
   const TrainResult r = train(o, comm);
-  if (comm.rank() != 0) return 0;
-  print_summary(c, r, o.data_path);
-  print_overlap(r, comm.size(), c.gradient_clipping > 0.0f);
+  if (comm.rank() != 0) return stop_code(o, r);
+  if (!r.losses.empty()) {  // a run stopped during its start-up took no step
+    print_summary(c, r, o.data_path);
+    print_overlap(r, comm.size(), c.gradient_clipping > 0.0f);
+  }
   if (trace) {
     trace->write(chrome_trace_json(r.trace));
     trace->commit();
     std::printf("wrote %s (open in Perfetto or chrome://tracing)\n", trace->path().c_str());
   }
-  if (metrics) metrics->commit();
-  return 0;
+  if (metrics) metrics->sync();
+  return r.stopped_by_signal ? report_stop(o, r) : 0;
 }
 
 }  // namespace
 
 int train_main(const std::vector<std::string>& args) {
+  install_stop_handlers();  // a stop request from now on ends the run after a step (stop_signal.h)
   Flags flags("zero train", train_flags(), args);
   if (flags.help()) {
-    std::printf("Trains a GPT with ZeRO on text (see README: zero train).\n\n%s", flags.usage().c_str());
+    std::printf("Trains a GPT with ZeRO on text (see README: zero train). On SIGTERM or SIGUSR1 (to zero, mpirun's\n"
+                "SIGUSR1, or any rank) it stops after the step under way and, with --save, publishes a checkpoint and\n"
+                "exits %d (without --save: 128 + the signal); a second signal stops it at once.\n\n%s",
+                kExitPreempted, flags.usage().c_str());
     return 0;
   }
   // Everything the user typed is checked here, once, before mpirun or the thread ranks start: the
@@ -351,7 +390,11 @@ int train_main(const std::vector<std::string>& args) {
   const TrainOptions checked = train_options(flags, world.size);
   check_train_options(checked, world.size, world.backend);
   check_output_paths(run_outputs(flags), run_inputs(flags, checked));
-  if (wants_mpi_job(flags)) relaunch_under_mpirun(flags, {"train"}, args);
+  if (stop_signal() != 0) {  // during the checks: no rank has started, nothing to save
+    std::printf("stopped by %s before training started (exit %d)\n", stop_signal_name(stop_signal()), 128 + stop_signal());
+    return 128 + stop_signal();
+  }
+  if (wants_mpi_job(flags)) return relaunch_under_mpirun(flags, {"train"}, args);
   return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) { return train_rank(flags, comm, ledger); });
 }
 

@@ -99,6 +99,15 @@ int create_temp(const NamedPath& out, const std::string& target, std::string& te
   return fd;
 }
 
+void write_all(const NamedPath& out, int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(out, cat("could not be written (", std::strerror(errno), "): check the disk space"));
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
 std::string checked_target(const NamedPath& out, const std::vector<NamedPath>& inputs) {
   const std::string target = resolve_target(out);
   check_directory(out, target);
@@ -143,12 +152,7 @@ OutputFile::~OutputFile() {
 
 void OutputFile::write(std::string_view bytes) {
   ZERO_CHECK(fd_ >= 0 && !committed_, "write to ", out_.path, " after commit");
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(out_, cat("could not be written (", std::strerror(errno), "): check the disk space"));
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
+  write_all(out_, fd_, bytes);
 }
 
 void OutputFile::commit() {
@@ -173,6 +177,62 @@ void write_output_file(const NamedPath& out, std::string_view bytes, const std::
   OutputFile file(out, inputs);
   file.write(bytes);
   file.commit();
+}
+
+// Opened without O_TRUNC and checked through the descriptor: whatever was put at the path since
+// the start-up check (a device, a FIFO, an input), nothing of it is lost. O_NONBLOCK: a FIFO put
+// there does not block the open. The lock (a POSIX record lock, which names its holder) makes
+// the run this file's one writer: two runs appending to one file would interleave their steps.
+OutputLog::OutputLog(const NamedPath& out, const std::vector<NamedPath>& inputs, bool append)
+    : out_(out), target_(check_output_path(out, inputs)), append_(append) {
+  resolve_target(out_);
+  fd_ = ::open(target_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
+  created_ = fd_ >= 0;
+  if (fd_ < 0 && errno == EEXIST) fd_ = ::open(target_.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd_ < 0) fail(out_, cat("cannot be written (", std::strerror(errno), "): check that its directory is writable"));
+  try {
+    check_and_lock(inputs);
+  } catch (...) {
+    ::close(fd_);
+    if (created_) ::unlink(target_.c_str());
+    throw;
+  }
+  ::fcntl(fd_, F_SETFL, O_APPEND);  // blocking writes from here
+}
+
+void OutputLog::check_and_lock(const std::vector<NamedPath>& inputs) {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    fail(out_, "is no longer a regular file: something replaced it since the start; name a regular file or a new path");
+  }
+  check_not_input(out_, target_, inputs);
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;  // the whole file
+  if (::fcntl(fd_, F_SETLK, &lock) != 0) {
+    struct flock holder = lock;
+    const bool known = ::fcntl(fd_, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK;
+    fail(out_, cat("is being written by another run", known ? cat(" (pid ", holder.l_pid, ")") : std::string(),
+                   ": give each run its own --metrics file, or wait for that run to end"));
+  }
+}
+
+// A file this run created and never wrote is removed: a run that fails before its first step
+// leaves the path as it found it.
+OutputLog::~OutputLog() {
+  if (fd_ < 0) return;
+  if (created_ && !written_) ::unlink(target_.c_str());
+  ::close(fd_);
+}
+
+void OutputLog::write(std::string_view bytes) {
+  if (!written_ && !append_ && ::ftruncate(fd_, 0) != 0) fail(out_, cat("could not be emptied (", std::strerror(errno), ")"));
+  written_ = true;
+  write_all(out_, fd_, bytes);
+}
+
+void OutputLog::sync() {
+  if (fd_ >= 0 && ::fsync(fd_) != 0) fail(out_, cat("could not be written to the disk (", std::strerror(errno), ")"));
 }
 
 }  // namespace zero

@@ -52,6 +52,35 @@ class OutputFile {
   bool committed_ = false;
 };
 
+// An output that grows while the run goes (--metrics: a line per step). Its path is checked as
+// OutputFile checks it, then the file is opened (created if absent), checked again through the
+// descriptor (a regular file, none of the inputs) and locked: a second run writing the same file
+// fails here, naming the holder's pid. An earlier file is emptied at the first write (kept and
+// appended to when `append`), so a run that fails before it leaves that file as it was (and
+// one it created is removed). Each write goes to the kernel at once, so a run killed later keeps
+// every line written before it died; the file is not atomic: a reader may see it grow.
+class OutputLog {
+ public:
+  OutputLog(const NamedPath& out, const std::vector<NamedPath>& inputs = {}, bool append = false);
+  ~OutputLog();
+  OutputLog(const OutputLog&) = delete;
+  OutputLog& operator=(const OutputLog&) = delete;
+
+  void write(std::string_view bytes);  // zero::Error naming the file on failure (disk full)
+  void sync();                         // to the disk (at the end of the run)
+  const std::string& path() const { return out_.path; }
+
+ private:
+  void check_and_lock(const std::vector<NamedPath>& inputs);
+
+  NamedPath out_;
+  std::string target_;  // out_.path with a symlink resolved
+  bool append_ = false;
+  bool created_ = false;  // the file did not exist before this run
+  bool written_ = false;
+  int fd_ = -1;
+};
+
 // An OutputFile written whole and committed.
 void write_output_file(const NamedPath& out, std::string_view bytes, const std::vector<NamedPath>& inputs = {});
 

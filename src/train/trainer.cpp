@@ -168,6 +168,27 @@ void gather_trace(const Tracer& tracer, Communicator& comm, TrainResult& result)
     result.trace.insert(result.trace.end(), all.begin() + r * most, all.begin() + r * most + counts[r]);
 }
 
+// What every rank contributes at the end of a step: its step time and whether a stop signal
+// reached it. Gathered in one collective, so that all ranks read the same slowest time and the
+// same stop request (the lowest such rank's), whichever rank the signal reached.
+struct StepEnd {
+  double seconds = 0;
+  std::int32_t stop_signal = 0;
+  std::int32_t unused = 0;
+};
+
+StepEnd step_end(Communicator& comm, double seconds, int stop_signal) {
+  const StepEnd mine{seconds, stop_signal, 0};
+  std::vector<StepEnd> all(comm.size());
+  comm.all_gather_bytes(&mine, sizeof mine, all.data());
+  StepEnd agreed;
+  for (const StepEnd& e : all) {
+    agreed.seconds = std::max(agreed.seconds, e.seconds);
+    if (agreed.stop_signal == 0) agreed.stop_signal = e.stop_signal;
+  }
+  return agreed;
+}
+
 // The planner's view of this run, for the start-up check.
 PlanInput plan_input(const TrainConfig& c, int world_size, const std::string& backend) {
   PlanInput in;
@@ -282,11 +303,16 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   result.padded_parameters = engine.layout().padded_numel();
   result.largest_unit = engine.layout().largest_unit();
   if (windows) result.first_val_loss = validation_loss(*windows, gpt, engine, comm);
+  // A stop requested during the start-up (which takes minutes for many ranks) ends the run before
+  // its first step: it has nothing new to save.
+  const int stopped_early = step_end(comm, 0, o.stop_requested ? o.stop_requested() : 0).stop_signal;
+  result.last_step = first_step;
+  result.stopped_by_signal = stopped_early;
 
   std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
   const double tokens_per_step = static_cast<double>(c.train_batch_size) * T;
-  double timed = 0;
-  for (std::int64_t step = first_step; step < c.train_steps; ++step) {
+  double timed = 0, first_seconds = 0;
+  for (std::int64_t step = first_step; step < c.train_steps && !stopped_early; ++step) {
     const auto t0 = Clock::now();
     double loss_sum = 0;
     // Before the backward (offload may start Adam there). As DeepSpeed, the schedule advances only
@@ -311,9 +337,8 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     const RankFigures mine = figures(ledger, engine.last_step_traffic(), static_cast<float>(loss_sum / A));
     m.ranks.resize(comm.size());
     comm.all_gather_bytes(&mine, sizeof mine, m.ranks.data());
-    std::vector<double> times(comm.size());
-    comm.all_gather_bytes(&seconds, sizeof seconds, times.data());
-    m.step_seconds = *std::max_element(times.begin(), times.end());
+    const StepEnd end = step_end(comm, seconds, o.stop_requested ? o.stop_requested() : 0);
+    m.step_seconds = end.seconds;
     double loss = 0;
     for (const RankFigures& f : m.ranks) loss += f.loss;
     m.loss = static_cast<float>(loss / comm.size());
@@ -326,7 +351,8 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
       throw diverged(cat("the gradient norm is ", m.grad_norm, " at step ", m.step, " (its update made the weights non-finite)"), m.lr);
     }
     m.tokens_per_second = tokens_per_step / m.step_seconds;
-    if (step > first_step || c.train_steps == first_step + 1) timed += m.step_seconds;
+    if (step > first_step) timed += m.step_seconds;
+    if (step == first_step) first_seconds = m.step_seconds;
     result.losses.push_back(m.loss);
     if (windows && o.eval_every > 0 && (step + 1) % o.eval_every == 0) {
       m.val_loss = validation_loss(*windows, gpt, engine, comm);
@@ -336,27 +362,39 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
       result.final_ranks = m.ranks;
       if (o.on_step) o.on_step(m);
     }
-    const bool last = step + 1 == c.train_steps;
+    // A stop request ends the run here on every rank alike (the ranks agreed on it above), with
+    // the checkpoint a final step would write: saved and published before train() returns.
+    const bool stopping = end.stop_signal != 0 && step + 1 < c.train_steps;
+    const bool last = step + 1 == c.train_steps || stopping;
     if (checkpoints.due(step + 1, last) && !engine.parameters_finite()) {  // never a checkpoint of diverged weights
       throw diverged(cat("the weights after step ", m.step, " are not all finite (no checkpoint of them was written)"), m.lr);
     }
     checkpoints.after_step(engine, step + 1, m.loss, train_tokens, last);
+    result.last_step = step + 1;
+    if (stopping) {
+      result.stopped_by_signal = end.stop_signal;
+      break;
+    }
   }
   engine.synchronize();  // the delayed update's last step lands
   result.skipped_steps = engine.skipped_steps();
   result.final_loss_scale = engine.loss_scale();
-  result.mean_step_seconds = timed / std::max<std::int64_t>(1, c.train_steps - first_step - 1);
-  result.tokens_per_second = tokens_per_step / result.mean_step_seconds;
-  if (windows) result.final_val_loss = validation_loss(*windows, gpt, engine, comm);
-  if (windows && !std::isfinite(result.final_val_loss)) {
-    throw diverged(cat("the validation loss after the last step (", c.train_steps, ") is ", result.final_val_loss), c.adam.lr);
+  const auto steps_run = static_cast<std::int64_t>(result.losses.size());
+  result.mean_step_seconds = steps_run > 1 ? timed / static_cast<double>(steps_run - 1) : first_seconds;
+  result.tokens_per_second = result.mean_step_seconds > 0 ? tokens_per_step / result.mean_step_seconds : 0;
+  // A stopped run has a grace period to live in: it skips the final evaluation and the sample.
+  if (windows && !result.stopped_by_signal) {
+    result.final_val_loss = validation_loss(*windows, gpt, engine, comm);
+    if (!std::isfinite(result.final_val_loss)) {
+      throw diverged(cat("the validation loss after the last step (", c.train_steps, ") is ", result.final_val_loss), c.adam.lr);
+    }
   }
   std::vector<float> weights = engine.full_parameters();  // a collective in stage 3
   if (!std::all_of(weights.begin(), weights.end(), [](float w) { return std::isfinite(w); })) {
     throw diverged(cat("the weights after the last step (", c.train_steps, ") are not all finite"), c.adam.lr);
   }
   result.weights_sha256 = sha256_hex(weights.data(), weights.size() * sizeof(float));
-  if (o.sample_chars > 0 && tokens.format == "text" && comm.rank() == 0) {  // byte-level text: the sample is readable
+  if (o.sample_chars > 0 && tokens.format == "text" && comm.rank() == 0 && !result.stopped_by_signal) {  // byte-level text: the sample is readable
     const auto prompt = split.validation.empty() ? split.train.first(T / 2) : split.validation.first(T / 2);
     result.sample = data::printable_text(data::ByteTokenizer::decode(prompt)) +
                     generate(c.model.shape, std::move(weights), prompt, o.sample_chars, c.seed);

@@ -56,6 +56,10 @@ struct TrainOptions {
   Ledger* ledger = nullptr;
   bool trace = false;  // record the timeline (compute, communication, copies, CPU optimizer)
   CheckpointOptions checkpoints;                        // --save, --save-every, --keep, --resume
+  // Read by every rank before the first step and at the end of each: the number of a signal
+  // that asked the run to stop (0: none). When any rank's is non-zero, every rank stops there,
+  // after a step saving the checkpoint a final step would (with --save). Null: never asked.
+  std::function<int()> stop_requested;
   std::function<void(const std::string&)> on_note;     // rank 0 only: checkpoint messages
   // Flags that replaced a value the config file gave ("--eval-every 5 overrides train_eval.every
   // = 10"), for the CLI to print once.
@@ -67,6 +71,8 @@ struct TrainResult {
   std::int64_t skipped_steps = 0;      // fp16: steps skipped on gradient overflow
   float final_loss_scale = 1.0f;
   std::int64_t first_step = 0;         // steps already taken before this run (--resume)
+  std::int64_t last_step = 0;          // the step the run ended after (train_steps unless stopped)
+  int stopped_by_signal = 0;           // the signal that stopped it early (stop_requested); 0: ran to the end
   float first_val_loss = -1, final_val_loss = -1;  // -1: no validation split
   std::string sample;                  // generated text (printable)
   std::vector<RankFigures> final_ranks;  // rank 0 only: every rank's figures after the last step

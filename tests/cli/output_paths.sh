@@ -2,7 +2,8 @@
 # output_paths.sh ZERO CHECK_METRICS: every flag that writes a file refuses, before any work, a path
 # it would damage (a device, a FIFO, a directory empty or not, a symlink to one, an input of the
 # run by another name, a path in a missing directory) with one line naming the flag and the path,
-# and leaves every path as it was; two runs given the same --metrics path each publish a whole file.
+# and leaves every path as it was; of two runs given the same --metrics path at once, one writes it
+# whole and the other, if they overlap, is refused naming it.
 set -u
 zero=$1
 check_metrics=$2
@@ -67,15 +68,19 @@ bad_paths "$zero" bench train --json
 bad_paths "$zero" bench offload --comm threads --json
 refuse "is a directory" "$zero" bench adam --sizes 1M --reps 1 --json "$dir/full"
 
-# Two runs at once, one --metrics path: both succeed, the file is one run's whole file, and no
-# temporary file is left.
+# Two runs at once, one --metrics path: the file is one run's whole file, and no temporary file is
+# left. The file is a log that grows, locked by the run writing it: a run that finds it locked
+# fails before its first step, naming the other (when the two do not overlap, both succeed).
 "${train[@]}" --metrics "$dir/same.jsonl" >"$dir/run1.log" 2>&1 &
 first=$!
 "${train[@]}" --seed 7 --metrics "$dir/same.jsonl" >"$dir/run2.log" 2>&1
 second=$?
 wait "$first"
-if [ $? -ne 0 ] || [ "$second" -ne 0 ] || ! "$check_metrics" "$dir/same.jsonl" 2 1; then
-  echo "FAIL: two runs writing $dir/same.jsonl"
+first=$?
+locked_out() { grep -q "^zero: \[output\] --metrics $dir/same.jsonl is being written by another run (pid [0-9]*)" "$1"; }
+if { [ "$first" -ne 0 ] && ! locked_out "$dir/run1.log"; } || { [ "$second" -ne 0 ] && ! locked_out "$dir/run2.log"; } ||
+   { [ "$first" -ne 0 ] && [ "$second" -ne 0 ]; } || ! "$check_metrics" "$dir/same.jsonl" 2 1; then
+  echo "FAIL: two runs writing $dir/same.jsonl (exit $first and $second)"
   cat "$dir/run1.log" "$dir/run2.log"
   failed=1
 fi
@@ -85,5 +90,5 @@ if [ "$left" -ne 0 ]; then
   ls -la "$dir"
   failed=1
 fi
-[ "$failed" -eq 0 ] && echo "ok: every damaging output path refused, concurrent runs publish whole files"
+[ "$failed" -eq 0 ] && echo "ok: every damaging output path refused; of concurrent runs on one --metrics, one writes it whole (exit $first and $second)"
 exit "$failed"

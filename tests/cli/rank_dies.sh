@@ -6,10 +6,10 @@ set -u
 zero=$1
 out=$(mktemp)
 "$zero" train --ranks 2 --steps 1000000 --sample 0 --set model.n_layer=1 >"$out" 2>&1 &
-job=$!  # zero execs mpirun: this is mpirun's pid, and the ranks are its children
+job=$!  # zero runs mpirun as its child: the ranks are mpirun's children
 for _ in $(seq 1 120); do grep -q "^step" "$out" && break; sleep 0.5; done
 victim=""
-for p in $(pgrep -P "$job"); do
+for p in $(for c in $(pgrep -P "$job"); do pgrep -P "$c"; done); do
   if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then victim=$p; fi
 done
 if [ -z "$victim" ]; then

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -200,6 +201,69 @@ TEST(OutputFile, ConcurrentWritersOfOnePathEachPublishTheirOwnWholeFile) {
     ASSERT_EQ(text[i], i % 101 == 100 ? '\n' : text[0]) << "byte " << i;
   }
   EXPECT_EQ(dir.names(), std::vector<std::string>{"same.jsonl"});
+}
+
+// --metrics grows a line per step (issue 21): what is written is in the file at once, so a run
+// killed later keeps it; nothing happens to an earlier file until the first line.
+TEST(OutputLog, EachWriteIsInTheFileAtOnceAndAnEarlierFileStaysUntilTheFirst) {
+  const TempDir dir;
+  spit(dir / "m.jsonl", "earlier run\n");
+  {
+    OutputLog log({"--metrics", dir / "m.jsonl"});
+    EXPECT_EQ(slurp(dir / "m.jsonl"), "earlier run\n");  // a run that fails before its first step changes nothing
+    log.write("step 1\n");
+    EXPECT_EQ(slurp(dir / "m.jsonl"), "step 1\n");
+    log.write("step 2\n");
+    EXPECT_EQ(slurp(dir / "m.jsonl"), "step 1\nstep 2\n");  // before any sync or close
+  }
+  {
+    OutputLog resumed({"--metrics", dir / "m.jsonl"}, {}, true);
+    resumed.write("step 3\n");
+    resumed.sync();
+  }
+  EXPECT_EQ(slurp(dir / "m.jsonl"), "step 1\nstep 2\nstep 3\n");
+  { OutputLog unused({"--metrics", dir / "new.jsonl"}); }  // created, never written: removed again
+  EXPECT_EQ(dir.names(), std::vector<std::string>{"m.jsonl"});  // and no temporary file
+}
+
+TEST(OutputLog, RefusesWhatOutputFileRefuses) {
+  const TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  const std::string fifo = error_of([&] { OutputLog log({"--metrics", dir / "fifo"}); });
+  EXPECT_NE(fifo.find("[output] --metrics " + (dir / "fifo") + " is a FIFO (named pipe)"), std::string::npos) << fifo;
+  spit(dir / "data.txt", "precious");
+  const std::vector<NamedPath> inputs = {{"the data file", dir / "data.txt"}};
+  EXPECT_NE(error_of([&] { OutputLog log({"--metrics", dir / "data.txt"}, inputs); }).find("is the same file as the data file"),
+            std::string::npos);
+  EXPECT_EQ(slurp(dir / "data.txt"), "precious");
+}
+
+// Two runs appending to one file would interleave their steps: the second is refused at once,
+// naming the first's pid, and the first's lines are untouched.
+TEST(OutputLog, ASecondRunWritingTheSameFileIsRefusedNamingTheFirst) {
+  const TempDir dir;
+  int ready[2], done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  const pid_t first = ::fork();
+  ASSERT_GE(first, 0);
+  if (first == 0) {  // the first run: holds the file until told to end
+    OutputLog log({"--metrics", dir / "m.jsonl"});
+    log.write("first\n");
+    char c = 1;
+    (void)!::write(ready[1], &c, 1);
+    (void)!::read(done[0], &c, 1);
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  const std::string e = error_of([&] { OutputLog second({"--metrics", dir / "m.jsonl"}); });
+  (void)!::write(done[1], &c, 1);
+  int status = 0;
+  ::waitpid(first, &status, 0);
+  EXPECT_NE(e.find("[output] --metrics " + (dir / "m.jsonl") + " is being written by another run (pid " + std::to_string(first) + ")"),
+            std::string::npos) << e;
+  EXPECT_EQ(slurp(dir / "m.jsonl"), "first\n");
 }
 
 TEST(NumberText, ReadsNumbersOfAnyLengthWithoutThrowing) {
