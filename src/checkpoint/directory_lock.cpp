@@ -54,10 +54,12 @@ int open_lock_file(const std::string& path, bool across_exec) {
   if (fd < 0) {
     const int err = errno;
     struct stat st {};
-    const std::string why = ::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) ? cat("it is ", file_type_name(st.st_mode))
-                                                                                     : std::string(std::strerror(err));
-    throw CheckpointError(cat("[checkpoint] cannot open the lock file ", path, ": ", why,
-                              ". Remove it (zero creates it), or save to another directory"));
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      throw CheckpointError(cat("[checkpoint] cannot open the lock file ", path, ": it is ", file_type_name(st.st_mode),
+                                ". Remove it (zero creates it), or save to another directory"));
+    }
+    throw CheckpointError(cat("[checkpoint] cannot open the lock file ", path, ": ", std::strerror(err),
+                              ". Check that the directory is writable, or save to another directory"));
   }
   return fd;
 }

@@ -49,7 +49,7 @@ std::vector<FlagSpec> train_flags() {
           {"eval-batches", "validation micro-batches per rank in each evaluation", true, "64 windows over all ranks"},
           {"save", "save sharded checkpoints into this directory (DIR/step-N/, DIR/latest); always a final one", true, ""},
           {"save-every", "also save after every N optimizer steps", true, "0"},
-          {"keep", "keep only the newest K checkpoints (0: all)", true, "0"},
+          {"keep", "keep only the newest K checkpoints of this run's history; never another run's (0: all)", true, "0"},
           {"resume", "continue from a checkpoint: a --save directory (its latest) or one step-N directory, any world size or stage", true, ""}};
 }
 

@@ -143,6 +143,29 @@ TEST_F(CheckpointDirectory, ASecondOwnerIsRefusedWithTheHoldersPid) {
   ::close(ready[1]);
 }
 
+// A lock file that is not a regular file (a FIFO would block a plain open; a symlink would lock
+// another file) is refused by name.
+TEST(CheckpointLock, LockFileOfAnotherTypeIsRefused) {
+  const std::string dir = temp_dir("lock_types");
+  const auto refused = [](const std::string& save, const std::string& what) {
+    try {
+      checkpoint::lock_save_directory(save);
+      ADD_FAILURE() << save << " was taken";
+    } catch (const CheckpointError& e) {
+      EXPECT_NE(std::string(e.what()).find(save + "/lock"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  fs::create_directories(dir + "/d/lock");
+  refused(dir + "/d", "it is a directory");
+  fs::create_directories(dir + "/f");
+  ASSERT_EQ(::mkfifo((dir + "/f/lock").c_str(), 0644), 0);
+  refused(dir + "/f", "is a FIFO (named pipe), not a regular file");
+  fs::create_directories(dir + "/s");
+  fs::create_symlink("/etc/passwd", dir + "/s/lock");
+  refused(dir + "/s", "it is a symbolic link");
+}
+
 // Resuming an older step into its own directory would replace the later steps: refused, naming
 // them, and nothing in the directory changes. A fork goes to a new directory.
 TEST_F(CheckpointDirectory, ResumingAnOlderStepIntoItsDirectoryIsRefused) {
