@@ -24,7 +24,7 @@ known_class() {  # known_class TARGET REPORT_FILE: prints the known class the re
 }
 
 failed=0
-for target in config data flags manifest; do
+for target in config data flags manifest checkpoint; do
   work=build-fuzz/run/$target
   rm -rf "$work" && mkdir -p "$work/corpus" "$work/artifacts" "$work/scratch"
   cp tests/fuzz/corpus/$target/* "$work/corpus/"

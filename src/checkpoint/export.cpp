@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "checkpoint/directory.h"
 #include "checkpoint/reshard.h"
 #include "common/output_file.h"
 #include "common/half.h"
@@ -26,8 +27,10 @@ std::vector<float> ParameterReader::read(int i) {
   const int u = p.at("unit");
   std::size_t numel = 1;
   for (std::int64_t d : shape(i)) numel *= static_cast<std::size_t>(d);
+  const std::vector<Piece> pieces = pieces_of(m_.units.at(u), p.at("unit_offset").get<std::size_t>(), numel);
+  for (const Piece& piece : pieces) reader(piece.rank);  // each file's size checked before the allocation
   std::vector<float> out(numel);
-  for (const Piece& piece : pieces_of(m_.units.at(u), p.at("unit_offset").get<std::size_t>(), numel)) {
+  for (const Piece& piece : pieces) {
     reader(piece.rank).read(m_.tensor_byte(u, 0) + sizeof(float) * piece.source, sizeof(float) * piece.count, out.data() + piece.dest);
   }
   return out;
@@ -47,6 +50,7 @@ std::uint64_t ParameterReader::verify_all() {
   std::vector<unsigned char> buf;
   for (int r = 0; r < m_.world_size; ++r) {
     const std::uint64_t bytes = m_.files[r].bytes;
+    reader(r);  // the file's size checked before a block is allocated
     for (std::uint64_t at = 0; at < bytes; at += m_.block_bytes) {
       const std::size_t n = static_cast<std::size_t>(std::min(m_.block_bytes, bytes - at));
       buf.resize(n);
@@ -103,6 +107,7 @@ ExportStats export_safetensors(ParameterReader& reader, const std::string& out_p
     inputs.push_back({"a rank file of the checkpoint", reader.dir() + "/" + rank_file_name(r, reader.manifest().world_size)});
   }
   OutputFile w({"--out", out_path}, inputs);
+  check_outside_checkpoints("--out", out_path);  // `latest` overwritten, or the file pruned with a step
   auto append = [&](const void* bytes, std::size_t size) {
     w.write(std::string_view(static_cast<const char*>(bytes), size));
     stats.file_bytes += size;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 
@@ -12,30 +11,6 @@
 
 namespace zero::checkpoint {
 namespace fs = std::filesystem;
-
-std::string find_checkpoint(const std::string& path) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (!fs::is_directory(st)) {
-    const char* what = fs::exists(st) ? " is not a directory" : " does not exist";
-    throw CheckpointError(cat("[checkpoint] ", path, what, ": a checkpoint is a directory. ",
-                              "Pass the directory given to --save, or one of its step-* directories"));
-  }
-  if (fs::exists(fs::path(path) / "manifest.json", ec)) return path;
-  const fs::path latest = fs::path(path) / "latest";
-  std::ifstream in(latest);
-  std::string name;
-  if (!(in >> name)) {
-    throw CheckpointError(cat("[checkpoint] no checkpoint in ", path, ": it has neither manifest.json nor a 'latest' file. ",
-                              "Pass the directory given to --save, or one of its step-* directories"));
-  }
-  const fs::path dir = fs::path(path) / name;
-  if (!fs::exists(dir / "manifest.json")) {
-    throw CheckpointError(cat("[checkpoint] ", latest.string(), " names ", name, ", but ", (dir / "manifest.json").string(),
-                              " does not exist: the checkpoint was removed. Resume from one of the step-* directories"));
-  }
-  return dir.string();
-}
 
 void check_same_model(const Manifest& m, const FlatLayout& layout, const std::string& path) {
   const Manifest now = describe_layout(layout);

@@ -7,15 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/directory.h"
 #include "checkpoint/manifest.h"
 #include "comm/communicator.h"
 #include "engine/engine.h"
 
 namespace zero::checkpoint {
-
-// The checkpoint directory `path` names: itself if it holds manifest.json, else the one its
-// `latest` file names. CheckpointError when there is none (naming what was looked for).
-std::string find_checkpoint(const std::string& path);
 
 // Throws CheckpointError naming `manifest_path` when the checkpoint holds another model than
 // `layout` describes (the first differing unit or parameter).

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "checkpoint/directory.h"
 #include "engine/engine.h"
 
 namespace zero::checkpoint {
@@ -289,13 +290,10 @@ Manifest from_json(const nlohmann::json& j, const std::string& path) {
 }
 
 Manifest read_manifest(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw CheckpointError(cat("[checkpoint] cannot open ", path, ": the checkpoint is incomplete or was moved"));
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = read_checkpoint_file(path, "manifest", kMaxManifestBytes);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text.str());
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(cat("[checkpoint] ", path, " is not valid JSON (", e.what(), "): the manifest is damaged"));
   }

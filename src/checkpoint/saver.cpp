@@ -4,7 +4,6 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 
 #include <unistd.h>
 
@@ -28,29 +27,7 @@ struct Saver::Pending {
   }
 };
 
-namespace {
-
-// The step of a directory named step-NNNNNNNN, or -1.
-std::int64_t step_of(const fs::path& p) {
-  const std::string name = p.filename().string();
-  if (name.size() != 13 || name.rfind("step-", 0) != 0) return -1;
-  try {
-    return std::stoll(name.substr(5));
-  } catch (...) {
-    return -1;
-  }
-}
-
-std::string latest_name(const std::string& dir) {
-  std::ifstream in(fs::path(dir) / "latest");
-  std::string name;
-  in >> name;
-  return name;
-}
-
-}  // namespace
-
-std::string check_save_directory(const std::string& dir, int rank, bool resuming) {
+std::string check_save_directory(const std::string& dir, int rank, const std::string& resumed) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) {
@@ -68,15 +45,25 @@ std::string check_save_directory(const std::string& dir, int rank, bool resuming
     return cat("[checkpoint] cannot write checkpoints into ", dir, ": ", e.what());
   }
   fs::remove(probe, ec);
-  if (!resuming && !latest_name(dir).empty()) {
-    return cat("[checkpoint] ", dir, " already holds checkpoints (latest: ", latest_name(dir), "): add --resume ", dir,
-               " to continue that run, or save to another directory");
+  try {
+    return check_history(dir, resumed);
+  } catch (const Error& e) {  // a `latest` that cannot be read
+    return e.what();
   }
-  return "";
 }
 
 Saver::Saver(SaveOptions options, Communicator& comm) : options_(std::move(options)), comm_(comm) {
-  agree_on_errors(comm_, check_save_directory(options_.dir, comm_.rank(), options_.resuming));
+  std::string error;
+  if (comm_.rank() == 0) {
+    try {
+      lock_ = lock_save_directory(options_.dir);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  if (error.empty()) error = check_save_directory(options_.dir, comm_.rank(), options_.resumed);
+  agree_on_errors(comm_, error);
+  if (!options_.resumed.empty()) continues_step_ = own_step(options_.dir, options_.resumed);
 }
 
 Saver::~Saver() = default;
@@ -86,10 +73,18 @@ SaveStarted Saver::save(Engine& engine, std::int64_t step, nlohmann::json info) 
   if (pending_) poll(true);
   const std::string dir = (fs::path(options_.dir) / step_dir_name(step)).string();
   std::string error;
+  started_.push_back(step);
   if (comm_.rank() == 0) {  // a stale directory of this step (a killed run) is never `latest`
-    ZERO_CHECK(latest_name(options_.dir) != step_dir_name(step), "saving over the latest checkpoint ", dir);
+    try {
+      if (read_latest(options_.dir) == step_dir_name(step)) {  // the lock and check_history keep other runs out
+        error = cat("[checkpoint] ", options_.dir, "/latest names ", step_dir_name(step), ", the step this run is about to save: ",
+                    "something else wrote into the directory during the run. Nothing was overwritten; save to another directory");
+      }
+    } catch (const Error& e) {
+      error = e.what();
+    }
     std::error_code ec;
-    fs::remove_all(dir, ec);
+    if (error.empty()) fs::remove_all(dir, ec);
     if (ec) error = cat("[checkpoint] cannot remove the stale ", dir, ": ", ec.message());
   }
   agree_on_errors(comm_, error);  // nobody writes before the stale directory is gone
@@ -172,7 +167,7 @@ Published Saver::publish() {
   const nlohmann::json mine = {{"name", p.record.name}, {"bytes", p.record.bytes}, {"crc32", p.record.crc32},
                                {"block_crc32", p.record.block_crc32}, {"seconds", p.write_seconds}};
   const std::vector<std::string> records = gather_strings(comm_, mine.dump());
-  Published out{p.manifest.step, p.dir, 0, 0};
+  Published out{p.manifest.step, p.dir, 0, 0, {}};
   std::string error;
   if (comm_.rank() == 0) {
     try {
@@ -186,7 +181,7 @@ Published Saver::publish() {
       write_file_durably((fs::path(p.dir) / "manifest.json").string(), to_json(p.manifest).dump(1));
       maybe_kill("before-latest", p.manifest.step);
       write_file_durably((fs::path(options_.dir) / "latest").string(), step_dir_name(p.manifest.step) + "\n");
-      prune();
+      out.warnings = prune();
     } catch (const Error& e) {
       error = cat("[checkpoint] publishing ", p.dir, " failed: ", e.what());
     }
@@ -195,24 +190,45 @@ Published Saver::publish() {
   return out;
 }
 
-// Keeps the newest `keep` complete checkpoints, and removes incomplete ones older than `latest`.
-void Saver::prune() {
-  const std::int64_t latest = step_of(fs::path(latest_name(options_.dir)));
+bool Saver::ours(std::int64_t step) const {
+  return step <= continues_step_ || std::find(started_.begin(), started_.end(), step) != started_.end();
+}
+
+// Keeps the newest `keep` complete checkpoints, and removes incomplete ones older than `latest`;
+// only this run's history (ours()): a checkpoint another run wrote is never removed. What cannot
+// be removed (an immutable file, permissions) is a warning: the new checkpoint is published.
+std::vector<std::string> Saver::prune() {
+  std::vector<std::string> warnings;
+  const std::int64_t latest = step_of(read_latest(options_.dir));
+  const auto remove = [&](const fs::path& step_dir, const char* what) {
+    std::error_code ec;
+    fs::remove(step_dir / "manifest.json", ec);  // first: a step left half-removed is no checkpoint
+    ec.clear();
+    fs::remove_all(step_dir, ec);
+    if (ec) {
+      warnings.push_back(cat("[checkpoint] warning: cannot remove the ", what, " ", step_dir.string(), ": ", ec.message(),
+                             ". Training goes on; remove it yourself"));
+    }
+  };
   std::vector<std::pair<std::int64_t, fs::path>> complete;
-  for (const auto& entry : fs::directory_iterator(options_.dir)) {
-    const std::int64_t s = step_of(entry.path());
-    if (s < 0 || !entry.is_directory()) continue;
-    if (fs::exists(entry.path() / "manifest.json")) {
-      complete.push_back({s, entry.path()});
+  std::error_code ec;
+  for (fs::directory_iterator it(options_.dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::int64_t s = step_of(it->path().filename().string());
+    std::error_code type_ec;
+    if (s < 0 || !it->is_directory(type_ec) || !ours(s)) continue;
+    if (fs::exists(it->path() / "manifest.json", type_ec)) {
+      complete.push_back({s, it->path()});
     } else if (s < latest) {
-      fs::remove_all(entry.path());
+      remove(it->path(), "incomplete checkpoint");
     }
   }
   std::sort(complete.begin(), complete.end());
-  if (options_.keep <= 0) return;
+  if (options_.keep <= 0) return warnings;
+  const std::string old = cat("checkpoint older than the newest ", options_.keep, " (--keep)");
   for (std::size_t i = 0; i + static_cast<std::size_t>(options_.keep) < complete.size(); ++i) {
-    if (complete[i].first != latest) fs::remove_all(complete[i].second);
+    if (complete[i].first != latest) remove(complete[i].second, old.c_str());
   }
+  return warnings;
 }
 
 }  // namespace zero::checkpoint

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "checkpoint/directory.h"
 #include "checkpoint/manifest.h"
 #include "comm/communicator.h"
 #include "engine/engine.h"
@@ -20,8 +21,11 @@ namespace zero::checkpoint {
 
 struct SaveOptions {
   std::string dir;          // the save directory: step-* checkpoints and `latest`
-  int keep = 0;             // keep the newest K complete checkpoints; 0: all
-  bool resuming = false;    // a fresh run refuses a directory that already holds checkpoints
+  int keep = 0;             // keep the newest K complete checkpoints; 0: all (only this run's history is pruned)
+  // The checkpoint the run resumed from; "" for a fresh run. The directory must hold no
+  // checkpoints, or be that checkpoint's own directory with nothing newer in it
+  // (checkpoint/directory.h: check_history).
+  std::string resumed;
   std::uint64_t block_bytes = kDefaultBlockBytes;
 };
 
@@ -36,17 +40,20 @@ struct Published {
   std::string dir;            // the checkpoint's directory
   double write_seconds = 0;   // the slowest rank's background write
   std::uint64_t bytes = 0;    // all ranks' files
+  std::vector<std::string> warnings;  // rank 0's: old checkpoints --keep could not remove
 };
 
-// Can rank `rank` save into `dir` (created if missing)? "" if so, else why not; a fresh run
-// (!resuming) may not use a directory that already holds checkpoints. Saver runs it on every
-// rank; the launching process runs it before mpirun.
-std::string check_save_directory(const std::string& dir, int rank, bool resuming);
+// Can rank `rank` save into `dir` (created if missing)? "" if so, else why not: it must be
+// writable, and hold no checkpoints of another history (check_history; `resumed` as in
+// SaveOptions). Saver runs it on every rank; the launching process runs it before mpirun.
+std::string check_save_directory(const std::string& dir, int rank, const std::string& resumed);
 
 class Saver {
  public:
-  // Checks at start-up that `dir` can be written (creating it), on every rank: CheckpointError
-  // (on every rank) if not, or if a fresh run would overwrite checkpoints there.
+  // Checks at start-up that `dir` can be written (creating it), on every rank, and rank 0 takes
+  // the directory (lock_save_directory; shared with a launcher that holds it): CheckpointError
+  // (on every rank) if another run holds it, it cannot be written, or its checkpoints are of
+  // another history.
   Saver(SaveOptions options, Communicator& comm);
   ~Saver();
   Saver(const Saver&) = delete;
@@ -64,10 +71,14 @@ class Saver {
  private:
   struct Pending;
   Published publish();
-  void prune();
+  std::vector<std::string> prune();  // warnings for what could not be removed
 
+  bool ours(std::int64_t step) const;  // a checkpoint of this run's history, which --keep may prune
   SaveOptions options_;
   Communicator& comm_;
+  std::shared_ptr<DirectoryLock> lock_;  // rank 0's, for the Saver's life
+  std::int64_t continues_step_ = -1;     // the resumed step when this run continues the directory's own history
+  std::vector<std::int64_t> started_;    // the steps this run started to save
   std::unique_ptr<Pending> pending_;
   // (tensors * shard_numel) f32, host: the file's bytes; reused, and not zero-filled
   // (every element is written by the copy), so a save's stall is the copy alone.

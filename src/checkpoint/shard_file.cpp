@@ -57,7 +57,10 @@ void write_file_durably(const std::string& path, const std::string& bytes) {
 ShardWriter::ShardWriter(std::string path, std::uint64_t block_bytes)
     : path_(std::move(path)), partial_(path_ + ".partial"), block_bytes_(block_bytes) {
   ZERO_CHECK(block_bytes_ > 0, "block of 0 bytes");
-  fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A new file, never an existing one: whatever has the .partial name (a FIFO would block the
+  // open, a symlink would write elsewhere) is removed first.
+  ::unlink(partial_.c_str());
+  fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd_ < 0) throw CheckpointError(cat("[checkpoint] cannot create ", partial_, ": ", os_error(), ". Check that the directory is writable"));
   record_.name = std::filesystem::path(path_).filename().string();
 }
@@ -121,14 +124,12 @@ FileRecord ShardWriter::finish() {
 
 ShardReader::ShardReader(std::string path, const FileRecord& record, std::uint64_t block_bytes)
     : path_(std::move(path)), record_(record), block_bytes_(block_bytes) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) {
-    throw CheckpointError(cat("[checkpoint] cannot open ", path_, ": ", os_error(), ". The checkpoint lacks this rank file; ",
-                              "restore it, or resume from another checkpoint"));
+  try {
+    fd_ = open_input_file({path_, "checkpoint", "rank file", ~std::uint64_t{0}});
+  } catch (const Error& e) {
+    throw CheckpointError(cat(e.what(), ". The checkpoint lacks this rank file; restore it, or resume from another checkpoint"));
   }
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0) throw CheckpointError(cat("[checkpoint] cannot stat ", path_, ": ", os_error()));
-  const auto size = static_cast<std::uint64_t>(st.st_size);
+  const std::uint64_t size = fd_.size();
   if (size != record_.bytes) {
     throw CheckpointError(cat("[checkpoint] ", path_, " is ", size, " bytes but the manifest says ", record_.bytes, ": the file is ",
                               size < record_.bytes ? "truncated" : "longer than written", ". Resume from another checkpoint"));
@@ -140,10 +141,6 @@ ShardReader::ShardReader(std::string path, const FileRecord& record, std::uint64
   }
 }
 
-ShardReader::~ShardReader() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 void ShardReader::load_block(std::uint64_t b) {
   if (b == block_index_) return;
   const std::uint64_t start = b * block_bytes_;
@@ -151,7 +148,7 @@ void ShardReader::load_block(std::uint64_t b) {
   block_.resize(n);
   std::size_t got = 0;
   while (got < n) {
-    const ssize_t r = ::pread(fd_, block_.data() + got, n - got, static_cast<off_t>(start + got));
+    const ssize_t r = ::pread(fd_.get(), block_.data() + got, n - got, static_cast<off_t>(start + got));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) throw CheckpointError(cat("[checkpoint] reading ", path_, " at byte ", start + got, " failed: ", r < 0 ? os_error() : "end of file"));
     got += static_cast<std::size_t>(r);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "checkpoint/manifest.h"
+#include "common/input_file.h"
 
 namespace zero::checkpoint {
 
@@ -45,12 +46,13 @@ class ShardWriter {
   std::uint64_t in_block_ = 0;
 };
 
-// A rank file read by byte range. Opening checks its size against the manifest (missing,
-// truncated, longer); every block a read touches is read whole once and its CRC-32 checked.
+// A rank file read by byte range. Opening checks, through the one input reader, that it is a
+// regular file (a FIFO would hang, a directory is no rank file) and its size against the
+// manifest (missing, truncated, longer); every block a read touches is read whole once and its
+// CRC-32 checked.
 class ShardReader {
  public:
   ShardReader(std::string path, const FileRecord& record, std::uint64_t block_bytes);
-  ~ShardReader();
   ShardReader(const ShardReader&) = delete;
   ShardReader& operator=(const ShardReader&) = delete;
 
@@ -63,7 +65,7 @@ class ShardReader {
   std::string path_;
   FileRecord record_;
   std::uint64_t block_bytes_;
-  int fd_ = -1;
+  InputFd fd_;
   std::vector<unsigned char> block_;  // the block last read
   std::uint64_t block_index_ = ~0ULL;
   std::uint64_t bytes_read_ = 0;

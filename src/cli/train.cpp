@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "checkpoint/directory.h"
 #include "cli/flags.h"
 #include "cli/launch.h"
 #include "cli/mfu.h"
@@ -50,7 +51,7 @@ std::vector<FlagSpec> train_flags() {
           {"eval-batches", "validation micro-batches per rank in each evaluation", true, "64 windows over all ranks"},
           {"save", "save sharded checkpoints into this directory (DIR/step-N/, DIR/latest); always a final one", true, ""},
           {"save-every", "also save after every N optimizer steps", true, "0"},
-          {"keep", "keep only the newest K checkpoints (0: all)", true, "0"},
+          {"keep", "keep only the newest K checkpoints of this run's history; never another run's (0: all)", true, "0"},
           {"resume", "continue from a checkpoint: a --save directory (its latest) or one step-N directory, any world size or stage", true, ""}};
 }
 
@@ -388,6 +389,15 @@ int train_main(const std::vector<std::string>& args) {
   // build the run.
   const PlannedWorld world = planned_world(flags, true);
   const TrainOptions checked = train_options(flags, world.size);
+  // The launching process owns --save's directory for the whole run, taken before anything else
+  // is checked so that a second run is told who holds it: here for thread ranks, and across the
+  // exec into mpirun for an MPI job it launches (mpirun, the same process, then holds it). A job
+  // started directly under mpirun is no launcher: its rank 0 takes the directory (Saver).
+  int launched = 1;
+  std::shared_ptr<checkpoint::DirectoryLock> owner;
+  if (!checked.checkpoints.save_dir.empty() && !launched_by_mpi(&launched)) {
+    owner = checkpoint::lock_save_directory(checked.checkpoints.save_dir, wants_mpi_job(flags));
+  }
   check_train_options(checked, world.size, world.backend);
   check_output_paths(run_outputs(flags), run_inputs(flags, checked));
   if (stop_signal() != 0) {  // during the checks: no rank has started, nothing to save

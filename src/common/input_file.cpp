@@ -33,29 +33,14 @@ void check_type(const InputFile& f, const struct stat& st) {
   }
 }
 
-class Fd {  // a file descriptor, closed on scope exit
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 // Opens a regular file for blocking reads. The type is checked before opening (opening a device
 // can have effects) and again on the descriptor, which is opened without blocking so that a FIFO
 // put in the file's place between the two checks cannot hang the open.
-Fd open_regular(const InputFile& f) {
+InputFd open_regular(const InputFile& f) {
   struct stat st {};
   if (::stat(f.path.c_str(), &st) != 0) fail_errno(f, errno);
   check_type(f, st);
-  Fd fd(::open(f.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  InputFd fd(::open(f.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (fd.get() < 0) fail_errno(f, errno);
   if (::fstat(fd.get(), &st) != 0) fail(f, cat("cannot be examined: ", std::strerror(errno)));
   check_type(f, st);
@@ -81,8 +66,29 @@ std::string file_type_name(unsigned mode) {
 
 void check_input_file(const InputFile& file) { open_regular(file); }
 
+InputFd open_input_file(const InputFile& file) { return open_regular(file); }
+
+InputFd::~InputFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+InputFd::InputFd(InputFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+InputFd& InputFd::operator=(InputFd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+std::uint64_t InputFd::size() const {
+  struct stat st {};
+  return ::fstat(fd_, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
 std::string read_input_file(const InputFile& file) {
-  const Fd fd = open_regular(file);
+  const InputFd fd = open_regular(file);
   struct stat st {};
   std::string bytes;
   if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) bytes.reserve(static_cast<std::size_t>(st.st_size));

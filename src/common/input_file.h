@@ -28,6 +28,24 @@ std::string read_input_file(const InputFile& file);
 // at start-up, before any work.
 void check_input_file(const InputFile& file);
 
+// A regular input file opened for reading (checked as read_input_file checks it, size included),
+// for readers that read by byte range (a checkpoint's rank files); closed on destruction.
+class InputFd {
+ public:
+  explicit InputFd(int fd = -1) : fd_(fd) {}
+  ~InputFd();
+  InputFd(InputFd&& other) noexcept;
+  InputFd& operator=(InputFd&& other) noexcept;
+  InputFd(const InputFd&) = delete;
+  InputFd& operator=(const InputFd&) = delete;
+  int get() const { return fd_; }
+  std::uint64_t size() const;  // from fstat, now
+
+ private:
+  int fd_;
+};
+InputFd open_input_file(const InputFile& file);
+
 // A path's file type in words, for messages ("a directory", "a FIFO (named pipe)"), from a stat
 // mode.
 std::string file_type_name(unsigned mode);

@@ -107,7 +107,7 @@ TrainCheckpoints::TrainCheckpoints(const CheckpointOptions& options, const Train
     checkpoint::SaveOptions s;
     s.dir = options_.save_dir;
     s.keep = options_.keep;
-    s.resuming = !options_.resume.empty();
+    s.resumed = resume_dir_;
     saver_ = std::make_unique<checkpoint::Saver>(s, comm_);
   }
 }
@@ -166,11 +166,10 @@ void check_steps_after_resume(std::int64_t checkpoint_step, std::int64_t train_s
 }
 
 void check_checkpoint_options(const CheckpointOptions& o, const TrainConfig& config) {
-  if (!o.resume.empty()) {
-    check_steps_after_resume(read_resume_manifest(checkpoint::find_checkpoint(o.resume), config).step, config.train_steps);
-  }
+  const std::string resumed = o.resume.empty() ? "" : checkpoint::find_checkpoint(o.resume);
+  if (!resumed.empty()) check_steps_after_resume(read_resume_manifest(resumed, config).step, config.train_steps);
   if (!o.save_dir.empty()) {
-    const std::string error = checkpoint::check_save_directory(o.save_dir, 0, !o.resume.empty());
+    const std::string error = checkpoint::check_save_directory(o.save_dir, 0, resumed);
     if (!error.empty()) throw CheckpointError(error);
   }
 }
@@ -235,6 +234,9 @@ bool TrainCheckpoints::due(std::int64_t step, bool last) const {
 
 void TrainCheckpoints::publish(bool wait) {
   const std::optional<checkpoint::Published> p = saver_->poll(wait);
+  if (p && note_) {
+    for (const std::string& w : p->warnings) note_(w);
+  }
   if (p && note_) {
     note_(cat("checkpoint step ", p->step, " published: ", p->dir, " (", format_bytes(p->bytes), " in ", p->write_seconds * 1e3,
               " ms, ", p->bytes / std::max(p->write_seconds, 1e-9) / 1e9 / comm_.size(), " GB/s per rank)"));

@@ -336,7 +336,7 @@ TEST_F(BadCheckpoint, KeepsTheNewest) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir_ + "/ck")) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"latest", "step-00000004", "step-00000005"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"latest", "lock", "step-00000004", "step-00000005"}));
 }
 
 // ---- another world size or stage: exact ----
@@ -366,7 +366,7 @@ TEST_P(Resharding, LoadsExactlyReadingOnlyOverlaps) {
       auto comm = world.communicator(r);
       Rig rig(p.from_stage, p.from_offload, *comm, p.dtype);
       rig.train(3, *comm);
-      checkpoint::Saver saver({dir + "/a", 0, false, kBlock}, *comm);
+      checkpoint::Saver saver({dir + "/a", 0, "", kBlock}, *comm);
       saver.save(*rig.engine, 3, {{"note", "test"}});
       ASSERT_TRUE(saver.poll(true).has_value());
       std::vector<float> w = rig.engine->full_parameters();
@@ -384,7 +384,7 @@ TEST_P(Resharding, LoadsExactlyReadingOnlyOverlaps) {
     auto comm = world.communicator(r);
     Rig rig(p.to_stage, p.to_offload, *comm, p.dtype);
     read[r] = checkpoint::load_checkpoint(*rig.engine, a, m, *comm).bytes_read;
-    checkpoint::Saver saver({dir + "/b", 0, false, kBlock}, *comm);
+    checkpoint::Saver saver({dir + "/b", 0, "", kBlock}, *comm);
     saver.save(*rig.engine, 3, {});  // before full_parameters, which applies a pending delayed update
     saver.poll(true);
     loaded[r] = rig.engine->full_parameters();

@@ -39,7 +39,7 @@ int fail(Communicator& comm, const std::string& what) {
 
 int save(Communicator& comm, const std::string& dir, Rig& rig) {
   rig.train(3, comm);
-  checkpoint::Saver saver({dir + "/a", 0, false, 256}, comm);
+  checkpoint::Saver saver({dir + "/a", 0, "", 256}, comm);
   saver.save(*rig.engine, 3, {{"note", "reshard_mpi"}});
   if (!saver.poll(true)) return fail(comm, "the save was not published");
   const std::vector<float> w = rig.engine->full_parameters();
@@ -53,7 +53,7 @@ int load(Communicator& comm, const std::string& dir, Rig& rig) {
   std::uint64_t total = 0;
   for (const auto& f : m.files) total += f.bytes;
   const std::uint64_t read = checkpoint::load_checkpoint(*rig.engine, a, m, comm).bytes_read;
-  checkpoint::Saver saver({dir + "/b", 0, false, 256}, comm);
+  checkpoint::Saver saver({dir + "/b", 0, "", 256}, comm);
   saver.save(*rig.engine, 3, {});  // before full_parameters, which would apply a pending delayed update
   saver.poll(true);
   const std::vector<float> loaded = rig.engine->full_parameters();

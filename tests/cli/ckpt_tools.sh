@@ -26,13 +26,15 @@ done
 # something: refused with the one line of the output writer, every file as it was.
 (cd "$dir" && "$zero" ckpt export ck --out relative.safetensors >"$dir/export_relative.txt" 2>&1) &&
   python3 "$checker" "$step" "$dir/relative.safetensors" fp32 $mixed || { echo "FAIL: export to a relative name"; cat "$dir/export_relative.txt"; exit 1; }
-before=$(cd "$step" && sha256sum manifest.json rank-*.bin)
+before=$(cd "$dir/ck" && sha256sum latest step-*/*)
 for bad in "$dir:is a directory" "$step/manifest.json:is the same file as the checkpoint's manifest" \
-           "$step/rank-00002-of-00003.bin:is the same file as a rank file of the checkpoint" "/dev/null:is a character device"; do
+           "$step/rank-00002-of-00003.bin:is the same file as a rank file of the checkpoint" "/dev/null:is a character device" \
+           "$dir/ck/latest:is inside the checkpoint directory $dir/ck" "$dir/ck/model.safetensors:is inside the checkpoint directory $dir/ck" \
+           "$step/model.safetensors:is inside the checkpoint directory $step"; do
   out=$("$zero" ckpt export "$dir/ck" --out "${bad%%:*}" 2>&1) && { echo "FAIL: export to ${bad%%:*} succeeded"; exit 1; }
   grep -q "^zero: \[output\] --out ${bad%%:*} ${bad#*:}" <<<"$out" || { echo "FAIL: export to ${bad%%:*}: $out"; exit 1; }
 done
-[ "$before" = "$(cd "$step" && sha256sum manifest.json rank-*.bin)" ] && [ -c /dev/null ] || { echo "FAIL: a refused export changed a file"; exit 1; }
+[ "$before" = "$(cd "$dir/ck" && sha256sum latest step-*/*)" ] && [ ! -e "$dir/ck/model.safetensors" ] && [ -c /dev/null ] || { echo "FAIL: a refused export changed a file"; exit 1; }
 printf '\x55' | dd of="$step/rank-00001-of-00003.bin" bs=1 seek=100 conv=notrunc status=none
 if "$zero" ckpt inspect "$dir/ck" >"$dir/bad.txt" 2>&1; then echo "FAIL: inspect passed a flipped byte"; exit 1; fi
 grep -q "rank-00001-of-00003.bin is corrupt" "$dir/bad.txt" || { echo "FAIL: message"; cat "$dir/bad.txt"; exit 1; }

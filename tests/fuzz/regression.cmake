@@ -5,7 +5,7 @@
 # DISABLED until their line is deleted; scripts/fuzz.sh runs the fuzzers themselves.
 set(ZERO_FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
 file(STRINGS ${ZERO_FUZZ_DIR}/known_crashes.txt zero_fuzz_known REGEX "^[a-z]+ [a-z0-9-]+ ")
-foreach(target config data flags manifest)
+foreach(target config data flags manifest checkpoint)
   add_executable(fuzz_replay_${target} fuzz/fuzz_${target}.cpp fuzz/fuzz_scratch.cpp fuzz/replay_main.cpp
                  ${PROJECT_SOURCE_DIR}/src/cli/flags.cpp)  # the CLI's parser is not in libzero
   target_link_libraries(fuzz_replay_${target} PRIVATE zero)
