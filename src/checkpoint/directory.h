@@ -72,7 +72,7 @@ class DirectoryLock {
 // Takes `dir` (created if missing) for this process, for as long as the returned lock lives;
 // a second call for the same directory in this process shares the lock. CheckpointError naming
 // the holder when another run has it. `across_exec`: the launching process, which holds the lock
-// while mpirun runs (its descriptor survives the exec into mpirun) and tells its ranks so
+// while its child mpirun runs (mpirun inherits the descriptor) and tells its ranks so
 // (ZERO_SAVE_LOCK_HOLDER in the environment): rank 0 of such a job accepts the launcher's lock
 // as its own; rank 0 of a job started directly under mpirun takes the lock itself.
 std::shared_ptr<DirectoryLock> lock_save_directory(const std::string& dir, bool across_exec = false);

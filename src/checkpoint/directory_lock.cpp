@@ -93,7 +93,7 @@ std::shared_ptr<DirectoryLock> lock_save_directory(const std::string& dir, bool 
     const std::string holder = read_holder(fd);
     const char* launcher = std::getenv(kHolderEnv);
     if (err == EWOULDBLOCK && launcher && !holder.empty() && holder == launcher) {
-      locks[key] = lock;  // this job's launcher holds it (it became mpirun) for the whole job
+      locks[key] = lock;  // this job's launcher holds it (mpirun's parent) for the whole job
       return lock;
     }
     if (err == EWOULDBLOCK) {

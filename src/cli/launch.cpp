@@ -120,8 +120,8 @@ int relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& co
   std::vector<std::string> cmd = {"mpirun", "--oversubscribe", "-np", std::to_string(n)};
   if (geteuid() == 0) cmd.insert(cmd.begin() + 1, "--allow-run-as-root");
   cmd.push_back(std::filesystem::read_symlink("/proc/self/exe").string());
-  // The lock on --save's directory stays with this process (it becomes mpirun); its ranks are
-  // told who holds it (checkpoint/directory.h), on other hosts too.
+  // The lock on --save's directory stays with this process, which waits for its child mpirun; the
+  // ranks are told who holds it (checkpoint/directory.h), on other hosts too.
   if (std::getenv("ZERO_SAVE_LOCK_HOLDER")) cmd.insert(cmd.end() - 1, {"-x", "ZERO_SAVE_LOCK_HOLDER"});
   cmd.insert(cmd.end(), command.begin(), command.end());
   for (std::size_t i = 0; i < args.size(); ++i) {  // drop --ranks and --comm; the job is MPI

@@ -390,9 +390,9 @@ int train_main(const std::vector<std::string>& args) {
   const PlannedWorld world = planned_world(flags, true);
   const TrainOptions checked = train_options(flags, world.size);
   // The launching process owns --save's directory for the whole run, taken before anything else
-  // is checked so that a second run is told who holds it: here for thread ranks, and across the
-  // exec into mpirun for an MPI job it launches (mpirun, the same process, then holds it). A job
-  // started directly under mpirun is no launcher: its rank 0 takes the directory (Saver).
+  // is checked so that a second run is told who holds it: for thread ranks, and for an MPI job it
+  // launches (it waits for its child mpirun, which inherits the lock). A job started directly
+  // under mpirun is no launcher: its rank 0 takes the directory (Saver).
   int launched = 1;
   std::shared_ptr<checkpoint::DirectoryLock> owner;
   if (!checked.checkpoints.save_dir.empty() && !launched_by_mpi(&launched)) {
