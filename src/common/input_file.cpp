@@ -33,29 +33,14 @@ void check_type(const InputFile& f, const struct stat& st) {
   }
 }
 
-class Fd {  // a file descriptor, closed on scope exit
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 // Opens a regular file for blocking reads. The type is checked before opening (opening a device
 // can have effects) and again on the descriptor, which is opened without blocking so that a FIFO
 // put in the file's place between the two checks cannot hang the open.
-Fd open_regular(const InputFile& f) {
+FileDescriptor open_regular(const InputFile& f) {
   struct stat st {};
   if (::stat(f.path.c_str(), &st) != 0) fail_errno(f, errno);
   check_type(f, st);
-  Fd fd(::open(f.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  FileDescriptor fd(::open(f.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (fd.get() < 0) fail_errno(f, errno);
   if (::fstat(fd.get(), &st) != 0) fail(f, cat("cannot be examined: ", std::strerror(errno)));
   check_type(f, st);
@@ -67,6 +52,22 @@ Fd open_regular(const InputFile& f) {
 }
 
 }  // namespace
+
+FileDescriptor::~FileDescriptor() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+FileDescriptor::FileDescriptor(FileDescriptor&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+FileDescriptor& FileDescriptor::operator=(FileDescriptor&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+FileDescriptor open_input_file(const InputFile& file) { return open_regular(file); }
 
 std::string file_type_name(unsigned mode) {
   if (S_ISDIR(mode)) return "a directory";
@@ -82,7 +83,7 @@ std::string file_type_name(unsigned mode) {
 void check_input_file(const InputFile& file) { open_regular(file); }
 
 std::string read_input_file(const InputFile& file) {
-  const Fd fd = open_regular(file);
+  const FileDescriptor fd = open_regular(file);
   struct stat st {};
   std::string bytes;
   if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) bytes.reserve(static_cast<std::size_t>(st.st_size));

@@ -28,6 +28,24 @@ std::string read_input_file(const InputFile& file);
 // at start-up, before any work.
 void check_input_file(const InputFile& file);
 
+// A file descriptor, closed when it goes.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd = -1) : fd_(fd) {}
+  ~FileDescriptor();
+  FileDescriptor(FileDescriptor&& other) noexcept;
+  FileDescriptor& operator=(FileDescriptor&& other) noexcept;
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// The file opened for blocking reads, with read_input_file's checks of its type and size.
+FileDescriptor open_input_file(const InputFile& file);
+
 // A path's file type in words, for messages ("a directory", "a FIFO (named pipe)"), from a stat
 // mode.
 std::string file_type_name(unsigned mode);

@@ -28,7 +28,7 @@ data::TokenData load_data(const TrainOptions& o) {
   data::TokenData d = data::load_tokens(o.data_path, formats[static_cast<int>(o.config.data.format)]);
   const int V = o.config.model.shape.vocab_size;
   if (d.vocab_size > V) {
-    const int largest = d.tokens.empty() ? 0 : *std::max_element(d.tokens.begin(), d.tokens.end());
+    const int largest = d.tokens.max_token();
     throw ConfigError(cat("[train] ", o.data_path, " is read with a vocabulary of ", d.vocab_size,
                           " tokens (the size its header gives, or GPT-2's 50257 when it gives none; its largest token is ",
                           largest, ") but the model's vocab_size is ", V, ": set model.vocab_size to at least ", d.vocab_size));
@@ -302,7 +302,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   std::vector<float> weights = engine.full_parameters();  // a collective in stage 3
   result.weights_sha256 = sha256_hex(weights.data(), weights.size() * sizeof(float));
   if (o.sample_chars > 0 && tokens.format == "text" && comm.rank() == 0) {  // byte-level text: the sample is readable
-    const auto prompt = split.validation.empty() ? split.train.first(T / 2) : split.validation.first(T / 2);
+    const std::vector<std::uint16_t> prompt = (split.validation.empty() ? split.train : split.validation).first(T / 2).to_vector();
     result.sample = data::printable_text(data::ByteTokenizer::decode(prompt)) +
                     generate(c.model.shape, std::move(weights), prompt, o.sample_chars, c.seed);
   }
