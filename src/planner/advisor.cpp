@@ -18,6 +18,15 @@ std::string gib(std::uint64_t bytes) {
   return buf;
 }
 
+std::string grouped(std::uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 std::optional<std::uint64_t> Capacity::usable_device() const {
   if (!device) return std::nullopt;
   return static_cast<std::uint64_t>(static_cast<double>(*device) * (1.0 - headroom));

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 
 #include "common/error.h"
+#include "common/host_memory.h"
 #include "common/sha256.h"
 #include "data/batches.h"
 #include "data/load.h"
@@ -14,6 +16,7 @@
 #include "model/gpt_decoder.h"
 #include "partition/init.h"
 #include "planner/byte_size.h"
+#include "planner/host_fit.h"
 #include "planner/model_shapes.h"
 #include "planner/report.h"
 #include "common/trace.h"
@@ -171,11 +174,32 @@ void check_plan_fits(const TrainConfig& c, int world_size, const std::string& ba
                              ". Nothing was allocated. The planner's table:\n", format_report(report)));
 }
 
+// The ranks of this job on this host before a communicator exists: mpirun's count for this host
+// when it started this process (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS),
+// else all of them (the launcher starts every rank here, or they are threads of this process).
+int ranks_on_this_host(int world_size) {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const char* v = std::getenv(name);
+    if (v && std::atoi(v) > 0) return std::atoi(v);
+  }
+  return world_size;
+}
+
+// Refuses, before the first allocation, a run that the host's memory cannot hold: the planner's
+// figures for every rank on this host (activations included; on the cpu device the device tier is
+// host memory too) and the data, against `memory`, measured before the data was loaded.
+void check_host_memory(const TrainConfig& c, int world_size, const std::string& backend, int ranks_on_host,
+                       const data::TokenData& tokens, const HostMemory& memory) {
+  check_host_fit(plan_input(c, world_size, backend), c.device == "cpu", ranks_on_host, tokens.mapped_bytes,
+                 tokens.private_bytes, memory);
+}
+
 }  // namespace
 
 void check_train_options(const TrainOptions& o, int world_size, const std::string& backend) {
   check_device(o.config.device);
   check_checkpoint_options(o.checkpoints, o.config);
+  const HostMemory memory = host_memory();  // before the data: a decompressed copy is part of the need
   const data::TokenData tokens = load_data(o);
   const data::TokenSplit split = data::split_tokens(tokens, o.config.data.val_fraction, o.config.model.shape.seq_len);  // throws if too short
   if (o.eval_every > 0 && split.validation.empty()) {
@@ -184,6 +208,7 @@ void check_train_options(const TrainOptions& o, int world_size, const std::strin
   }
   Ledger ledger;
   check_plan_fits(o.config, world_size, backend, ledger);
+  check_host_memory(o.config, world_size, backend, ranks_on_this_host(world_size), tokens, memory);
 }
 
 // Mean loss over every validation window, spread over the ranks B at a time (validation_pass:
@@ -212,6 +237,11 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   CheckpointOptions checkpoint_options = o.checkpoints;
   checkpoint_options.data_path = o.data_path;
   TrainCheckpoints checkpoints(checkpoint_options, c, comm, comm.rank() == 0 ? o.on_note : nullptr);  // --save, --resume: checked first
+  // Every rank measures the host's memory before any rank allocates (the gather waits for all), so
+  // that no rank sees another's allocations as the memory it lacks.
+  const HostMemory memory = host_memory();
+  std::vector<std::uint64_t> measured(comm.size());
+  comm.all_gather_bytes(&memory.available, sizeof memory.available, measured.data());
   const data::TokenData tokens = load_data(o);
   const int T = c.model.shape.seq_len, B = c.micro_batch_size, A = c.gradient_accumulation_steps;
   const data::TokenSplit split = data::split_tokens(tokens, c.data.val_fraction, T);
@@ -221,6 +251,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   Ledger& ledger = o.ledger ? *o.ledger : own_ledger;
   ledger.reset_peaks();
   check_plan_fits(c, comm.size(), comm.backend(), ledger);
+  check_host_memory(c, comm.size(), comm.backend(), comm.local_size(), tokens, memory);
   std::unique_ptr<Tracer> tracer = o.trace ? std::make_unique<Tracer>(comm.rank()) : nullptr;
   comm.set_tracer(tracer.get());
   struct Untrace {  // the tracer dies with this run; the communicator lives on
