@@ -24,7 +24,6 @@ struct GuardedRead {
 thread_local GuardedRead* t_read = nullptr;
 
 struct sigaction g_previous {};  // the handler before ours: a SIGBUS not in a guarded read goes there
-std::once_flag g_installed;
 
 void on_sigbus(int signal, siginfo_t* info, void* context) {
   const auto* at = static_cast<const unsigned char*>(info->si_addr);
@@ -39,9 +38,19 @@ void on_sigbus(int signal, siginfo_t* info, void* context) {
   }
 }
 
-// Installed at the first read, not at start-up: MPI_Init (before any read of the data) installs
-// its own SIGBUS handler, which ours then passes on to.
-void install_handler() {
+// Installed at a read, not at start-up, and again if someone replaced it since: MPI_Init installs
+// its own SIGBUS handler (a back trace), which ours then passes other faults on to.
+std::mutex g_install;
+
+bool ours(const struct sigaction& action) { return (action.sa_flags & SA_SIGINFO) && action.sa_sigaction == on_sigbus; }
+
+void ensure_handler() {
+  struct sigaction current {};
+  ::sigaction(SIGBUS, nullptr, &current);
+  if (ours(current)) return;
+  const std::lock_guard<std::mutex> lock(g_install);
+  ::sigaction(SIGBUS, nullptr, &current);
+  if (ours(current)) return;
   struct sigaction action {};
   action.sa_sigaction = on_sigbus;
   action.sa_flags = SA_SIGINFO | SA_NODEFER;
@@ -97,7 +106,7 @@ void MappedFile::check_unchanged() const {
 }
 
 void MappedFile::read(const std::function<void()>& copy) const {
-  std::call_once(g_installed, install_handler);
+  ensure_handler();
   check_unchanged();
   GuardedRead guard;
   guard.lo = data_;

@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -174,6 +176,22 @@ TEST_F(MappedData, TruncatedDuringACopyIsAnErrorNotSigbus) {
   EXPECT_NE(msg.find("now 0 bytes"), std::string::npos) << msg;
   // The handler is ours only for guarded reads of a mapping; the process goes on normally.
   EXPECT_EQ(sink, 0);
+}
+
+TEST_F(MappedData, SigbusOutsideAGuardedReadStillEndsTheProcess) {
+  // The handler is ours only for reads of a mapping through read(): any other SIGBUS does what it
+  // did before (here: the default action, the process ends by the signal).
+  const std::string path = write("data.txt", prose(std::size_t{1} << 20));
+  EXPECT_EXIT(
+      {
+        const MappedFile file(InputFile{.path = path, .component = "data", .role = "data file"});
+        file.read([] {});  // installs the handler
+        if (::truncate(path.c_str(), 0) != 0) std::abort();
+        volatile unsigned char sink = file.data()[file.size() - 1];
+        (void)sink;
+        std::exit(0);
+      },
+      ::testing::KilledBySignal(SIGBUS), "");
 }
 
 }  // namespace
