@@ -114,7 +114,7 @@ int eval_main(const std::vector<std::string>& args) {
   const data::TokenData tokens = data::load_tokens(path);
   const int T = ck.shape.seq_len;
   const int B = info.value("/validation/micro_batch"_json_pointer, 8);
-  std::span<const std::uint16_t> text = tokens.tokens;
+  data::TokenSpan text = tokens.tokens;
   int windows = 0;  // all
   if (split_name == "val") {
     text = data::split_tokens(tokens, info.value("/data/val_fraction"_json_pointer, 0.05), T).validation;
@@ -126,7 +126,7 @@ int eval_main(const std::vector<std::string>& args) {
     throw ConfigError(cat("[cli] ", what, " has ", text.size(), " tokens, fewer than one window of the checkpoint's seq_len ", T,
                           " (", T + 1, " tokens with its target): give a longer file"));
   }
-  const int largest = *std::max_element(text.begin(), text.end());
+  const int largest = text.max_token();
   if (largest >= ck.shape.vocab_size) {
     throw ConfigError(cat("[cli] ", what, " holds token ", largest, ", outside the checkpoint's vocabulary of ", ck.shape.vocab_size,
                           ": evaluate data tokenized as the checkpoint's training data was"));

@@ -29,13 +29,10 @@ std::string shortest(double x) {
 }
 
 // Copies the sequence at `offset` into one row of inputs and one row of targets.
-void copy_sequence(std::span<const std::uint16_t> tokens, std::int64_t offset, int seq_len,
-                   std::int32_t* inputs, std::int32_t* targets) {
-  const std::uint16_t* src = tokens.data() + offset;
-  for (int t = 0; t < seq_len; ++t) {
-    inputs[t] = src[t];
-    targets[t] = src[t + 1];
-  }
+void copy_sequence(const TokenSpan& tokens, std::int64_t offset, int seq_len, std::int32_t* inputs, std::int32_t* targets) {
+  const auto at = static_cast<std::size_t>(offset);
+  tokens.read(at, static_cast<std::size_t>(seq_len), inputs);
+  tokens.read(at + 1, static_cast<std::size_t>(seq_len), targets);
 }
 
 }  // namespace
@@ -58,8 +55,7 @@ TokenSplit split_tokens(const TokenData& data, double val_fraction, int seq_len)
                     " split has ", train_short ? n - n_val : n_val, " of its ", n, " tokens, but a sequence of seq_len ",
                     seq_len, " needs ", need, "; with val_fraction ", shortest(val_fraction), " ", advice));
   }
-  const std::span<const std::uint16_t> all(data.tokens);
-  return {all.first(static_cast<std::size_t>(n - n_val)), all.last(static_cast<std::size_t>(n_val))};
+  return {data.tokens.first(static_cast<std::size_t>(n - n_val)), data.tokens.last(static_cast<std::size_t>(n_val))};
 }
 
 std::int64_t min_split_tokens(double val_fraction, int seq_len) {
@@ -106,7 +102,7 @@ SequenceRange validation_pass(int windows, int world_size, int rank, int micro_b
   return {count > 0 ? own.first + static_cast<int>(done) : 0, count};
 }
 
-TokenBatches::TokenBatches(std::span<const std::uint16_t> tokens, int seq_len, std::uint64_t seed)
+TokenBatches::TokenBatches(TokenSpan tokens, int seq_len, std::uint64_t seed)
     : tokens_(tokens), seq_len_(seq_len), key_(seed ^ hash_name("zero/data/train")) {
   if (seq_len < 1) throw ConfigError(cat("[data] seq_len ", seq_len, " must be at least 1"));
   if (tokens.size() < static_cast<std::size_t>(seq_len) + 1) {
@@ -135,7 +131,7 @@ void TokenBatches::fill(std::int64_t batch_index, int first_sequence, int count,
   }
 }
 
-ValidationWindows::ValidationWindows(std::span<const std::uint16_t> tokens, int seq_len, int max_windows)
+ValidationWindows::ValidationWindows(TokenSpan tokens, int seq_len, int max_windows)
     : tokens_(tokens), seq_len_(seq_len), count_(0) {
   if (seq_len < 1) throw ConfigError(cat("[data] seq_len ", seq_len, " must be at least 1"));
   const std::int64_t available = tokens.empty() ? 0 : static_cast<std::int64_t>(tokens.size() - 1) / seq_len;

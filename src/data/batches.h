@@ -22,14 +22,14 @@ namespace zero::data {
 
 // The last `validation` part of the tokens is held out.
 struct TokenSplit {
-  std::span<const std::uint16_t> train;
-  std::span<const std::uint16_t> validation;  // empty when val_fraction is 0
+  TokenSpan train;
+  TokenSpan validation;  // empty when val_fraction is 0
 };
 
 // Splits data.tokens: the last floor(n * val_fraction) tokens are validation, the rest train.
 // val_fraction in [0, 1); 0 means no validation split. Each non-empty split must hold at least
 // one sequence (seq_len + 1 tokens); otherwise zero::Error says the file is shorter than one
-// sequence and how many tokens it needs. The spans point into `data`.
+// sequence and how many tokens it needs. The spans point into `data`'s storage.
 TokenSplit split_tokens(const TokenData& data, double val_fraction, int seq_len);
 
 // The fewest tokens split_tokens accepts for val_fraction and seq_len, or -1 when even 2^62 tokens
@@ -51,7 +51,7 @@ SequenceRange micro_batch_slice(int global_batch, int world_size, int rank, int 
 class TokenBatches {
  public:
   // `tokens` (usually the train split) must outlive this object and hold >= seq_len + 1 tokens.
-  TokenBatches(std::span<const std::uint16_t> tokens, int seq_len, std::uint64_t seed);
+  TokenBatches(TokenSpan tokens, int seq_len, std::uint64_t seed);
 
   int seq_len() const { return seq_len_; }
 
@@ -61,12 +61,13 @@ class TokenBatches {
   // Sequences [first_sequence, first_sequence + count) of global batch `batch_index`:
   //   inputs  (count, T) int32: tokens [offset, offset + T)
   //   targets (count, T) int32: tokens [offset + 1, offset + T + 1)
+  // From a mapped file, zero::Error if the file changed under the run (common/mapped_file.h).
   void fill(std::int64_t batch_index, int first_sequence, int count, std::int32_t* inputs,
             std::int32_t* targets) const;
 
  private:
-  std::span<const std::uint16_t> tokens_;  // (n) not owned
-  int seq_len_;                             // T
+  TokenSpan tokens_;    // (n) not owned
+  int seq_len_;         // T
   std::uint64_t key_;                       // the seed, mixed with the stream's name
 };
 
@@ -84,7 +85,7 @@ class ValidationWindows {
   // Window w is the sequence at offset w*T: windows tile the split without overlapping inputs.
   // There are min(max_windows, (n - 1) / T) of them (max_windows <= 0: all). `tokens` must
   // outlive this object and hold >= seq_len + 1 tokens.
-  ValidationWindows(std::span<const std::uint16_t> tokens, int seq_len, int max_windows);
+  ValidationWindows(TokenSpan tokens, int seq_len, int max_windows);
 
   int count() const { return count_; }
   int seq_len() const { return seq_len_; }
@@ -98,8 +99,8 @@ class ValidationWindows {
   void fill_padded(int first_window, int count, int rows, std::int32_t* inputs, std::int32_t* targets) const;
 
  private:
-  std::span<const std::uint16_t> tokens_;  // (n) not owned
-  int seq_len_;                             // T
+  TokenSpan tokens_;  // (n) not owned
+  int seq_len_;       // T
   int count_;
 };
 

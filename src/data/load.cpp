@@ -1,10 +1,15 @@
 #include "data/load.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <new>
 
 #include "common/error.h"
+#include "common/input_file.h"
+#include "common/mapped_file.h"
 #include "data/file_io.h"
 #include "data/gzip.h"
 #include "data/tokenizer.h"
@@ -35,7 +40,7 @@ std::string hex_byte(unsigned char c) {
 
 }  // namespace
 
-TokenData tokenize_text(std::string_view text, const std::string& name) {
+void check_text(std::string_view text, const std::string& name) {
   if (text.empty()) throw_empty(name);
   if (has_token_file_magic(text)) {
     throw Error(cat("[data] ", name, " is an llm.c token file (it starts with the magic ", token_file::kMagic,
@@ -52,26 +57,69 @@ TokenData tokenize_text(std::string_view text, const std::string& name) {
                           : "; convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)",
                     ", or pass an llm.c .bin token file"));
   }
+}
+
+// Byte tokens are the bytes themselves: the text is its own token array, one byte per token.
+TokenData view_text(std::string_view text, const std::string& name, const MappedFile* file) {
+  check_text(text, name);
   TokenData data;
-  data.tokens = ByteTokenizer::encode(text);
+  data.tokens = TokenSpan(reinterpret_cast<const unsigned char*>(text.data()), text.size(), 1, file);
   data.vocab_size = ByteTokenizer::kVocabSize;
   data.source = name;
   data.format = "text";
   return data;
 }
 
+// The tokens of `bytes` (a file's whole content, decompressed), held in `storage`.
+TokenData view_bytes(std::string_view bytes, const std::string& kind, const std::string& name, const MappedFile* file) {
+  return kind == "bin" ? view_token_file(bytes, name, file) : view_text(bytes, name, file);
+}
+
+// A file read into this process's memory: a gzip file (decompressed), or one whose size the
+// file system does not give (/proc files say 0 bytes), which cannot be mapped.
+TokenData load_into_memory(const std::string& path, const std::string& kind) {
+  std::string bytes = read_data_file(path);
+  if (bytes.empty()) throw_empty(path);
+  if (is_gzip(bytes)) {
+    try {
+      bytes = gunzip(bytes, path, kMaxDataFileBytes);
+    } catch (const std::bad_alloc&) {
+      throw Error(cat("[data] ", path, " does not fit in memory once decompressed (each rank decompresses its own "
+                      "copy): decompress it (gunzip) and pass the file itself, which the ranks of a host share"));
+    }
+    if (bytes.empty()) throw Error(cat("[data] ", path, " is empty once decompressed: pass a file with text or tokens in it"));
+  }
+  return view_held_bytes(std::move(bytes), [&](std::string_view held) { return view_bytes(held, kind, path, nullptr); });
+}
+
+// A file mapped read-only and shared: the ranks of a host read one copy (common/mapped_file.h).
+TokenData load_mapped(const std::string& path, const std::string& kind) {
+  auto file = std::make_shared<const MappedFile>(InputFile{path, "data", "data file", kMaxDataFileBytes});
+  const std::string_view bytes(reinterpret_cast<const char*>(file->data()), file->size());
+  bool gzip = false;
+  file->read([&] { gzip = is_gzip(bytes); });
+  if (gzip) return load_into_memory(path, kind);
+  TokenData data;
+  file->read([&] { data = view_bytes(bytes, kind, path, file.get()); });  // every check reads the mapping
+  file->advise_random();  // the checks read it all; batches read it at random
+  data.mapped_bytes = file->size();
+  data.storage = std::move(file);
+  return data;
+}
+
+TokenData tokenize_text(std::string_view text, const std::string& name) {
+  check_text(text, name);  // before the copy: a bad text costs nothing
+  return view_held_bytes(std::string(text), [&](std::string_view held) { return view_text(held, name, nullptr); });
+}
+
 TokenData load_tokens(const std::string& path, const std::string& format) {
   std::string_view name = path;
   if (ends_with(name, ".gz")) name.remove_suffix(3);
   const std::string kind = resolve_format(name, format);  // before reading: a bad format fails fast
-  std::string bytes = read_data_file(path);
-  if (bytes.empty()) throw_empty(path);
-  if (is_gzip(bytes)) {
-    bytes = gunzip(bytes, path, kMaxDataFileBytes);
-    if (bytes.empty()) throw Error(cat("[data] ", path, " is empty once decompressed: pass a file with text or tokens in it"));
-  }
-  if (kind == "bin") return parse_token_file(bytes, path);
-  return tokenize_text(bytes, path);
+  const InputFd fd = open_input_file({path, "data", "data file", kMaxDataFileBytes});
+  struct stat st {};
+  if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) return load_mapped(path, kind);
+  return load_into_memory(path, kind);
 }
 
 std::string default_text_path() {

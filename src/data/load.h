@@ -4,6 +4,12 @@
 // pre-tokenized GPT-2 token file (see token_file.h); "auto" picks by the name: *.bin is bin,
 // anything else is text. A gzip-compressed file (notes.txt.gz, train.bin.gz) is decompressed
 // first and its format judged by the name without ".gz".
+//
+// Memory: a file is mapped read-only and shared (common/mapped_file.h), not read: the ranks of a
+// host hold one copy of it, the page cache's, and byte tokens are the text's own bytes, so text
+// is never tokenised into a second array. A gzip file is decompressed into each process's memory
+// (its decompressed size once per rank); so is a file whose size the file system does not give
+// (/proc files). TokenData's mapped_bytes and private_bytes say which.
 #pragma once
 
 #include <string>
@@ -19,7 +25,7 @@ namespace zero::data {
 // format name.
 TokenData load_tokens(const std::string& path, const std::string& format = "auto");
 
-// Byte tokens of `text`, checked to be non-empty UTF-8; `name` is the source named in errors.
+// Byte tokens of `text` (a copy), checked to be non-empty UTF-8; `name` is the source named in errors.
 TokenData tokenize_text(std::string_view text, const std::string& name);
 
 // The default training text: the Jargon File (version 4.4.7, public domain), English prose

@@ -81,15 +81,14 @@ bool has_token_file_magic(std::string_view bytes) {
   return bytes.size() >= sizeof(std::int32_t) && header_int(bytes, 0) == token_file::kMagic;
 }
 
-TokenData parse_token_file(std::string_view bytes, const std::string& name) {
+TokenData view_token_file(std::string_view bytes, const std::string& name, const MappedFile* file) {
   const std::int64_t count = check_header(bytes, name);
   TokenData data;
   data.source = name;
   data.format = "bin";
-  data.tokens.resize(static_cast<std::size_t>(count));
-  std::memcpy(data.tokens.data(), bytes.data() + kHeaderBytes, data.tokens.size() * sizeof(std::uint16_t));
-
-  const int max_token = *std::max_element(data.tokens.begin(), data.tokens.end());
+  data.tokens = TokenSpan(reinterpret_cast<const unsigned char*>(bytes.data()) + kHeaderBytes,
+                          static_cast<std::size_t>(count), 2, file);
+  const int max_token = data.tokens.max_token();
   const std::int32_t stated_vocab = header_int(bytes, 3);
   if (stated_vocab > 0) {
     if (max_token >= stated_vocab) {
@@ -101,6 +100,31 @@ TokenData parse_token_file(std::string_view bytes, const std::string& name) {
     // llm.c's version-1 files are GPT-2 tokens; a larger token means some other tokenizer.
     data.vocab_size = std::max(kGpt2VocabSize, max_token + 1);
   }
+  return data;
+}
+
+TokenData parse_token_file(std::string_view bytes, const std::string& name) {
+  check_header(bytes, name);  // before the copy: a bad file costs nothing
+  return view_held_bytes(std::string(bytes), [&](std::string_view held) { return view_token_file(held, name, nullptr); });
+}
+
+TokenData view_held_bytes(std::string bytes, const std::function<TokenData(std::string_view)>& view) {
+  auto held = std::make_shared<const std::string>(std::move(bytes));
+  TokenData data = view(*held);
+  data.private_bytes = held->size();
+  data.storage = std::move(held);
+  return data;
+}
+
+TokenData tokens_in_memory(std::vector<std::uint16_t> tokens, int vocab_size, std::string source, std::string format) {
+  auto own = std::make_shared<const std::vector<std::uint16_t>>(std::move(tokens));
+  TokenData data;
+  data.tokens = TokenSpan(std::span<const std::uint16_t>(*own));
+  data.vocab_size = vocab_size;
+  data.source = std::move(source);
+  data.format = std::move(format);
+  data.private_bytes = own->size() * sizeof(std::uint16_t);
+  data.storage = std::move(own);
   return data;
 }
 

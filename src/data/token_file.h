@@ -15,10 +15,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "data/token_span.h"
 
 namespace zero::data {
 
@@ -27,14 +31,29 @@ namespace zero::data {
 inline constexpr int kGpt2VocabSize = 50257;
 
 struct TokenData {
-  std::vector<std::uint16_t> tokens;  // (count) the whole file, in order
+  TokenSpan tokens;  // (count) the whole file, in order, where `storage` holds it
   // The model's vocabulary for these tokens: 256 for text (bytes); for a .bin the size in its
   // header if set, else GPT-2's 50257 (or max token + 1 if a token is larger). Every token is
   // below it.
   int vocab_size = 0;
   std::string source;  // the file it came from, for messages
   std::string format;  // "text" or "bin"
+  // What holds the tokens' bytes: the data file's read-only shared mapping (common/mapped_file.h),
+  // or this process's memory (a decompressed gzip file, tokens made in memory).
+  std::shared_ptr<const void> storage;
+  // Resident bytes the tokens cost: `mapped_bytes` once per host (the page cache's, shared by every
+  // process that maps the file), `private_bytes` once per process.
+  std::uint64_t mapped_bytes = 0;
+  std::uint64_t private_bytes = 0;
 };
+
+// TokenData over bytes it holds itself: `bytes`, moved into its storage and read by `view`
+// (view_token_file, or load.h's text view) in place.
+TokenData view_held_bytes(std::string bytes, const std::function<TokenData(std::string_view)>& view);
+
+// TokenData holding its own copy of `tokens` (format "bin" unless given).
+TokenData tokens_in_memory(std::vector<std::uint16_t> tokens, int vocab_size, std::string source,
+                           std::string format = "bin");
 
 namespace token_file {
 inline constexpr std::int32_t kMagic = 20240520;
@@ -44,13 +63,17 @@ inline constexpr int kHeaderInts = 256;
 inline constexpr std::size_t kHeaderBytes = kHeaderInts * sizeof(std::int32_t);  // 1024
 }  // namespace token_file
 
-// Parses the bytes of a .bin file; `name` is the file named in errors. Throws zero::Error
+// Parses the bytes of a .bin file into tokens of its own; `name` is the file named in errors. Throws zero::Error
 // ("[data] <name> ...") for a wrong magic (saying so when the bytes are text), a version other
 // than 1, a header cut short, no tokens, a size that disagrees with the header's count, or a
 // token not below the header's vocabulary size.
 TokenData parse_token_file(std::string_view bytes, const std::string& name);
 
-// Reads and parses a .bin file (see parse_token_file; a missing file is an error too).
+// The same checks, the tokens left where they are: in `bytes`, which lie in `file`'s mapping
+// (nullptr: in memory); the caller sets the storage that keeps them.
+TokenData view_token_file(std::string_view bytes, const std::string& name, const MappedFile* file);
+
+// Reads and parses a .bin file (see parse_token_file; a missing file is an error too): load_tokens.
 TokenData read_token_file(const std::string& path);
 
 // Writes `tokens` as a .bin that llm.c reads. `vocab_size` > 0 is recorded in header[3] (every

@@ -18,13 +18,22 @@ std::string gib(std::uint64_t bytes) {
   return buf;
 }
 
+std::string grouped(std::uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 namespace {
 
 // `bytes` beside `other` in a "needs X, more than Y" line: with the exact count when the two
 // would print alike (37.58 MiB against 37.58 MiB hid the difference).
 std::string gib_beside(std::uint64_t bytes, std::uint64_t other) {
   std::string text = gib(bytes);
-  if (bytes != other && text == gib(other)) text += cat(" (", bytes, " bytes)");
+  if (bytes != other && text == gib(other)) text += cat(" (", grouped(bytes), " bytes)");
   return text;
 }
 

@@ -74,5 +74,7 @@ std::optional<int> largest_micro_batch(const PlanInput& in, const ZeroSettings& 
 
 // A size in the unit that fits it: "12.34 GiB", "3.50 MiB", "768.00 KiB", "12 B" (2^10 steps).
 std::string gib(std::uint64_t bytes);
+// 1234567 -> "1,234,567"
+std::string grouped(std::uint64_t n);
 
 }  // namespace zero

@@ -27,16 +27,6 @@ EstimateReport make_report(const PlanInput& input, const Capacity& capacity, std
 
 namespace {
 
-// 1234567 -> "1,234,567"
-std::string grouped(std::uint64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 // The table's unit: GiB, or MiB or KiB when its largest figure is below 1 GiB or 1 MiB, so that
 // small models do not print as columns of 0.00.
 struct TableUnit {

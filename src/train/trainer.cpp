@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <span>
 
 #include "common/error.h"
+#include "common/host_memory.h"
 #include "common/sha256.h"
 #include "data/batches.h"
 #include "data/load.h"
@@ -15,6 +17,7 @@
 #include "model/gpt_decoder.h"
 #include "partition/init.h"
 #include "planner/byte_size.h"
+#include "planner/host_fit.h"
 #include "planner/model_shapes.h"
 #include "planner/report.h"
 #include "common/trace.h"
@@ -29,7 +32,7 @@ data::TokenData load_data(const TrainOptions& o) {
   data::TokenData d = data::load_tokens(o.data_path, formats[static_cast<int>(o.config.data.format)]);
   const int V = o.config.model.shape.vocab_size;
   if (d.vocab_size > V) {
-    const int largest = d.tokens.empty() ? 0 : *std::max_element(d.tokens.begin(), d.tokens.end());
+    const int largest = d.tokens.max_token();
     throw ConfigError(cat("[train] ", o.data_path, " is read with a vocabulary of ", d.vocab_size,
                           " tokens (the size its header gives, or GPT-2's 50257 when it gives none; its largest token is ",
                           largest, ") but the model's vocab_size is ", V, ": set model.vocab_size to at least ", d.vocab_size));
@@ -46,14 +49,26 @@ data::TokenData load_data(const TrainOptions& o) {
 // would each train on data of their own, and the run would mean nothing without a word: so each
 // rank hashes what it read, and the sizes and SHA-256s are gathered and set against rank 0's, as
 // the ranks agree on the layout (check_ranks_agree) before the first collective of a step.
-void check_ranks_agree_on_data(std::span<const std::uint16_t> tokens, const std::string& path, Communicator& comm) {
+void check_ranks_agree_on_data(const data::TokenSpan& tokens, const std::string& path, Communicator& comm) {
   if (comm.size() == 1) return;
   struct Identity {
     std::uint64_t count;
     char sha256[64];
   };
+  // The tokens as 16-bit values, read a chunk at a time through the span (a mapped file's reads
+  // are checked against the file changing), so that text and .bin, mapped or in memory, hash alike.
+  Sha256 hash;
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  std::vector<std::int32_t> wide(std::min(kChunk, tokens.size()));
+  std::vector<std::uint16_t> narrow(wide.size());
+  for (std::size_t at = 0; at < tokens.size(); at += kChunk) {
+    const std::size_t n = std::min(kChunk, tokens.size() - at);
+    tokens.read(at, n, wide.data());
+    std::copy_n(wide.begin(), n, narrow.begin());
+    hash.update(narrow.data(), n * sizeof(std::uint16_t));
+  }
   Identity mine{tokens.size(), {}};
-  const std::string hex = sha256_hex(tokens.data(), tokens.size_bytes());
+  const std::string hex = hash.hex();
   std::copy_n(hex.data(), sizeof mine.sha256, mine.sha256);
   std::vector<Identity> all(comm.size());
   comm.all_gather_bytes(&mine, sizeof mine, all.data());
@@ -229,11 +244,32 @@ void check_plan_fits(const TrainConfig& c, int world_size, const std::string& ba
                              ". Nothing was allocated. The planner's table:\n", format_report(report)));
 }
 
+// The ranks of this job on this host before a communicator exists: mpirun's count for this host
+// when it started this process (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS),
+// else all of them (the launcher starts every rank here, or they are threads of this process).
+int ranks_on_this_host(int world_size) {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const char* v = std::getenv(name);
+    if (v && std::atoi(v) > 0) return std::atoi(v);
+  }
+  return world_size;
+}
+
+// Refuses, before the first allocation, a run that the host's memory cannot hold: the planner's
+// figures for every rank on this host (activations included; on the cpu device the device tier is
+// host memory too) and the data, against `memory`, measured before the data was loaded.
+void check_host_memory(const TrainConfig& c, int world_size, const std::string& backend, int ranks_on_host,
+                       const data::TokenData& tokens, const HostMemory& memory) {
+  check_host_fit(plan_input(c, world_size, backend), c.device == "cpu", ranks_on_host, tokens.mapped_bytes,
+                 tokens.private_bytes, memory);
+}
+
 }  // namespace
 
 void check_train_options(const TrainOptions& o, int world_size, const std::string& backend) {
   check_device(o.config.device);
   check_checkpoint_options(o.checkpoints, o.config);
+  const HostMemory memory = host_memory();  // before the data: a decompressed copy is part of the need
   const data::TokenData tokens = load_data(o);
   const data::TokenSplit split = data::split_tokens(tokens, o.config.data.val_fraction, o.config.model.shape.seq_len);  // throws if too short
   if (o.eval_every > 0 && split.validation.empty()) {
@@ -242,6 +278,7 @@ void check_train_options(const TrainOptions& o, int world_size, const std::strin
   }
   Ledger ledger;
   check_plan_fits(o.config, world_size, backend, ledger);
+  check_host_memory(o.config, world_size, backend, ranks_on_this_host(world_size), tokens, memory);
 }
 
 // Mean loss over every validation window, spread over the ranks B at a time (validation_pass:
@@ -270,6 +307,11 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   CheckpointOptions checkpoint_options = o.checkpoints;
   checkpoint_options.data_path = o.data_path;
   TrainCheckpoints checkpoints(checkpoint_options, c, comm, comm.rank() == 0 ? o.on_note : nullptr);  // --save, --resume: checked first
+  // Every rank measures the host's memory before any rank allocates (the gather waits for all), so
+  // that no rank sees another's allocations as the memory it lacks.
+  const HostMemory memory = host_memory();
+  std::vector<std::uint64_t> measured(comm.size());
+  comm.all_gather_bytes(&memory.available, sizeof memory.available, measured.data());
   const data::TokenData tokens = load_data(o);
   check_ranks_agree_on_data(tokens.tokens, o.data_path, comm);
   const int T = c.model.shape.seq_len, B = c.micro_batch_size, A = c.gradient_accumulation_steps;
@@ -280,6 +322,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   Ledger& ledger = o.ledger ? *o.ledger : own_ledger;
   ledger.reset_peaks();
   check_plan_fits(c, comm.size(), comm.backend(), ledger);
+  check_host_memory(c, comm.size(), comm.backend(), comm.local_size(), tokens, memory);
   std::unique_ptr<Tracer> tracer = o.trace ? std::make_unique<Tracer>(comm.rank()) : nullptr;
   comm.set_tracer(tracer.get());
   struct Untrace {  // the tracer dies with this run; the communicator lives on
@@ -395,7 +438,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   }
   result.weights_sha256 = sha256_hex(weights.data(), weights.size() * sizeof(float));
   if (o.sample_chars > 0 && tokens.format == "text" && comm.rank() == 0 && !result.stopped_by_signal) {  // byte-level text: the sample is readable
-    const auto prompt = split.validation.empty() ? split.train.first(T / 2) : split.validation.first(T / 2);
+    const std::vector<std::uint16_t> prompt = (split.validation.empty() ? split.train : split.validation).first(T / 2).to_vector();
     result.sample = data::printable_text(data::ByteTokenizer::decode(prompt)) +
                     generate(c.model.shape, std::move(weights), prompt, o.sample_chars, c.seed);
   }

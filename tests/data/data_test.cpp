@@ -109,7 +109,7 @@ TEST_F(DataTest, TokenFileRoundTrip) {
   write_token_file(path("a.bin"), tokens);
   EXPECT_EQ(fs::file_size(path("a.bin")), 1024u + 2 * tokens.size());  // llm.c's layout exactly
   const TokenData data = read_token_file(path("a.bin"));
-  EXPECT_EQ(data.tokens, tokens);
+  EXPECT_EQ(data.tokens.to_vector(), tokens);
   EXPECT_EQ(data.vocab_size, kGpt2VocabSize);  // header[3] = 0: GPT-2, as llm.c's files are
   EXPECT_EQ(data.format, "bin");
   EXPECT_FALSE(fs::exists(path("a.bin.partial")));
@@ -169,24 +169,24 @@ TEST_F(DataTest, LoadsTextByExtensionAndFormat) {
   const TokenData text = load_tokens(write("prose.txt", kProse));
   EXPECT_EQ(text.format, "text");
   EXPECT_EQ(text.vocab_size, 256);
-  EXPECT_EQ(ByteTokenizer::decode(text.tokens), kProse);
+  EXPECT_EQ(ByteTokenizer::decode(text.tokens.to_vector()), kProse);
   EXPECT_EQ(load_tokens(write("noext", kProse), "auto").format, "text");  // anything not .bin is text
 
   write_token_file(path("tok.dat"), ramp(20, 256));  // a token file under another name
-  EXPECT_EQ(load_tokens(path("tok.dat"), "bin").tokens, ramp(20, 256));
+  EXPECT_EQ(load_tokens(path("tok.dat"), "bin").tokens.to_vector(), ramp(20, 256));
   EXPECT_EQ(load_tokens(write("p.bin", kProse), "text").format, "text");  // the format overrides the name
 }
 
 TEST_F(DataTest, LoadsGzippedFiles) {
   const std::string text = std::string(kProse) + std::string(5000, 'z');
-  EXPECT_EQ(ByteTokenizer::decode(load_tokens(write("p.txt.gz", gzip_bytes(text))).tokens), text);
+  EXPECT_EQ(ByteTokenizer::decode(load_tokens(write("p.txt.gz", gzip_bytes(text))).tokens.to_vector()), text);
   // Two gzip members concatenated decompress to both, as gunzip does.
   EXPECT_EQ(gunzip(gzip_bytes("ab") + gzip_bytes("cd"), "two.gz"), "abcd");
 
   write_token_file(path("t.bin"), ramp(30, 256));
   std::ifstream in(path("t.bin"), std::ios::binary);
   const std::string bin((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(load_tokens(write("t.bin.gz", gzip_bytes(bin))).tokens, ramp(30, 256));
+  EXPECT_EQ(load_tokens(write("t.bin.gz", gzip_bytes(bin))).tokens.to_vector(), ramp(30, 256));
 
   const std::string cut = gzip_bytes(text).substr(0, 40);
   EXPECT_NE(error_of([&] { load_tokens(write("cut.txt.gz", cut)); }).find("cut.txt.gz is a truncated gzip file"),
@@ -229,12 +229,7 @@ TEST_F(DataTest, ContentThatContradictsTheName) {
 // ---- split and batches -----------------------------------------------------------------------
 
 TokenData byte_data(int n) {
-  TokenData data;
-  data.tokens = ramp(n, 256);
-  data.vocab_size = 256;
-  data.source = "mem.txt";
-  data.format = "text";
-  return data;
+  return tokens_in_memory(ramp(n, 256), 256, "mem.txt", "text");
 }
 
 TEST(Split, HoldsOutTheLastFraction) {
@@ -242,7 +237,7 @@ TEST(Split, HoldsOutTheLastFraction) {
   const TokenSplit split = split_tokens(data, 0.1, 16);
   EXPECT_EQ(split.train.size(), 900u);
   EXPECT_EQ(split.validation.size(), 100u);
-  EXPECT_EQ(split.validation.data(), data.tokens.data() + 900);  // the last tokens, in place
+  EXPECT_TRUE(split.validation.same_bytes(data.tokens.last(100)));  // the last tokens, in place
   EXPECT_TRUE(split_tokens(data, 0.0, 16).validation.empty());
 }
 
@@ -337,7 +332,7 @@ TEST(Batches, SmallestSplitUsesItsOnlySequence) {
   const TokenData data = byte_data(9);
   const TokenBatches batches(data.tokens, 8, 99);  // exactly T+1 tokens: one possible offset
   for (int i = 0; i < 5; ++i) EXPECT_EQ(batches.sequence_offset(i, i), 0);
-  EXPECT_THROW(TokenBatches(std::span(data.tokens).first(8), 8, 1), Error);
+  EXPECT_THROW(TokenBatches(data.tokens.first(8), 8, 1), Error);
 }
 
 TEST(Validation, WindowsAreFixedAndDisjoint) {
@@ -358,7 +353,7 @@ TEST(Validation, WindowsAreFixedAndDisjoint) {
   first.fill(0, 5, in2.data(), tg2.data());  // the same every time
   EXPECT_EQ(in, in2);
   EXPECT_EQ(tg, tg2);
-  EXPECT_THROW(ValidationWindows(std::span(data.tokens).first(5), 10, 0), Error);
+  EXPECT_THROW(ValidationWindows(data.tokens.first(5), 10, 0), Error);
 }
 
 // ---- the default text ------------------------------------------------------------------------
@@ -372,7 +367,7 @@ TEST(DefaultText, IsInstalledProse) {
   const TokenData data = load_tokens(default_text_path());
   EXPECT_EQ(data.vocab_size, 256);
   EXPECT_GT(data.tokens.size(), 1'000'000u);
-  const std::string text = ByteTokenizer::decode(data.tokens);
+  const std::string text = ByteTokenizer::decode(data.tokens.to_vector());
   EXPECT_NE(text.find("hacker"), std::string::npos);
   const TokenSplit split = split_tokens(data, 0.1, 256);
   EXPECT_GT(split.validation.size(), 100'000u);

@@ -14,13 +14,9 @@ namespace zero::data {
 namespace {
 
 TokenData counting_tokens(std::size_t n) {
-  TokenData d;
-  d.tokens.resize(n);
-  for (std::size_t i = 0; i < n; ++i) d.tokens[i] = static_cast<std::uint16_t>(i % 251);
-  d.vocab_size = 256;
-  d.source = "sweep.txt";
-  d.format = "text";
-  return d;
+  std::vector<std::uint16_t> tokens(n);
+  for (std::size_t i = 0; i < n; ++i) tokens[i] = static_cast<std::uint16_t>(i % 251);
+  return tokens_in_memory(std::move(tokens), 256, "sweep.txt", "text");
 }
 
 // Every rank runs the same number of passes, each of at most B real windows, and together the
