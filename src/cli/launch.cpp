@@ -147,9 +147,13 @@ int relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& co
   // mpirun runs as a child, not in this process's place: this process stays to forward a stop
   // request as the signal mpirun passes on to the ranks (stop_signal.h), and returns its exit code.
   const pid_t parent = ::getpid();
+  ::signal(SIGCHLD, SIG_DFL);  // an ignored SIGCHLD (inherited) would make waitpid fail with ECHILD
   const pid_t child = ::fork();
   if (child < 0) throw Error(cat("[cli] could not start mpirun: fork failed (", std::strerror(errno), ")"));
   if (child == 0) {
+    // This process's stop handlers are not mpirun's: until the exec a forwarded request (or the
+    // death signal below) would be caught here and lost with the exec, and mpirun would run on.
+    for (int s : {SIGTERM, SIGUSR1, SIGINT, SIGHUP}) ::signal(s, SIG_DFL);
     ::setpgid(0, 0);  // a signal to the launching process's group reaches mpirun only as forwarded
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // this process killed (SIGKILL): mpirun ends the job
     if (::getppid() != parent) _exit(1);
@@ -160,7 +164,9 @@ int relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& co
   ::setpgid(child, child);  // here too: whichever of the two runs first
   forward_stop_signals(child);
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(child, &status, 0) < 0) {
+    if (errno == EINTR) continue;
+    throw Error(cat("[cli] lost track of mpirun (pid ", child, "): waitpid failed (", std::strerror(errno), "); the job's outcome is unknown"));
   }
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);

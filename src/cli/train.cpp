@@ -15,6 +15,7 @@
 #include "cli/mfu.h"
 #include "cli/stop_signal.h"
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/output_file.h"
 #include "common/trace.h"
 #include "config/config.h"
@@ -195,6 +196,23 @@ std::string precision_label(const TrainConfig& c) {
   return s + ")";
 }
 
+// The bytes of a --metrics file that a resumed run keeps before it writes step `next`: the lines of
+// the steps before it. A run killed after its last checkpoint, or the later steps of a run resumed
+// from an older step-N, wrote steps the resumed run writes again; a line the kill cut short goes
+// with them. (Appending everything left steps twice in the file.)
+std::uint64_t metrics_kept_bytes(const std::string& text, std::int64_t next) {
+  std::size_t kept = 0;
+  while (kept < text.size()) {
+    const std::size_t end = text.find('\n', kept);
+    if (end == std::string::npos) break;
+    const nlohmann::json line = nlohmann::json::parse(text.begin() + static_cast<std::ptrdiff_t>(kept),
+                                                      text.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
+    if (!line.is_object() || !line.contains("step") || !line["step"].is_number_integer() || line["step"].get<std::int64_t>() >= next) break;
+    kept = end + 1;
+  }
+  return kept;
+}
+
 nlohmann::json metrics_json(const StepMetrics& m) {
   nlohmann::json ranks = nlohmann::json::array();
   for (std::size_t r = 0; r < m.ranks.size(); ++r) {
@@ -352,7 +370,11 @@ int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
       metrics.emplace(NamedPath{"--metrics", flags.get("metrics")}, run_inputs(flags, o), !o.checkpoints.resume.empty());
     }
     if (!flags.get("trace").empty()) trace.emplace(NamedPath{"--trace", flags.get("trace")}, run_inputs(flags, o));
-    o.on_step = [&](const StepMetrics& m) {
+    o.on_step = [&, first = true](const StepMetrics& m) mutable {
+      if (metrics && first && !o.checkpoints.resume.empty()) {  // the file goes on from the resumed step
+        metrics->truncate(metrics_kept_bytes(read_input_file({metrics->path(), "cli", "--metrics file"}), m.step));
+      }
+      first = false;
       if (metrics) metrics->write(metrics_json(m).dump() + "\n");  // first: a printed step is in the file
       print_step(m, c.train_steps, c.steps_per_print);
     };

@@ -231,6 +231,10 @@ void OutputLog::write(std::string_view bytes) {
   write_all(out_, fd_, bytes);
 }
 
+void OutputLog::truncate(std::uint64_t bytes) {
+  if (::ftruncate(fd_, static_cast<off_t>(bytes)) != 0) fail(out_, cat("could not be cut back (", std::strerror(errno), ")"));
+}
+
 void OutputLog::sync() {
   if (fd_ >= 0 && ::fsync(fd_) != 0) fail(out_, cat("could not be written to the disk (", std::strerror(errno), ")"));
 }

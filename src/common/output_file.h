@@ -68,6 +68,7 @@ class OutputLog {
 
   void write(std::string_view bytes);  // zero::Error naming the file on failure (disk full)
   void sync();                         // to the disk (at the end of the run)
+  void truncate(std::uint64_t bytes);  // keeps the first `bytes` bytes (a resumed run's repeated steps go)
   const std::string& path() const { return out_.path; }
 
  private:

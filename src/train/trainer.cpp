@@ -312,6 +312,8 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   const HostMemory memory = host_memory();
   std::vector<std::uint64_t> measured(comm.size());
   comm.all_gather_bytes(&memory.available, sizeof memory.available, measured.data());
+  HostMemory agreed = memory;  // the least any rank saw: every rank reaches the same verdict
+  agreed.available = *std::min_element(measured.begin(), measured.end());
   const data::TokenData tokens = load_data(o);
   check_ranks_agree_on_data(tokens.tokens, o.data_path, comm);
   const int T = c.model.shape.seq_len, B = c.micro_batch_size, A = c.gradient_accumulation_steps;
@@ -322,7 +324,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   Ledger& ledger = o.ledger ? *o.ledger : own_ledger;
   ledger.reset_peaks();
   check_plan_fits(c, comm.size(), comm.backend(), ledger);
-  check_host_memory(c, comm.size(), comm.backend(), comm.local_size(), tokens, memory);
+  check_host_memory(c, comm.size(), comm.backend(), comm.local_size(), tokens, agreed);
   std::unique_ptr<Tracer> tracer = o.trace ? std::make_unique<Tracer>(comm.rank()) : nullptr;
   comm.set_tracer(tracer.get());
   struct Untrace {  // the tracer dies with this run; the communicator lives on
@@ -434,7 +436,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   }
   std::vector<float> weights = engine.full_parameters();  // a collective in stage 3
   if (!std::all_of(weights.begin(), weights.end(), [](float w) { return std::isfinite(w); })) {
-    throw diverged(cat("the weights after the last step (", c.train_steps, ") are not all finite"), c.adam.lr);
+    throw diverged(cat("the weights after the last step (", result.last_step, ") are not all finite"), c.adam.lr);
   }
   result.weights_sha256 = sha256_hex(weights.data(), weights.size() * sizeof(float));
   if (o.sample_chars > 0 && tokens.format == "text" && comm.rank() == 0 && !result.stopped_by_signal) {  // byte-level text: the sample is readable
