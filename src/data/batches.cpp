@@ -1,10 +1,10 @@
 #include "data/batches.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include "common/error.h"
+#include "common/number_text.h"
 #include "partition/init.h"
 
 namespace zero::data {
@@ -19,13 +19,6 @@ std::int64_t validation_size(std::int64_t n, double val_fraction) {
 bool splits_hold(std::int64_t n, double val_fraction, std::int64_t need) {
   const std::int64_t n_val = validation_size(n, val_fraction);
   return n - n_val >= need && (val_fraction <= 0.0 || n_val >= need);
-}
-
-// The shortest text that reads back as `x` (0.05, not 0.050000000000000003; 0.9999999999999999, not 1).
-std::string shortest(double x) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);
-  return ec == std::errc() ? std::string(buf, end) : cat(x);
 }
 
 // Copies the sequence at `offset` into one row of inputs and one row of targets.
@@ -53,7 +46,7 @@ TokenSplit split_tokens(const TokenData& data, double val_fraction, int seq_len)
                                           : std::string("no file is long enough: use a val_fraction further from 0 and 1");
     throw Error(cat("[data] ", data.source, " is shorter than one sequence: its ", train_short ? "training" : "validation",
                     " split has ", train_short ? n - n_val : n_val, " of its ", n, " tokens, but a sequence of seq_len ",
-                    seq_len, " needs ", need, "; with val_fraction ", shortest(val_fraction), " ", advice));
+                    seq_len, " needs ", need, "; with val_fraction ", shortest_decimal(val_fraction), " ", advice));
   }
   return {data.tokens.first(static_cast<std::size_t>(n - n_val)), data.tokens.last(static_cast<std::size_t>(n_val))};
 }
