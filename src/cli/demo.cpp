@@ -36,7 +36,7 @@ struct ElementSizes {
   double b = 4, k = 8;
 };
 
-ElementSizes element_sizes(const TrainConfig& c) { return c.bf16 || c.fp16 ? ElementSizes{2, 12} : ElementSizes{4, 8}; }
+ElementSizes element_sizes(const TrainConfig& c) { return c.bf16() || c.fp16() ? ElementSizes{2, 12} : ElementSizes{4, 8}; }
 
 // One category's formula: `bytes` per parameter, over all Ψ parameters or (sharded) over Ψ/N.
 struct Term {
@@ -134,7 +134,7 @@ std::string kib(double bytes) {
 std::string pair(double measured, double formula) { return kib(measured) + "/" + kib(formula); }
 
 std::string precision_name(const TrainConfig& c) {
-  return c.fp16 ? "fp16 mixed precision" : c.bf16 ? "bf16 mixed precision" : "fp32";
+  return c.fp16() ? "fp16 mixed precision" : c.bf16() ? "bf16 mixed precision" : "fp32";
 }
 
 void print_table(const std::vector<StageRun>& runs, const TrainConfig& c, int n, const std::string& backend, double tied) {
@@ -170,7 +170,7 @@ void print_table(const std::vector<StageRun>& runs, const TrainConfig& c, int n,
   std::printf("\ngathered = stage 3's peak of whole units gathered for compute; activ. = peak activations (both per rank,\n"
               "not model state); host = offloaded state on the host tier (formula %s). Stage 3's formula counts the tied embedding (%.0f parameters) gathered twice more per step.\n"
               "Measured figures include padding (at most N-1 elements per unit) and the 8(N-1)-byte gradient-norm gather%s.\n",
-              mark_text(host_formula(StageRun(2, true), e), true).c_str(), tied, c.fp16 ? " and fp16's (N-1)-byte overflow vote" : "");
+              mark_text(host_formula(StageRun(2, true), e), true).c_str(), tied, c.fp16() ? " and fp16's (N-1)-byte overflow vote" : "");
 }
 
 // 1841280 -> "1,841,280"
@@ -186,7 +186,7 @@ std::string grouped(double v) {
 // The lines under the figure's title: the run, and what the marks count in this precision.
 std::vector<std::string> figure_notes(const TrainConfig& c, double psi, double tied, int n, const std::string& backend) {
   const ElementSizes e = element_sizes(c);
-  const bool mixed = c.bf16 || c.fp16;
+  const bool mixed = c.bf16() || c.fp16();
   const int b = static_cast<int>(e.b), k = static_cast<int>(e.k);
   return {
       cat("GPT ", c.model.shape.describe(), ": \u03a8 = ", grouped(psi), " parameters (E = ", grouped(tied), " of them in the tied "
@@ -403,9 +403,9 @@ int demo_main(const std::vector<std::string>& args) {
     o.ledger = &ledger;
     std::vector<StageRun> runs = demo_runs(o.config.model.checkpointing.enabled);
     for (StageRun& run : runs) {
-      o.config.zero.stage = run.stage;
-      o.config.zero.offload_optimizer.device = run.offload_optimizer ? OffloadDevice::cpu : OffloadDevice::none;
-      o.config.zero.offload_param.device = run.offload_param ? OffloadDevice::cpu : OffloadDevice::none;
+      o.config.engine.stage = run.stage;
+      o.config.engine.offload.optimizer = run.offload_optimizer;
+      o.config.engine.offload.params = run.offload_param;
       o.config.model.checkpointing.enabled = run.checkpointing || flags.has("activation-checkpointing");
       o.sample_chars = run.offload_param ? 200 : 0;
       if (comm.rank() == 0) std::printf("training under stage %s ...\n", run.label().c_str()), std::fflush(stdout);

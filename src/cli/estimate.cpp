@@ -178,13 +178,15 @@ Setup setup_from(const Flags& flags) {
   if (in.checkpointing.cpu && !in.checkpointing.enabled) {
     throw ConfigError("[estimate] --cpu-checkpointing moves the kept block inputs to the host: add --activation-checkpointing");
   }
-  in.dtype = flags.has("dtype") ? parse_dtype(flags.get("dtype")) : config.dtype.value_or(DtypeMode::kFp32);
-  if (config.zero) in.zero = *config.zero;
-  in.lamb = config.lamb;
-  if (flags.has("delayed-update")) in.zero.delayed_update = true;
-  if (config.zero) {
-    ZeroSettings asked = in.zero;  // as its row will be planned (the delayed update needs optimizer offload alone)
-    asked.delayed_update = asked.delayed_update && asked.offload_optimizer && !asked.offload_param;
+  // The file's settings as zero train reads them ("auto" bucket sizes from the planned model's
+  // hidden size, as the Hugging Face Trainer fills them in); the flags override.
+  const std::int64_t hidden = in.model.gpt ? in.model.gpt->channels : in.model.llama ? in.model.llama->channels : 0;
+  in.settings = engine_settings(config, in.ranks, hidden);
+  if (flags.has("dtype")) in.settings.precision.compute = parse_dtype(flags.get("dtype"));
+  if (flags.has("delayed-update")) in.settings.offload.delayed_update = true;
+  if (config.has_zero) {
+    EngineSettings asked = in.settings;  // as its row will be planned (the delayed update needs optimizer offload alone)
+    asked.offload.delayed_update = asked.offload.delayed_update && asked.offload.optimizer && !asked.offload.params;
     s.configured = plan_label(asked);
   }
   in.link_bandwidth = parse_bandwidth(flags.get("link-bandwidth"), "--link-bandwidth");

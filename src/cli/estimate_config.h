@@ -1,36 +1,39 @@
-// The few keys of a DeepSpeed config that `zero estimate --config` needs, read leniently.
+// What `zero estimate --config` takes from a DeepSpeed config.
 //
-// Why not config/config.h's load_config: that validates a config for *training* with this build
-// (it refuses bf16/fp16, which the planner plans for, and checks the batch against a world
-// size); an estimate must read the configs people bring from DeepSpeed as they are. Keys read:
-//   zero_optimization.{stage, offload_optimizer.device, offload_param.device, reduce_bucket_size,
-//     allgather_bucket_size, stage3_prefetch_bucket_size, stage3_max_live_parameters,
-//     stage3_param_persistence_threshold}
-//   bf16.enabled, fp16.enabled (either: mixed precision), train_micro_batch_size_per_gpu,
-//   gradient_accumulation_steps, and our own "model" section {vocab_size, n_ctx | seq_len,
-//   n_embd, n_layer, n_head}.
-// Everything else is left alone. A value of "auto" (Hugging Face's Trainer fills those in) counts
-// as absent. ConfigError ("[estimate] ...") for a missing or malformed file, a wrong type, or an
-// offload device other than "none" and "cpu".
+// The engine's settings (stage, offload, buckets, stage 3's schedule, precision, clipping,
+// scaling, optimizer) are read by config/'s own readers, exactly as zero train reads them
+// (parse_engine_settings), once the planned model's hidden size and the world size are known:
+// what is planned is what the trainer would run. The batch is not checked against a world size
+// (an estimate plans other rank counts too): only train_micro_batch_size_per_gpu and
+// gradient_accumulation_steps are read here, with our own "model" section {vocab_size, n_ctx |
+// seq_len, n_embd, n_layer, n_head}; "auto" counts as absent for those. ConfigError
+// ("[estimate] ...") for a missing or malformed file or a wrong type of those keys.
 #pragma once
 
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "engine/settings.h"
 #include "model/gpt_shape.h"
-#include "planner/planner.h"
 
 namespace zero::cli {
 
 struct EstimateConfig {
-  std::optional<ZeroSettings> zero;  // present when the file has "zero_optimization"
-  std::optional<DtypeMode> dtype;
+  std::string path;
+  nlohmann::json document;  // the whole file, for engine_settings
+  bool has_zero = false;    // the file has "zero_optimization": its row is "(your config)"
   std::optional<int> micro_batch;
   std::optional<int> gradient_accumulation_steps;
   std::optional<GptShape> gpt;
-  bool lamb = false;  // "optimizer": {"type": "Lamb"}: one more small all-gather per step
 };
 
 EstimateConfig read_estimate_config(const std::string& path);
+
+// The file's engine settings for `ranks` ranks, "auto" bucket sizes from `hidden` (0: unknown,
+// as if absent); DeepSpeed's defaults without a file. ConfigError ("[config] <path>: ...") with
+// every problem, as zero train reports them.
+EngineSettings engine_settings(const EstimateConfig& config, int ranks, std::int64_t hidden);
 
 }  // namespace zero::cli

@@ -85,7 +85,7 @@ bool is_auto_at(const nlohmann::json& j, const std::string& dotted) {
 void check_lr_takes_effect(const TrainConfig& c, bool max_lr_is_auto, const std::string& flag) {
   const Schedule& s = c.scheduler;
   if (s.type != ScheduleType::warmup && s.type != ScheduleType::warmup_decay) return;
-  if (max_lr_is_auto || !s.warmup_max_lr || static_cast<float>(*s.warmup_max_lr) == c.adam.lr) return;
+  if (max_lr_is_auto || !s.warmup_max_lr || static_cast<float>(*s.warmup_max_lr) == c.engine.adam.lr) return;
   throw ConfigError(cat("[cli] --lr ", flag, " sets optimizer.params.lr, but the scheduler warms up to scheduler.params.warmup_max_lr = ",
                         *s.warmup_max_lr, s.type == ScheduleType::warmup_decay ? " (WarmupDecayLR's default when the key is absent)" : "",
                         ", so --lr would change nothing: set warmup_max_lr to \"auto\" (it then follows --lr) or to the rate you want, ",
@@ -187,11 +187,11 @@ void print_step(const StepMetrics& m, std::int64_t total, int every) {
 
 // "fp32", "bf16 (fp32 master and Adam state)", "fp16 (fp32 master and Adam state, dynamic loss scale 2^16)".
 std::string precision_label(const TrainConfig& c) {
-  if (!c.bf16 && !c.fp16) return "fp32";
-  std::string s = cat(c.bf16 ? "bf16" : "fp16", " mixed precision (fp32 master and Adam state");
-  if (c.fp16) {
-    s += c.loss_scaler.dynamic() ? cat(", dynamic loss scale from 2^", c.loss_scaler.initial_scale_power)
-                                 : cat(", static loss scale ", c.loss_scaler.static_scale);
+  if (!c.bf16() && !c.fp16()) return "fp32";
+  std::string s = cat(c.bf16() ? "bf16" : "fp16", " mixed precision (fp32 master and Adam state");
+  if (c.fp16()) {
+    s += c.engine.precision.loss_scaler.dynamic() ? cat(", dynamic loss scale from 2^", c.engine.precision.loss_scaler.initial_scale_power)
+                                 : cat(", static loss scale ", c.engine.precision.loss_scaler.static_scale);
   }
   return s + ")";
 }
@@ -257,7 +257,7 @@ void print_summary(const TrainConfig& c, const TrainResult& r, const std::string
                 kH200DenseBf16Flops / 1e12, model_flops_per_token(c.model.shape));
   }
   if (r.final_val_loss >= 0) std::printf("; validation loss %.4f -> %.4f", r.first_val_loss, r.final_val_loss);
-  if (c.fp16) std::printf("\nfp16: %lld steps skipped on gradient overflow; final loss scale %g", static_cast<long long>(r.skipped_steps),
+  if (c.fp16()) std::printf("\nfp16: %lld steps skipped on gradient overflow; final loss scale %g", static_cast<long long>(r.skipped_steps),
                           r.final_loss_scale);
   std::printf("\ndata: %s\n", data.c_str());
   std::uint64_t peak = 0;
@@ -297,7 +297,7 @@ TrainOptions train_options(const Flags& flags, int world_size) {
   if (flags.has("keep")) ck.keep = static_cast<int>(flags.get_int("keep", 0, 1 << 20));
   if (flags.has("resume")) ck.resume = flags.get("resume");
   apply_checkpoint_settings(o.config.checkpoints, ck, o.checkpoints, o.config_overrides);
-  o.trace = !flags.get("trace").empty() || o.config.zero.offload_optimizer.device == OffloadDevice::cpu;
+  o.trace = !flags.get("trace").empty() || o.config.engine.offload.optimizer;
   return o;
 }
 
@@ -312,7 +312,7 @@ std::vector<NamedPath> run_outputs(const Flags& flags) {
 
 void print_header(const TrainConfig& c, const Communicator& comm) {
   std::printf("zero train: GPT %s (%lld parameters), ZeRO stage %d, %d ranks (%s), batch %d = %d x %d x %d ranks, %lld steps, %s, optimizer %s\n",
-              c.model.shape.describe().c_str(), static_cast<long long>(c.model.shape.num_parameters()), c.zero.stage,
+              c.model.shape.describe().c_str(), static_cast<long long>(c.model.shape.num_parameters()), c.engine.stage,
               comm.size(), comm.backend().c_str(), c.train_batch_size, c.micro_batch_size, c.gradient_accumulation_steps,
               comm.size(), static_cast<long long>(c.train_steps), precision_label(c).c_str(), c.optimizer_type.c_str());
   for (const std::string& k : c.ignored_keys) std::printf("config: %s has no effect here and is ignored\n", k.c_str());
@@ -383,7 +383,7 @@ int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
   if (comm.rank() != 0) return stop_code(o, r);
   if (!r.losses.empty()) {  // a run stopped during its start-up took no step
     print_summary(c, r, o.data_path);
-    print_overlap(r, comm.size(), c.gradient_clipping > 0.0f);
+    print_overlap(r, comm.size(), c.engine.gradient_clipping > 0.0f);
   }
   if (trace) {
     trace->write(chrome_trace_json(r.trace));

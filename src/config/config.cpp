@@ -262,9 +262,9 @@ LossScalerConfig read_loss_scaler(const Section& s) {
   return c;
 }
 
-void read_precision(const Section& top, TrainConfig& c) {
+void read_precision(const Section& top, Precision& c) {
   if (top.has("bf16") && top.has("bfloat16")) top.fail("bfloat16", "and bf16 are the same section; keep one");
-  c.fp16 = c.bf16 = false;
+  bool fp16 = false, bf16 = false;
   for (const char* key : {"fp16", "bf16", "bfloat16"}) {
     if (!top.has(key)) continue;
     const bool is_fp16 = std::string(key) == "fp16";
@@ -275,18 +275,19 @@ void read_precision(const Section& top, TrainConfig& c) {
                                      "; write true to train in ", key == std::string("fp16") ? "fp16" : "bf16"));
     const bool on = s.get_bool("enabled", false);
     if (is_fp16) {
-      c.fp16 = on;
+      fp16 = on;
       if (on) c.loss_scaler = read_loss_scaler(s);
     } else {
-      c.bf16 = on;
+      bf16 = on;
     }
   }
-  if (c.fp16 && c.bf16) {
+  if (fp16 && bf16) {
     top.fail("fp16", "and bf16 are both enabled: choose one (bf16 needs no loss scaling; fp16 scales the loss)");
   }
+  c.compute = fp16 && !bf16 ? Dtype::kF16 : bf16 && !fp16 ? Dtype::kBf16 : Dtype::kF32;
 }
 
-const char* compute_type_name(const TrainConfig& c) { return c.fp16 ? "fp16" : c.bf16 ? "bf16" : "fp32"; }
+const char* compute_type_name(const TrainConfig& c) { return c.fp16() ? "fp16" : c.bf16() ? "bf16" : "fp32"; }
 
 // A data type key (communication_data_type, data_types.grad_accum_dtype): one of DeepSpeed's
 // names, and (not supported yet otherwise) the type zero computes in, which it reduces and
@@ -387,11 +388,14 @@ void attempt(ReadLog& log, Read&& read) {
   throw ConfigError(msg);
 }
 
-void read_top_scalars(const Section& top, TrainConfig& c) {
+// Its range is the settings' (settings_problems, reported with the combinations).
+void read_clipping(const Section& top, EngineSettings& s) {
   top.set_auto("gradient_clipping", 0.0, "zero's default: off; the Hugging Face Trainer would fill in its --max_grad_norm (1.0 by default): "
                                          "write a number to clip");
-  c.gradient_clipping = top.get_float("gradient_clipping", 0.0f);
-  if (c.gradient_clipping < 0) top.fail("gradient_clipping", cat("is ", c.gradient_clipping, "; it must be >= 0 (0 turns clipping off)"));
+  s.gradient_clipping = top.get_float("gradient_clipping", 0.0f);
+}
+
+void read_top_scalars(const Section& top, TrainConfig& c) {
   c.steps_per_print = static_cast<int>(top.get_int("steps_per_print", 10, 1, kMaxInt));
   c.train_steps = top.get_int("train_steps", c.train_steps, 1, kMaxInt64);
   c.seed = static_cast<std::uint64_t>(top.get_int("seed", static_cast<std::int64_t>(c.seed), 0, kMaxInt64));
@@ -414,8 +418,8 @@ void read_top_scalars(const Section& top, TrainConfig& c) {
 
 // DeepSpeed's engine (allreduce_bucket): with prescale_gradients each rank's gradient is divided
 // by the world size before the sum; otherwise by gradient_predivide_factor before and by
-// world size / factor after. Both are one predivide here (EngineConfig::gradient_predivide_factor).
-void read_predivide(const Section& top, int world, TrainConfig& c) {
+// world size / factor after. Both are one predivide here (EngineSettings::gradient_predivide_factor).
+void read_predivide(const Section& top, int world, EngineSettings& c) {
   const double f = top.get_number("gradient_predivide_factor", 1.0);
   if (!(f > 0.0) || f > 3.4e38) {
     top.fail("gradient_predivide_factor", cat("is ", f, "; it must be a positive number (1 divides only once, after the sum)"));
@@ -433,32 +437,44 @@ void read_disabled_sections(const Section& top) {
   for (const auto& [key, what] : disabled_only) read_disabled_only(top, key, what);
 }
 
-}  // namespace
+// The combinations of the settings read (stage and offload, the delayed update, precision ...):
+// the engine's own validation, each problem under the key it is about.
+void check_combinations(const Section& top, const EngineSettings& s) {
+  for (const SettingProblem& p : settings_problems(s)) top.fail(p.key, p.what);
+}
 
-TrainConfig parse_config(const nlohmann::json& j, int world_size, const ConfigOptions& options) {
-  if (world_size < 1) throw ConfigError(cat("[config] world size must be at least 1, not ", world_size));
+void check_depth(const nlohmann::json& j, const ConfigOptions& options) {
   const std::string where = options.source.empty() ? std::string("the config") : options.source;
   if (nesting_depth(j) > kMaxConfigDepth) {
     throw ConfigError(cat("[config] ", where, " nests objects or arrays more than ", kMaxConfigDepth,
                           " deep; a DeepSpeed config nests 4 levels: check the file"));
   }
+}
+
+}  // namespace
+
+TrainConfig parse_config(const nlohmann::json& j, int world_size, const ConfigOptions& options) {
+  if (world_size < 1) throw ConfigError(cat("[config] world size must be at least 1, not ", world_size));
+  check_depth(j, options);
   TrainConfig c;
   ReadLog log;
   log.strict = options.strict;
   const Section top(j, "", top_rules(), &log);
   AutoContext ctx;
+  attempt(log, [&] { read_clipping(top, c.engine); });
   attempt(log, [&] { read_top_scalars(top, c); });
   attempt(log, [&] { c.model = read_model(top); });
   attempt(log, [&] { read_activation_checkpointing(top, c.model); });
   attempt(log, [&] { read_batch(top, world_size, c); });
-  attempt(log, [&] { read_optimizer(top, c); });
-  ctx.train_steps = c.train_steps, ctx.lr = c.adam.lr, ctx.hidden = c.model.shape.channels;
+  attempt(log, [&] { read_optimizer(top, c.engine, c.optimizer_type); });
+  ctx.train_steps = c.train_steps, ctx.lr = c.engine.adam.lr, ctx.hidden = c.model.shape.channels;
   attempt(log, [&] { c.scheduler = read_scheduler(top, ctx); });
-  attempt(log, [&] { c.zero = read_zero(top, ctx); });
-  attempt(log, [&] { read_precision(top, c); });
+  attempt(log, [&] { read_zero(top, ctx, c.engine); });
+  attempt(log, [&] { read_precision(top, c.engine.precision); });
   attempt(log, [&] { read_communication(top, c); });
   attempt(log, [&] { read_disabled_sections(top); });
-  attempt(log, [&] { read_predivide(top, world_size, c); });
+  attempt(log, [&] { read_predivide(top, world_size, c.engine); });
+  attempt(log, [&] { check_combinations(top, c.engine); });
   attempt(log, [&] { c.data = read_data(top, c.seed); });
   attempt(log, [&] { c.checkpoints = read_train_checkpoints(top); });
   attempt(log, [&] { c.eval = read_train_eval(top); });
@@ -468,6 +484,27 @@ TrainConfig parse_config(const nlohmann::json& j, int world_size, const ConfigOp
   c.unknown_keys = log.unknown;
   c.auto_values = log.autos;
   return c;
+}
+
+// The same readers as parse_config's, in the same order, for the engine's settings alone.
+EngineSettings parse_engine_settings(const nlohmann::json& j, int world_size, std::int64_t hidden, const ConfigOptions& options) {
+  if (world_size < 1) throw ConfigError(cat("[config] world size must be at least 1, not ", world_size));
+  check_depth(j, options);
+  EngineSettings s;
+  std::string type_name;
+  ReadLog log;
+  log.strict = options.strict;
+  const Section top(j, "", top_rules(), &log);
+  AutoContext ctx;
+  ctx.hidden = hidden;
+  attempt(log, [&] { read_clipping(top, s); });
+  attempt(log, [&] { read_optimizer(top, s, type_name); });
+  attempt(log, [&] { read_zero(top, ctx, s); });
+  attempt(log, [&] { read_precision(top, s.precision); });
+  attempt(log, [&] { read_predivide(top, world_size, s); });
+  attempt(log, [&] { check_combinations(top, s); });
+  if (!log.problems.empty()) throw_problems(log.problems, options.source);
+  return s;
 }
 
 std::vector<std::string> known_config_keys() {

@@ -33,47 +33,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/settings.h"
 #include "model/gpt_activations.h"
 #include "model/gpt_shape.h"
-#include "optim/adamw.h"
-#include "optim/lamb.h"
-#include "optim/loss_scaler.h"
 
 namespace zero {
-
-// DeepSpeed's "offload_optimizer" / "offload_param" device. ("nvme" is known but not supported yet.)
-enum class OffloadDevice { none, cpu };
-
-struct OffloadConfig {
-  OffloadDevice device = OffloadDevice::none;
-  bool pin_memory = false;  // page-locked host memory; DeepSpeed's code default (its newest docs say true)
-  // Ours, offload_optimizer only: "delayed_update": {"enabled": bool, "warmup_steps": int}, the
-  // ZeRO-Offload paper's delayed parameter update (see engine/engine.h OffloadOptions).
-  bool delayed_update = false;
-  int delayed_warmup_steps = 0;
-};
-
-// "zero_optimization", with DeepSpeed's defaults (deepspeed/runtime/zero/config.py). Sizes count
-// elements, not bytes, as in DeepSpeed.
-struct ZeroConfig {
-  int stage = 0;                                           // 0 (DDP), 1, 2 or 3
-  std::int64_t reduce_bucket_size = 500'000'000;           // elements reduced at a time
-  std::int64_t allgather_bucket_size = 500'000'000;        // elements all-gathered at a time
-  // Gradient reductions overlap backward. zero's default is true in every stage (DeepSpeed's is
-  // true for stage 3 only); false waits for each reduction where it is issued.
-  bool overlap_comm = true;
-  bool contiguous_gradients = true;
-  // Stage 3's schedule (engine.h: Stage3Options). zero's defaults, not DeepSpeed's (prefetch 5e7,
-  // persistence 1e5 and reuse 1e9 elements, which keep a small model whole between uses): the
-  // next unit ahead (-1), nothing persistent, nothing kept for reuse; set the keys for DeepSpeed's.
-  std::int64_t stage3_prefetch_bucket_size = -1;
-  std::int64_t stage3_param_persistence_threshold = 0;   // units this small stay whole
-  std::int64_t stage3_max_live_parameters = 1'000'000'000;
-  std::int64_t stage3_max_reuse_distance = 0;
-  std::int64_t sub_group_size = 1'000'000'000;             // optimizer-step tile (elements)
-  OffloadConfig offload_optimizer;                         // stages 1-3
-  OffloadConfig offload_param;                             // stage 3 only
-};
 
 enum class ScheduleType { none, warmup, warmup_decay, warmup_cosine };  // none, WarmupLR, WarmupDecayLR, WarmupCosineLR
 enum class WarmupType { log, linear };
@@ -144,16 +108,17 @@ struct TrainConfig {
   int micro_batch_size = 0;             // DeepSpeed's train_micro_batch_size_per_gpu
   int gradient_accumulation_steps = 1;
 
-  AdamConfig adam;                      // "optimizer": {"params": {lr, betas, eps, weight_decay}}
+  // The engine's settings (engine/settings.h), the one description of the run that zero train,
+  // zero estimate and the planner's dry run all take: "zero_optimization" (stage, offload,
+  // buckets, stage3_*, overlap_comm), "optimizer" ({"type", "params": {lr, betas, eps,
+  // weight_decay, ...}}), bf16 / fp16 (precision.compute; fp16's loss scaling: precision.loss_scaler),
+  // gradient_clipping, prescale_gradients / gradient_predivide_factor (each rank's gradient is
+  // divided by it before the sum: the world size with prescale_gradients, else the factor).
+  // DeepSpeed's defaults where the file is silent.
+  EngineSettings engine;
   std::string optimizer_type = "AdamW"; // "Adam", "AdamW" or "Lamb" (as written in DeepSpeed's spelling)
-  LambConfig lamb;                      // "Lamb": {"params": {max_coeff, min_coeff, eps_inside_sqrt}}
   Schedule scheduler;
-  float gradient_clipping = 0.0f;       // global-norm clip; 0 = off (DeepSpeed's code default)
-  // Each rank's gradient is divided by this before the sum (prescale_gradients: the world size;
-  // else gradient_predivide_factor, 1 by default) and the sum by N * micro-batches / it after.
-  double gradient_predivide_factor = 1.0;
   int steps_per_print = 10;
-  ZeroConfig zero;
   ModelSection model;
   DataSection data;
   CheckpointSection checkpoints;        // ours: "train_checkpoints"
@@ -164,13 +129,12 @@ struct TrainConfig {
   std::string device = "cpu";           // ours: where the model computes and the device tier lives: cpu or cuda
   std::string host_memory;              // ours: host tier capacity per rank; empty: what the machine has
   double comm_timeout_seconds = 300;    // ours: a collective not done after this long fails (CommOptions::timeout)
-  // Mixed precision: bf16.enabled or fp16.enabled (at most one). Parameters, gradients and the
-  // collectives in that type; f32 master parameters and Adam moments. communication_data_type
-  // and data_types.grad_accum_dtype, when given, must name the same type (zero reduces and
-  // accumulates in the compute type).
-  bool bf16 = false;
-  bool fp16 = false;
-  LossScalerConfig loss_scaler;         // fp16: loss_scale (0 = dynamic), initial_scale_power, ...
+  // Mixed precision (engine.precision): bf16.enabled or fp16.enabled (at most one). Parameters,
+  // gradients and the collectives in that type; f32 master parameters and Adam moments.
+  // communication_data_type and data_types.grad_accum_dtype, when given, must name the same type
+  // (zero reduces and accumulates in the compute type).
+  bool bf16() const { return engine.precision.compute == Dtype::kBf16; }
+  bool fp16() const { return engine.precision.compute == Dtype::kF16; }
 
   // Paths of keys present in the file that were accepted and ignored (no numerical effect), e.g.
   // "wall_clock_breakdown", "zero_optimization.round_robin_gradients", for the CLI to mention.
@@ -199,6 +163,15 @@ nlohmann::json read_config_file(const std::string& path);
 // Validates a parsed document. world_size is the number of data-parallel ranks. ConfigError with
 // every problem found, numbered when there are several.
 TrainConfig parse_config(const nlohmann::json& j, int world_size, const ConfigOptions& options = {});
+
+// The engine's settings alone from a config document, read and validated by the readers
+// parse_config runs, for `zero estimate --config`, which plans a DeepSpeed file for a model and
+// world size of its own: zero_optimization, optimizer, bf16/fp16, gradient_clipping and
+// prescale_gradients / gradient_predivide_factor, every problem reported as parse_config reports
+// it. The other keys are only checked to be known and of the right type (the batch, the model and
+// the data are not the settings'). "auto" bucket sizes resolve from `hidden` (the model's hidden
+// size, as the Hugging Face Trainer fills them in); 0: as if absent.
+EngineSettings parse_engine_settings(const nlohmann::json& j, int world_size, std::int64_t hidden, const ConfigOptions& options = {});
 
 // Every key path zero's tables know (top level, zero_optimization and its offload blocks,
 // optimizer.params), for the test that compares them with DeepSpeed's schema.

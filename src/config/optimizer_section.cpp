@@ -139,13 +139,14 @@ void read_adam_variant(const Section& p, AdamConfig& adam) {
 // always decoupled, and adam_w_mode: false (which DeepSpeed quietly overrides) is an error.
 // With a refused type the parameters are still checked against Adam's, so that switching the
 // type to AdamW shows every parameter to remove at once.
-void read_optimizer(const Section& top, TrainConfig& c) {
+void read_optimizer(const Section& top, EngineSettings& c, std::string& type_name) {
   if (!top.has("optimizer")) return;  // no section: AdamW with the defaults
   const Section opt = top.child("optimizer", {{"type", Use::read, kStr, ""}, {"params", Use::read, kObj, ""},
                                               {"legacy_fusion", Use::ignore, kBool, "the fused fp16 optimizer's mode; zero trains in fp32"}});
   std::string written;
   const std::string type = optimizer_type(opt, &written);
-  c.optimizer_type = type.empty() ? c.optimizer_type : type;
+  type_name = type.empty() ? type_name : type;
+  c.optimizer = type_name == "Lamb" ? OptimizerKind::kLamb : OptimizerKind::kAdam;
   c.adam.decoupled = true;
   if (!opt.has("params")) return;
   const std::string hint = type.empty() && !written.empty()

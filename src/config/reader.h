@@ -133,13 +133,15 @@ struct AutoContext {
 };
 
 // The sections with files of their own.
-ZeroConfig read_zero(const Section& top, const AutoContext& ctx);      // zero_section.cpp
+// zero_optimization into the engine's stage, placement, buckets, stage-3 schedule and overlap.
+void read_zero(const Section& top, const AutoContext& ctx, EngineSettings& settings);  // zero_section.cpp
 Schedule read_scheduler(const Section& top, const AutoContext& ctx);   // schedule.cpp
 std::vector<KeyRule> zero_rules();                                     // zero_section.cpp
 std::vector<KeyRule> activation_checkpointing_rules();                 // activation_section.cpp
 void read_activation_checkpointing(const Section& top, ModelSection& m);  // activation_section.cpp
 std::vector<KeyRule> offload_rules(bool optimizer);                    // zero_section.cpp
-void read_optimizer(const Section& top, TrainConfig& c);               // optimizer_section.cpp
+// "optimizer": the kind and its hyperparameters; type_name gets the type as DeepSpeed spells it.
+void read_optimizer(const Section& top, EngineSettings& settings, std::string& type_name);  // optimizer_section.cpp
 std::vector<KeyRule> adam_param_rules();                               // optimizer_section.cpp
 std::vector<KeyRule> lamb_param_rules();                               // optimizer_section.cpp
 std::vector<KeyRule> train_checkpoints_rules();                        // train_sections.cpp

@@ -135,14 +135,23 @@ std::vector<KeyRule> offload_rules(bool optimizer) {
 
 namespace {
 
+// One offload block as written ("offload_optimizer" or "offload_param"), before it is mapped onto
+// the engine's OffloadOptions.
+struct OffloadBlock {
+  bool cpu = false;         // device "cpu"
+  bool pin_memory = false;  // DeepSpeed's code default (its newest docs say true)
+  bool delayed_update = false;  // ours, offload_optimizer only: "delayed_update": {"enabled", "warmup_steps"}
+  int delayed_warmup_steps = 0;
+};
+
 // An offload block; DeepSpeed's docs say a missing device is an error, so it is one here too.
-OffloadConfig read_offload(const Section& zero, const std::string& key) {
-  OffloadConfig o;
+OffloadBlock read_offload(const Section& zero, const std::string& key) {
+  OffloadBlock o;
   if (!zero.has(key)) return o;
   const Section s = zero.child(key, offload_rules(key == "offload_optimizer"));
   if (!s.present("device")) s.fail("device", "is missing; set \"cpu\" to offload, or \"none\"");
   const std::string device = s.get_string("device", "none");
-  if (device == "cpu") o.device = OffloadDevice::cpu;
+  if (device == "cpu") o.cpu = true;
   else if (device == "nvme") s.fail("device", "= \"nvme\" is known but not supported yet: the NVMe tier is on the roadmap; use \"cpu\"");
   else if (device != "none") s.fail("device", cat("is \"", device, "\"; it must be \"cpu\" or \"none\""));
   o.pin_memory = s.get_bool("pin_memory", o.pin_memory);
@@ -163,6 +172,7 @@ std::int64_t read_aliased(const Section& s, const std::string& key, const std::s
 // The Hugging Face Trainer's model-dependent "auto" sizes (trainer_config_finalize), from the
 // model's hidden size.
 void declare_auto_sizes(const Section& s, std::int64_t hidden) {
+  if (hidden <= 0) return;  // no model known: "auto" resolves as if the key were absent
   const std::string h = cat("hidden size ", hidden);
   s.set_auto("reduce_bucket_size", hidden * hidden, cat(h, " squared, as the Hugging Face Trainer computes it"));
   s.set_auto("stage3_prefetch_bucket_size", static_cast<std::int64_t>(0.9 * static_cast<double>(hidden * hidden)),
@@ -171,40 +181,48 @@ void declare_auto_sizes(const Section& s, std::int64_t hidden) {
 }
 
 // DeepSpeed's deprecated booleans, mapped the way its new_param_fn does.
-void read_deprecated_offload(const Section& s, ZeroConfig& z) {
+void read_deprecated_offload(const Section& s, OffloadBlock& optimizer, OffloadBlock& param) {
   if (s.get_bool("cpu_offload", false)) {
     if (s.has("offload_optimizer")) s.fail("cpu_offload", "(deprecated) and offload_optimizer both set optimizer offload; keep offload_optimizer");
-    z.offload_optimizer.device = OffloadDevice::cpu;
+    optimizer.cpu = true;
   }
   if (s.get_bool("cpu_offload_param", false)) {
     if (s.has("offload_param")) s.fail("cpu_offload_param", "(deprecated) and offload_param both set parameter offload; keep offload_param");
-    z.offload_param.device = OffloadDevice::cpu;
+    param.cpu = true;
   }
   if (s.has("cpu_offload_use_pin_memory")) {
     const bool pin = s.get_bool("cpu_offload_use_pin_memory", false);
-    z.offload_optimizer.pin_memory = z.offload_optimizer.pin_memory || pin;
-    z.offload_param.pin_memory = z.offload_param.pin_memory || pin;
+    optimizer.pin_memory = optimizer.pin_memory || pin;
+    param.pin_memory = param.pin_memory || pin;
   }
 }
 
-void check_offload_stage(const Section& s, const ZeroConfig& z) {
-  if (z.offload_optimizer.device == OffloadDevice::cpu && z.stage == 0) {
-    s.fail("offload_optimizer", "offloads the optimizer state, which needs ZeRO stage 1, 2 or 3 (it is sharded there); set stage >= 1");
-  }
-  if (z.offload_param.device == OffloadDevice::cpu && z.stage != 3) {
-    s.fail("offload_param", cat("offloads parameters, which only stage 3 shards; stage is ", z.stage, ": set stage 3 or remove offload_param"));
-  }
+// The two blocks as the engine's placement. The engine pins every host buffer it pins or none,
+// so either block's pin_memory pins; the delayed update is offload_optimizer's. Whether the
+// combination is one the engine runs is settings_problems' to say (parse_config reports it).
+OffloadOptions placement(const OffloadBlock& optimizer, const OffloadBlock& param) {
+  OffloadOptions o;
+  o.optimizer = optimizer.cpu;
+  o.params = param.cpu;
+  o.pin_memory = optimizer.pin_memory || param.pin_memory;
+  o.delayed_update = optimizer.delayed_update;
+  o.warmup_steps = optimizer.delayed_warmup_steps;
+  return o;
+}
+
+std::size_t bucket(const Section& s, const std::string& key) {
+  constexpr std::int64_t kDeepSpeedDefault = 500'000'000;  // elements, DeepSpeed's reduce_bucket_size and allgather_bucket_size
+  return static_cast<std::size_t>(s.get_int(key, kDeepSpeedDefault, 1, kMax));
 }
 
 }  // namespace
 
-ZeroConfig read_zero(const Section& top, const AutoContext& ctx) {
-  ZeroConfig z;
-  if (!top.has("zero_optimization")) return z;
+void read_zero(const Section& top, const AutoContext& ctx, EngineSettings& z) {
+  if (!top.has("zero_optimization")) return;
   const nlohmann::json& v = top.at("zero_optimization");
   if (v.is_boolean()) {  // DeepSpeed's deprecated form: true is stage 1
     z.stage = v.get<bool>() ? 1 : 0;
-    return z;
+    return;
   }
   const Section s = top.child("zero_optimization",
                               allow_auto(zero_rules(), {"reduce_bucket_size", "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold",
@@ -224,21 +242,22 @@ ZeroConfig read_zero(const Section& top, const AutoContext& ctx) {
                   "or remove the key");
     }
   }
-  z.reduce_bucket_size = s.get_int("reduce_bucket_size", z.reduce_bucket_size, 1, kMax);
-  z.allgather_bucket_size = s.get_int("allgather_bucket_size", z.allgather_bucket_size, 1, kMax);
+  z.reduce_bucket_elements = bucket(s, "reduce_bucket_size");
+  z.allgather_bucket_elements = bucket(s, "allgather_bucket_size");
   z.overlap_comm = s.get_bool("overlap_comm", z.overlap_comm);  // zero: true in every stage (DeepSpeed: stage 3 only)
-  z.contiguous_gradients = s.get_bool("contiguous_gradients", z.contiguous_gradients);
-  z.stage3_prefetch_bucket_size = read_aliased(s, "prefetch_bucket_size", "stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size);
-  z.stage3_param_persistence_threshold =
-      read_aliased(s, "param_persistence_threshold", "stage3_param_persistence_threshold", z.stage3_param_persistence_threshold);
-  z.stage3_max_live_parameters = read_aliased(s, "max_live_parameters", "stage3_max_live_parameters", z.stage3_max_live_parameters);
-  z.stage3_max_reuse_distance = read_aliased(s, "max_reuse_distance", "stage3_max_reuse_distance", z.stage3_max_reuse_distance);
-  z.sub_group_size = s.get_int("sub_group_size", z.sub_group_size, 1, kMax);
-  z.offload_optimizer = read_offload(s, "offload_optimizer");
-  z.offload_param = read_offload(s, "offload_param");
-  read_deprecated_offload(s, z);
-  check_offload_stage(s, z);
-  return z;
+  Stage3Options& s3 = z.stage3;
+  s3.prefetch_bucket = read_aliased(s, "prefetch_bucket_size", "stage3_prefetch_bucket_size", s3.prefetch_bucket);
+  s3.persistence_threshold = read_aliased(s, "param_persistence_threshold", "stage3_param_persistence_threshold", s3.persistence_threshold);
+  s3.max_live = read_aliased(s, "max_live_parameters", "stage3_max_live_parameters", s3.max_live);
+  s3.max_reuse_distance = read_aliased(s, "max_reuse_distance", "stage3_max_reuse_distance", s3.max_reuse_distance);
+  // Read for their types and ranges, and changing nothing zero computes: zero's gradients are
+  // always contiguous (one flat buffer per unit), and its optimizer steps a shard in one pass.
+  s.get_bool("contiguous_gradients", true);
+  s.get_int("sub_group_size", 1'000'000'000, 1, kMax);
+  OffloadBlock optimizer = read_offload(s, "offload_optimizer");
+  OffloadBlock param = read_offload(s, "offload_param");
+  read_deprecated_offload(s, optimizer, param);
+  z.offload = placement(optimizer, param);
 }
 
 }  // namespace zero::config_detail

@@ -17,75 +17,13 @@ std::unique_ptr<Stage> make_stage3(const StageContext& ctx);
 
 namespace {
 
-void check_stage(int stage) {
-  if (stage < 0 || stage > 3) {
-    throw ConfigError(cat("[engine] ZeRO stage ", stage, " does not exist: use 0 (plain data parallel), "
-                          "1 (optimizer state sharded), 2 (+ gradients) or 3 (+ parameters)"));
-  }
-}
-
-void check_offload(const EngineConfig& config) {
-  const OffloadOptions& o = config.offload;
-  if (o.optimizer && config.stage == 0) {
-    throw ConfigError("[engine] offload_optimizer needs ZeRO stage 1, 2 or 3 (stage 0 keeps no shard to offload): "
-                      "set zero_optimization.stage to 1 or more, or turn offload off");
-  }
-  if (o.params && config.stage != 3) {
-    throw ConfigError("[engine] offload_param needs stage 3 (only stage 3 shards the parameters): set "
-                      "zero_optimization.stage to 3, or remove offload_param");
-  }
-  // pin_memory pages-locks the optimizer's host buffers; the stage-3 host shard is not pinned
-  // (with or without offload_optimizer), so with offload_param alone it changes nothing.
-  if (!o.optimizer && (o.delayed_update || (o.pin_memory && !o.params))) {
-    throw ConfigError("[engine] delayed_update and pin_memory are settings of offload_optimizer: turn offload_optimizer on");
-  }
-  if (o.delayed_update && o.params) {
-    throw ConfigError("[engine] the delayed update with offload_param is not supported yet (the CPU would update the "
-                      "parameter shards while the next step gathers them): use offload_optimizer alone");
-  }
-  if (o.warmup_steps < 0) throw ConfigError(cat("[engine] delayed_update.warmup_steps must be >= 0, not ", o.warmup_steps));
-}
-
-void check_precision(const EngineConfig& config) {
-  const Precision& p = config.precision;
-  if (p.compute != Dtype::kF16) return;
-  check_loss_scaler(p.loss_scaler);
-  if (p.loss_scaler.dynamic() && config.offload.delayed_update) {
-    throw ConfigError("[engine] fp16 dynamic loss scaling with the delayed update is not supported yet (an overflow found at "
-                      "step t+1 would come after step t's update was applied): use bf16, a static fp16.loss_scale, or "
-                      "turn delayed_update off");
-  }
-}
-
+// The settings' combinations (engine/settings.cpp, the one validation config/ and the planner
+// run too), the optimizer's hyperparameters, and the layout against the world size.
 void check_config(const EngineConfig& config, const FlatLayout& layout) {
-  check_stage(config.stage);
-  check_offload(config);
-  const double f = config.gradient_predivide_factor;
-  if (!(f > 0.0) || !std::isfinite(f) || f > 3.4e38) {
-    throw ConfigError(cat("[engine] gradient_predivide_factor must be a positive, finite number, not ", f));
-  }
-  check_precision(config);
-  if (!(config.gradient_clipping >= 0.0f)) {
-    throw ConfigError(cat("[engine] gradient_clipping must be >= 0 (0 turns it off), not ", config.gradient_clipping));
-  }
+  check_settings(config, "engine");
+  if (config.precision.compute == Dtype::kF16) check_loss_scaler(config.precision.loss_scaler);
   adam_step_scalars(config.adam, 1);  // validates the hyperparameters
-  if (config.optimizer == OptimizerKind::kLamb) {
-    lamb_step_scalars(config.adam, config.lamb, 1);
-    if (config.offload.delayed_update) {
-      throw ConfigError("[engine] Lamb with the delayed update is not supported (Lamb's trust ratios need a collective in the "
-                        "middle of the update, which the delayed update runs in the background): turn delayed_update off, or "
-                        "use Adam/AdamW");
-    }
-  }
-  const Stage3Options& s3 = config.stage3;
-  if (s3.prefetch_bucket < -1) {
-    throw ConfigError(cat("[engine] stage3_prefetch_bucket_size must be >= 0 elements (0: no prefetch), not ", s3.prefetch_bucket));
-  }
-  for (const auto& [key, value] : {std::pair<const char*, std::int64_t>{"stage3_max_live_parameters", s3.max_live},
-                                   {"stage3_param_persistence_threshold", s3.persistence_threshold},
-                                   {"stage3_max_reuse_distance", s3.max_reuse_distance}}) {
-    if (value < 0) throw ConfigError(cat("[engine] ", key, " must be >= 0 elements, not ", value));
-  }
+  if (config.optimizer == OptimizerKind::kLamb) lamb_step_scalars(config.adam, config.lamb, 1);
   const int n = layout.world_size();
   for (int u = 0; u < layout.num_units(); ++u) {
     const UnitPlace& unit = layout.unit(u);
@@ -123,7 +61,7 @@ void check_ranks_agree(const FlatLayout& layout, Communicator& comm) {
 }  // namespace
 
 std::unique_ptr<Stage> make_stage(int stage, const StageContext& ctx) {
-  check_stage(stage);
+  ZERO_CHECK(stage >= 0 && stage <= 3, "make_stage(", stage, "): the settings were not checked");
   switch (stage) {
     case 0: return make_stage0(ctx);
     case 1: return make_stage1(ctx);

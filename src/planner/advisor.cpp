@@ -51,15 +51,16 @@ Fit check_fit(const Plan& plan, const Capacity& capacity) {
   return f;
 }
 
-std::vector<ZeroSettings> estimate_settings(const ZeroSettings& base, std::optional<int> only_stage) {
-  std::vector<ZeroSettings> out;
+std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::optional<int> only_stage) {
+  std::vector<EngineSettings> out;
   auto add = [&](int stage, bool opt, bool param) {
     if (only_stage && *only_stage != stage) return;
-    ZeroSettings z = base;
+    EngineSettings z = base;
     z.stage = stage;
-    z.offload_optimizer = opt;
-    z.offload_param = param;
-    z.delayed_update = base.delayed_update && opt && !param;  // the engine has no DPU with offload_param
+    z.offload.optimizer = opt;
+    z.offload.params = param;
+    z.offload.delayed_update = base.offload.delayed_update && opt && !param;  // the engine has no DPU with offload_param
+    z.offload.pin_memory = base.offload.pin_memory && (opt || param);        // a setting of offload: none without it
     out.push_back(z);
   };
   for (int s = 0; s <= 3; ++s) add(s, false, false);
@@ -71,17 +72,17 @@ std::vector<ZeroSettings> estimate_settings(const ZeroSettings& base, std::optio
 std::vector<Plan> plan_all(const PlanInput& input, std::optional<int> only_stage) {
   std::vector<Plan> plans;
   PlanInput in = input;
-  for (const ZeroSettings& z : estimate_settings(input.zero, only_stage)) {
-    in.zero = z;
+  for (const EngineSettings& z : estimate_settings(input.settings, only_stage)) {
+    in.settings = z;
     plans.push_back(plan(in));
   }
   return plans;
 }
 
-std::optional<int> largest_micro_batch(const PlanInput& input, const ZeroSettings& z, const Capacity& c) {
+std::optional<int> largest_micro_batch(const PlanInput& input, const EngineSettings& z, const Capacity& c) {
   if (!c.device || !(input.model.gpt || input.model.llama)) return std::nullopt;
   PlanInput in = input;
-  in.zero = z;
+  in.settings = z;
   auto fits = [&](int b) {
     in.micro_batch = b;
     return check_fit(plan(in), Capacity{c.device, std::nullopt, c.headroom}).fits();
@@ -104,12 +105,12 @@ namespace {
 // "+dpu" when the delayed update was asked for.
 std::vector<std::string> preference(const PlanInput& in, std::optional<int> only_stage) {
   std::vector<std::string> labels;
-  for (const ZeroSettings& z : estimate_settings(in.zero, only_stage)) {
+  for (const EngineSettings& z : estimate_settings(in.settings, only_stage)) {
     if (!only_stage) {
       // 1+opt is 2+opt by another name (with offload stage 1 sheds its gradients as stage 2
       // does); on many ranks stage 1 beats stage 0, on one rank nothing is sharded: stage 0.
-      if (z.stage == 1 && z.offload_optimizer) continue;
-      if (!z.offload_optimizer && (in.ranks == 1 ? z.stage > 0 : z.stage == 0)) continue;
+      if (z.stage == 1 && z.offload.optimizer) continue;
+      if (!z.offload.optimizer && (in.ranks == 1 ? z.stage > 0 : z.stage == 0)) continue;
     }
     labels.push_back(plan_label(z));
   }
@@ -157,16 +158,16 @@ std::string why_chosen(const Plan& p, const std::vector<Plan>& plans, const Capa
   if (p.ranks == 1 && p.label == "0") {
     return cat(fits, "; one rank has nothing to shard, so stage 0, with no collectives, is the cheapest");
   }
-  if (p.zero.offload_optimizer) {
+  if (p.settings.offload.optimizer) {
     char secs[32];
     std::snprintf(secs, sizeof secs, "%.2f s", p.link_seconds);
     return cat(fits, " only with offload: each step moves ", gib(p.host_to_device_bytes + p.device_to_host_bytes),
                " over the host link (", secs, " at ", link / 1e9, " GB/s), besides ", traffic,
                " of collectives per rank");
   }
-  if (p.zero.stage == 1) return cat(fits, " at the cheapest traffic, that of plain data parallelism: ", traffic, " per rank per step");
-  if (p.zero.stage == 2) return cat(fits, " at the same traffic as stage 1: ", traffic, " per rank per step");
-  if (p.zero.stage == 3) {
+  if (p.settings.stage == 1) return cat(fits, " at the cheapest traffic, that of plain data parallelism: ", traffic, " per rank per step");
+  if (p.settings.stage == 2) return cat(fits, " at the same traffic as stage 1: ", traffic, " per rank per step");
+  if (p.settings.stage == 3) {
     const Plan* two = find(plans, "2");
     return cat(fits, " but gathers every unit in forward and again in backward: ", traffic, " per rank per step",
                two ? cat(" instead of stage 2's ", gib(two->traffic.total())) : std::string(),
@@ -243,11 +244,11 @@ std::string closest(const std::vector<Plan>& plans, const std::vector<std::strin
 // traffic, the one with the most memory to spare (the lowest device peak), if lower than chosen's.
 const Plan* more_to_spare(const Plan& chosen, const std::vector<Plan>& plans, const std::vector<std::string>& labels,
                           const Capacity& c) {
-  if (chosen.zero.offload_optimizer) return nullptr;
+  if (chosen.settings.offload.optimizer) return nullptr;
   const Plan* best = &chosen;
   for (const std::string& label : labels) {
     const Plan* p = find(plans, label);
-    if (!p || p->zero.offload_optimizer || p->traffic.total() != chosen.traffic.total() || !check_fit(*p, c).fits()) continue;
+    if (!p || p->settings.offload.optimizer || p->traffic.total() != chosen.traffic.total() || !check_fit(*p, c).fits()) continue;
     if (p->device.total() < best->device.total()) best = p;
   }
   return best == &chosen ? nullptr : best;

@@ -46,7 +46,7 @@ Fit check_fit(const Plan& plan, const Capacity& capacity);
 
 // The configurations `zero estimate` tabulates: stages 0-3, then 1+opt, 2+opt, 3+opt and
 // 3+opt+param; only those of `only_stage` when given. The rest of `base` (buckets) is kept.
-std::vector<ZeroSettings> estimate_settings(const ZeroSettings& base, std::optional<int> only_stage);
+std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::optional<int> only_stage);
 std::vector<Plan> plan_all(const PlanInput& input, std::optional<int> only_stage);
 
 struct Recommendation {
@@ -70,7 +70,7 @@ Recommendation recommend(const PlanInput& input, const std::vector<Plan>& plans,
 // The largest micro-batch (sequences per rank) at which configuration `z` fits the device within
 // the headroom, with `in`'s other settings (checkpointing included); 0 when even 1 does not, and
 // nullopt when the device capacity is not given or activations are not modelled. At most 65536.
-std::optional<int> largest_micro_batch(const PlanInput& in, const ZeroSettings& z, const Capacity& c);
+std::optional<int> largest_micro_batch(const PlanInput& in, const EngineSettings& z, const Capacity& c);
 
 // A size in the unit that fits it: "12.34 GiB", "3.50 MiB", "768.00 KiB", "12 B" (2^10 steps).
 std::string gib(std::uint64_t bytes);

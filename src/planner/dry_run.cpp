@@ -33,21 +33,12 @@ class ShapeModule final : public Module {
   Ledger& ledger_;
 };
 
-EngineConfig engine_config(const ZeroSettings& z, DtypeMode dtype, bool lamb) {
+// The settings as given, on the counting device. The delayed update runs from the first step,
+// whatever its warm-up: the second step, the one planned, is then the steady state.
+EngineConfig engine_config(const EngineSettings& settings) {
   EngineConfig c;
-  if (lamb) c.optimizer = OptimizerKind::kLamb;
-  c.stage = z.stage;
-  c.offload.optimizer = z.offload_optimizer;
-  c.offload.params = z.offload_param;
-  c.offload.delayed_update = z.delayed_update;  // from the first step: the steady state
-  const auto elements = [](std::int64_t bucket) { return static_cast<std::size_t>(std::max<std::int64_t>(0, bucket)); };
-  c.reduce_bucket_elements = elements(z.reduce_bucket_size);
-  c.allgather_bucket_elements = elements(z.allgather_bucket_size);
-  c.stage3 = {z.stage3_prefetch_bucket_size, z.stage3_max_live_parameters, z.stage3_param_persistence_threshold,
-              z.stage3_max_reuse_distance};
-  c.overlap_comm = z.overlap_comm;
-  // Mixed precision as bf16 (fp16 holds the same bytes; its loss scaler allocates nothing).
-  c.precision.compute = dtype == DtypeMode::kMixed ? Dtype::kBf16 : Dtype::kF32;
+  static_cast<EngineSettings&>(c) = settings;
+  c.offload.warmup_steps = 0;
   c.device = "counting";
   return c;
 }
@@ -65,7 +56,7 @@ DryRun run_dry(const PlanInput& in, const ActivationBytes& activations) {
   ShapeModule model(in.model.units, activations, ledger);
   // One rank runs the self backend, which has no transport scratch, whatever was asked.
   auto comm = make_counting_communicator(in.ranks, in.comm_scratch && in.ranks > 1);
-  Engine engine(engine_config(in.zero, in.dtype, in.lamb), model, *comm, ledger);
+  Engine engine(engine_config(in.settings), model, *comm, ledger);
 
   DryRun out;
   out.persistent_device = bytes_of(ledger.usage(Tier::kDevice).current);

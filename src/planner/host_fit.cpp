@@ -34,10 +34,10 @@ struct Setup {
 
 // The first other configuration (in zero estimate's order) that fits with everything else kept.
 std::string other_stage(const Setup& s) {
-  for (const ZeroSettings& z : estimate_settings(s.in.zero, std::nullopt)) {
-    if (plan_label(z) == plan_label(s.in.zero)) continue;
+  for (const EngineSettings& z : estimate_settings(s.in.settings, std::nullopt)) {
+    if (plan_label(z) == plan_label(s.in.settings)) continue;
     PlanInput v = s.in;
-    v.zero = z;
+    v.settings = z;
     if (s.fits(v)) return cat("stage ", plan_label(z), " fits: it needs ", gib(*s.need(v)));
   }
   return "";
@@ -62,7 +62,7 @@ std::string smaller_micro_batch(const Setup& s) {
   while (B % d != 0) --d;
   v.micro_batch = d;
   return cat("micro-batch ", d, " with gradient_accumulation_steps ", s.in.gradient_accumulation_steps * (B / d),
-             " (the same global batch) fits at stage ", plan_label(s.in.zero), ": it needs ", gib(*s.need(v)),
+             " (the same global batch) fits at stage ", plan_label(s.in.settings), ": it needs ", gib(*s.need(v)),
              d < lo ? cat("; the largest micro-batch that fits is ", lo) : std::string());
 }
 
@@ -72,7 +72,7 @@ std::string with_checkpointing(const Setup& s) {
   v.checkpointing.enabled = true;
   if (!s.fits(v)) return "";
   return cat("--activation-checkpointing (each block's forward runs again in backward) fits at stage ",
-             plan_label(s.in.zero), ": it needs ", gib(*s.need(v)));
+             plan_label(s.in.settings), ": it needs ", gib(*s.need(v)));
 }
 
 std::string advice(const Setup& s) {
@@ -117,7 +117,7 @@ void check_host_fit(const PlanInput& in, bool device_in_host_memory, int ranks_o
   throw OutOfMemoryError(cat(
       "[train] this run needs ", bytes_and_gib(n.total()), " of host memory, but this host has ", bytes_and_gib(memory.available),
       " available (", memory.source, "). Needed: ", n.ranks_on_host, " rank", n.ranks_on_host == 1 ? "" : "s",
-      " on this host x (", gib(n.planned_per_rank()), " planned per rank at stage ", plan_label(in.zero), ", micro-batch ",
+      " on this host x (", gib(n.planned_per_rank()), " planned per rank at stage ", plan_label(in.settings), ", micro-batch ",
       in.micro_batch, ": ", tiers, "; + ", gib(n.margin_per_rank), " margin: ", gib(kRankBaseBytes), " for the process and ",
       static_cast<int>(kHostMarginFraction * 100), "% for what the plan leaves out) + ", gib(n.data),
       " of data. Nothing was allocated. ", advice(setup)));

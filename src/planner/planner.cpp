@@ -10,11 +10,12 @@
 
 namespace zero {
 
-const char* dtype_name(DtypeMode d) { return d == DtypeMode::kFp32 ? "fp32" : "mixed"; }
+const char* dtype_name(Dtype compute) { return compute == Dtype::kF32 ? "fp32" : "mixed"; }
 
-DtypeMode parse_dtype(const std::string& text) {
-  if (text == "fp32") return DtypeMode::kFp32;
-  if (text == "mixed" || text == "bf16" || text == "fp16") return DtypeMode::kMixed;
+Dtype parse_dtype(const std::string& text) {
+  if (text == "fp32") return Dtype::kF32;
+  if (text == "mixed" || text == "bf16") return Dtype::kBf16;
+  if (text == "fp16") return Dtype::kF16;
   throw ConfigError(cat("[planner] unknown dtype '", text, "': use fp32, or mixed (bf16/fp16 parameters and gradients "
                         "with fp32 master parameters and Adam state)"));
 }
@@ -41,16 +42,14 @@ std::uint64_t StepTraffic::total() const {
   return t;
 }
 
-std::string plan_label(const ZeroSettings& zero) {
-  return cat(zero.stage, zero.offload_optimizer ? "+opt" : "", zero.offload_param ? "+param" : "",
-             zero.delayed_update ? "+dpu" : "");
+std::string plan_label(const EngineSettings& s) {
+  return cat(s.stage, s.offload.optimizer ? "+opt" : "", s.offload.params ? "+param" : "", s.offload.delayed_update ? "+dpu" : "");
 }
 
 namespace {
 
 void check_input(const PlanInput& in) {
-  const ZeroSettings& z = in.zero;
-  if (z.stage < 0 || z.stage > 3) throw ConfigError(cat("[planner] ZeRO stage ", z.stage, " does not exist: use 0, 1, 2 or 3"));
+  check_settings(in.settings, "planner");
   if (in.ranks < 1) throw ConfigError(cat("[planner] ranks must be at least 1, not ", in.ranks));
   if (in.ranks_per_node < 1) throw ConfigError(cat("[planner] ranks per node must be at least 1, not ", in.ranks_per_node));
   if (in.micro_batch < 1) throw ConfigError(cat("[planner] the micro-batch must be at least 1, not ", in.micro_batch));
@@ -58,17 +57,6 @@ void check_input(const PlanInput& in) {
     throw ConfigError(cat("[planner] gradient accumulation steps must be at least 1, not ", in.gradient_accumulation_steps));
   }
   if (!(in.link_bandwidth > 0)) throw ConfigError(cat("[planner] the link bandwidth must be positive, not ", in.link_bandwidth));
-  if (z.offload_optimizer && z.stage == 0) {
-    throw ConfigError("[planner] optimizer offload needs ZeRO stage 1, 2 or 3 (DeepSpeed refuses it in stage 0)");
-  }
-  if (z.offload_param && z.stage != 3) throw ConfigError("[planner] parameter offload needs ZeRO stage 3");
-  if (z.delayed_update && !z.offload_optimizer) {
-    throw ConfigError("[planner] the delayed update is a setting of optimizer offload: set offload_optimizer too");
-  }
-  if (z.delayed_update && z.offload_param) {
-    throw ConfigError("[planner] the delayed update with parameter offload is not supported by the engine: "
-                      "plan it with optimizer offload alone");
-  }
   if (in.model.units.empty()) throw ConfigError("[planner] the model has no units");
   const std::int64_t psi = in.model.num_parameters();
   if (psi < in.ranks) {
@@ -94,11 +82,10 @@ Plan plan(const PlanInput& in) {
   check_input(in);
   const FlatLayout layout(in.model.units, in.ranks);
   check_units(layout);
-  const ZeroSettings& z = in.zero;
+  const EngineSettings& z = in.settings;
 
   Plan p;
-  p.zero = z;
-  p.dtype = in.dtype;
+  p.settings = z;
   p.ranks = in.ranks;
   p.ranks_per_node = std::min(in.ranks, in.ranks_per_node);
   p.nodes = (in.ranks + in.ranks_per_node - 1) / in.ranks_per_node;
@@ -114,7 +101,7 @@ Plan plan(const PlanInput& in) {
     activations = in.activation_bytes(*in.model.gpt, in.micro_batch, in.checkpointing);
     p.activations_modelled = true;
   } else if (in.model.llama) {
-    activations = llama_activation_bytes(*in.model.llama, in.micro_batch, in.checkpointing, in.dtype == DtypeMode::kMixed ? 2 : 4);
+    activations = llama_activation_bytes(*in.model.llama, in.micro_batch, in.checkpointing, z.precision.mixed() ? 2 : 4);
     p.activations_modelled = true;
   }
   const planner_detail::DryRun dry = planner_detail::run_dry(in, activations);
@@ -125,7 +112,7 @@ Plan plan(const PlanInput& in) {
   p.device_to_host_bytes = dry.to_host;
   p.host_to_device_bytes = dry.to_device;
   p.host_per_node = p.host.total() * static_cast<std::uint64_t>(p.ranks_per_node);
-  if (z.offload_optimizer) p.link_seconds = static_cast<double>(p.device_to_host_bytes + p.host_to_device_bytes) / in.link_bandwidth;
+  if (z.offload.optimizer) p.link_seconds = static_cast<double>(p.device_to_host_bytes + p.host_to_device_bytes) / in.link_bandwidth;
   return p;
 }
 

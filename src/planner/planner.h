@@ -1,7 +1,7 @@
 // The planner: what a ZeRO configuration will hold in memory, per rank and per tier, and what it
 // will move per step, predicted before anything is allocated.
 //
-//   PlanInput in;  in.model = named_model("gpt2-xl");  in.ranks = 8;  in.zero.stage = 2;
+//   PlanInput in;  in.model = named_model("gpt2-xl");  in.ranks = 8;  in.settings.stage = 2;
 //   Plan p = plan(in);          // p.device.total(): predicted peak device bytes per rank
 //
 // It predicts what the engine allocates, not a textbook formula, because it runs the engine: two
@@ -20,7 +20,7 @@
 // checkpointing keeps the block inputs in the host tier).
 //
 // What the dry run finds, as the engine allocates it (the tests hold the figures to the ledger):
-// fp32: 4 bytes for everything. Mixed precision (planned as bf16; fp16 holds the same bytes): 16-bit
+// fp32: 4 bytes for everything. Mixed precision (bf16 or fp16: the same bytes): 16-bit
 // parameters and gradients (and the collectives on them), an fp32 master, m and v per shard
 // element in the optimizer state (the ZeRO paper's K = 12), and fp32 scratch for the unit being
 // computed (counted as activations). With offload_optimizer the host holds the master, m, v, the
@@ -29,9 +29,9 @@
 // shard. With offload_param the host shard is the master itself. The link carries each reduced
 // slice down and the updated shard (or, with offload_param, every gathered slice) up, in the
 // training type.
-// Offload in stage 0, parameter offload outside stage 3 or without optimizer offload, and the
-// delayed update without optimizer offload or with parameter offload are refused, as the engine
-// refuses them.
+// The settings are the engine's own (engine/settings.h), as zero train builds the engine from
+// them: every one of them reaches the dry run (a test varies each and holds the plan to the
+// ledger), and they are checked by the engine's one validation (check_settings).
 #pragma once
 
 #include <array>
@@ -40,35 +40,17 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "engine/settings.h"
 #include "memory/ledger.h"
 #include "model/gpt_activations.h"
 #include "planner/model_shapes.h"
 
 namespace zero {
 
-enum class DtypeMode { kFp32, kMixed };
-const char* dtype_name(DtypeMode d);                 // "fp32", "mixed"
-DtypeMode parse_dtype(const std::string& text);      // ConfigError for anything else
-
-// "zero_optimization" as the planner needs it. Sizes count elements, as in DeepSpeed.
-struct ZeroSettings {
-  int stage = 0;
-  bool offload_optimizer = false;
-  bool offload_param = false;
-  // ZeRO-Offload's delayed parameter update (OffloadOptions::delayed_update): a second host
-  // gradient shard. Labelled "+dpu".
-  bool delayed_update = false;
-  // DeepSpeed's bucket sizes, with its defaults: they bound each collective's pieces (and so the
-  // communication scratch) as the engine's do. Stage 3's schedule, with zero's defaults
-  // (engine.h: Stage3Options; -1: the next unit only).
-  std::int64_t reduce_bucket_size = 500'000'000;
-  std::int64_t allgather_bucket_size = 500'000'000;
-  std::int64_t stage3_prefetch_bucket_size = -1;
-  std::int64_t stage3_max_live_parameters = 1'000'000'000;
-  std::int64_t stage3_param_persistence_threshold = 0;
-  std::int64_t stage3_max_reuse_distance = 0;
-  bool overlap_comm = true;  // false: each gradient reduction waited for where it is issued
-};
+// The --dtype of zero estimate: "fp32", or "mixed" (also "bf16"; "fp16", with DeepSpeed's dynamic
+// loss scaling) for 16-bit parameters and gradients with fp32 masters and Adam state.
+Dtype parse_dtype(const std::string& text);  // ConfigError for anything else
+const char* dtype_name(Dtype compute);       // "fp32", "mixed"
 
 // Host<->device link bandwidth assumed by default, bytes per second: a PCIe 4.0 x16 link carries
 // 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s per direction in theory; pinned-memory copies measure
@@ -87,12 +69,13 @@ struct PlanInput {
   ModelDescription model;
   int ranks = 1;                 // N, data-parallel ranks
   int ranks_per_node = 1;        // for the host total per node
-  DtypeMode dtype = DtypeMode::kFp32;
   int micro_batch = 1;           // sequences per rank per micro-batch (activations only)
   GptCheckpointing checkpointing;  // activation checkpointing (activations only)
   int gradient_accumulation_steps = 1;
-  ZeroSettings zero;
-  bool lamb = false;  // the optimizer is Lamb: the same bytes as Adam, one more small all-gather per step
+  // What the engine runs (engine/settings.h), read from a config as zero train reads it. The dry
+  // run takes them as they are, but for the delayed update's warm-up: planned from the first step
+  // (the steady state). Lamb holds the same bytes as Adam and does one more small all-gather.
+  EngineSettings settings;
   // The MPI backend's reduce_scatter scratch (a whole unit per call). The threads and self
   // backends have none; set false to plan for them.
   bool comm_scratch = true;
@@ -120,8 +103,7 @@ struct StepTraffic {
 
 struct Plan {
   // What was planned.
-  ZeroSettings zero;
-  DtypeMode dtype = DtypeMode::kFp32;
+  EngineSettings settings;
   int ranks = 1;
   int ranks_per_node = 1;  // as given, at most ranks
   int nodes = 1;
@@ -153,11 +135,11 @@ struct Plan {
 
 // Plans one configuration. ConfigError ("[planner] ...") for bad input: ranks, micro-batch or
 // accumulation below 1, more ranks than parameters or than the smallest unit has (the engine
-// refuses those too), a stage outside 0-3, an offload combination the engine refuses, a link
+// refuses those too), settings the engine's validation refuses (check_settings), a link
 // bandwidth that is not positive.
 Plan plan(const PlanInput& input);
 
 // "0", "1", "2+opt", "2+opt+dpu", "3+opt+param".
-std::string plan_label(const ZeroSettings& zero);
+std::string plan_label(const EngineSettings& settings);
 
 }  // namespace zero

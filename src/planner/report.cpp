@@ -18,9 +18,9 @@ EstimateReport make_report(const PlanInput& input, const Capacity& capacity, std
   plain.checkpointing = {};
   ckpt.checkpointing.enabled = true;
   for (const Plan& p : r.plans) {
-    const auto without = largest_micro_batch(plain, p.zero, capacity);
+    const auto without = largest_micro_batch(plain, p.settings, capacity);
     if (!without) break;
-    r.largest_batches.emplace_back(*without, *largest_micro_batch(ckpt, p.zero, capacity));
+    r.largest_batches.emplace_back(*without, *largest_micro_batch(ckpt, p.settings, capacity));
   }
   return r;
 }
@@ -56,8 +56,8 @@ std::string header(const EstimateReport& r) {
   if (!m.source.empty()) s += cat("  shape of ", m.source, "\n");
   s += cat("  ", grouped(any.numel), " parameters in ", any.units, " units, the largest ", grouped(m.largest_unit()), "\n");
   s += cat("  ", in.ranks, in.ranks == 1 ? " rank, " : " ranks, ", any.ranks_per_node, " per node (", any.nodes,
-           any.nodes == 1 ? " node" : " nodes", "); ", dtype_name(in.dtype),
-           in.dtype == DtypeMode::kFp32 ? " (4-byte parameters, gradients, Adam m and v)"
+           any.nodes == 1 ? " node" : " nodes", "); ", dtype_name(in.settings.precision.compute),
+           !in.settings.precision.mixed() ? " (4-byte parameters, gradients, Adam m and v)"
                                         : " (2-byte parameters and gradients; fp32 master, m, v: K = 12)",
            "; micro-batch ", in.micro_batch, in.gradient_accumulation_steps > 1 ? cat(" x ", in.gradient_accumulation_steps, " accumulated") : "",
            "\n");
@@ -120,8 +120,8 @@ std::string notes(const EstimateReport& r) {
   s += "  host: offloaded state per rank and per node (rank x ranks per node); network: bytes a rank sends per step\n";
   s += "    by all-reduce, reduce-scatter and all-gather; host link: host<->device copies per step with offload and\n"
        "    their time, both directions one after the other\n";
-  s += cat("  buckets: a unit larger than reduce_bucket_size (", in.zero.reduce_bucket_size, ") or allgather_bucket_size (",
-           in.zero.allgather_bucket_size, ") elements moves in bucket-sized pieces, bounding comm scratch; stage 3's\n"
+  s += cat("  buckets: a unit larger than reduce_bucket_size (", in.settings.reduce_bucket_elements, ") or allgather_bucket_size (",
+           in.settings.allgather_bucket_elements, ") elements moves in bucket-sized pieces, bounding comm scratch; stage 3's\n"
            "    prefetch, live cap, persistence and reuse settings are in these figures: they are the engine's own schedule run dry\n");
   s += cat("  fits: yes / NO / ? (capacity not given); the device within ", r.capacity.headroom * 100,
            "% headroom (--headroom: fragmentation, the framework's context and workspaces are not in these figures); "
@@ -143,8 +143,8 @@ std::string recommendation(const EstimateReport& r) {
   std::string s = "\n";
   if (rec.index >= 0) {
     const Plan& p = r.plans[rec.index];
-    s += cat("recommended: stage ", p.zero.stage, p.zero.offload_optimizer ? " with optimizer offload" : "",
-             p.zero.offload_param ? " and parameter offload" : "", "\n");
+    s += cat("recommended: stage ", p.settings.stage, p.settings.offload.optimizer ? " with optimizer offload" : "",
+             p.settings.offload.params ? " and parameter offload" : "", "\n");
   } else {
     s += cat("recommended: nothing fits on ", r.input.ranks, r.input.ranks == 1 ? " rank" : " ranks", "\n");
   }
@@ -187,10 +187,10 @@ nlohmann::json plan_json(const EstimateReport& r, std::size_t i) {
   const Fit f = check_fit(p, r.capacity);
   nlohmann::json j;
   j["label"] = p.label;
-  j["stage"] = p.zero.stage;
-  j["offload_optimizer"] = p.zero.offload_optimizer;
-  j["offload_param"] = p.zero.offload_param;
-  j["delayed_update"] = p.zero.delayed_update;
+  j["stage"] = p.settings.stage;
+  j["offload_optimizer"] = p.settings.offload.optimizer;
+  j["offload_param"] = p.settings.offload.params;
+  j["delayed_update"] = p.settings.offload.delayed_update;
   j["device_bytes"] = tier_json(p.device);
   j["host_bytes"] = tier_json(p.host);
   j["host_bytes_per_node"] = p.host_per_node;
@@ -228,7 +228,7 @@ nlohmann::json report_json(const EstimateReport& r) {
   j["ranks"] = in.ranks;
   j["ranks_per_node"] = r.plans.front().ranks_per_node;
   j["nodes"] = r.plans.front().nodes;
-  j["dtype"] = dtype_name(in.dtype);
+  j["dtype"] = dtype_name(in.settings.precision.compute);
   j["micro_batch"] = in.micro_batch;
   j["gradient_accumulation_steps"] = in.gradient_accumulation_steps;
   j["comm_scratch"] = in.comm_scratch;
@@ -237,13 +237,13 @@ nlohmann::json report_json(const EstimateReport& r) {
   j["device_headroom"] = r.capacity.headroom;
   j["host_memory_bytes"] = r.capacity.host ? nlohmann::json(*r.capacity.host) : nlohmann::json(nullptr);
   j["activations_modelled"] = r.plans.front().activations_modelled;
-  const ZeroSettings& z = in.zero;
-  j["zero_settings"] = {{"reduce_bucket_size", z.reduce_bucket_size},
-                        {"allgather_bucket_size", z.allgather_bucket_size},
-                        {"stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size},
-                        {"stage3_max_live_parameters", z.stage3_max_live_parameters},
-                        {"stage3_param_persistence_threshold", z.stage3_param_persistence_threshold},
-                        {"stage3_max_reuse_distance", z.stage3_max_reuse_distance}};
+  const EngineSettings& z = in.settings;
+  j["zero_settings"] = {{"reduce_bucket_size", z.reduce_bucket_elements},
+                        {"allgather_bucket_size", z.allgather_bucket_elements},
+                        {"stage3_prefetch_bucket_size", z.stage3.prefetch_bucket},
+                        {"stage3_max_live_parameters", z.stage3.max_live},
+                        {"stage3_param_persistence_threshold", z.stage3.persistence_threshold},
+                        {"stage3_max_reuse_distance", z.stage3.max_reuse_distance}};
   j["plans"] = nlohmann::json::array();
   for (std::size_t i = 0; i < r.plans.size(); ++i) j["plans"].push_back(plan_json(r, i));
   const Recommendation& rec = r.recommendation;

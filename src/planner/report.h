@@ -13,7 +13,7 @@
 namespace zero {
 
 struct EstimateReport {
-  PlanInput input;                      // what was planned (input.zero: the bucket settings)
+  PlanInput input;                      // what was planned (input.settings: the bucket settings)
   std::vector<Plan> plans;              // one per configuration, as plan_all returns them
   Capacity capacity;
   Recommendation recommendation;

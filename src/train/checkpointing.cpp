@@ -117,14 +117,14 @@ TrainCheckpoints::~TrainCheckpoints() = default;
 namespace {
 // The manifest's optimizer: its type, step count and every hyper-parameter (Lamb's own too).
 nlohmann::json optimizer_json(const TrainConfig& c, std::int64_t step) {
-  const AdamConfig& a = c.adam;
+  const AdamConfig& a = c.engine.adam;
   nlohmann::json j = {{"type", c.optimizer_type}, {"step", step}, {"lr", a.lr}, {"betas", {a.beta1, a.beta2}},
                       {"eps", a.eps}, {"weight_decay", a.weight_decay}, {"decoupled_weight_decay", a.decoupled},
                       {"bias_correction", a.bias_correction}};
   if (c.optimizer_type == "Lamb") {  // the spelling the config reader normalises to (trainer.cpp)
-    j["max_coeff"] = c.lamb.max_coeff;
-    j["min_coeff"] = c.lamb.min_coeff;
-    j["eps_inside_sqrt"] = c.lamb.eps_inside_sqrt;
+    j["max_coeff"] = c.engine.lamb.max_coeff;
+    j["min_coeff"] = c.engine.lamb.min_coeff;
+    j["eps_inside_sqrt"] = c.engine.lamb.eps_inside_sqrt;
   }
   return j;
 }
@@ -132,9 +132,9 @@ nlohmann::json optimizer_json(const TrainConfig& c, std::int64_t step) {
 
 nlohmann::json TrainCheckpoints::info(const Engine& engine, std::int64_t step, float loss, std::int64_t data_tokens) const {
   const TrainConfig& c = config_;
-  const AdamConfig& a = c.adam;
+  const AdamConfig& a = c.engine.adam;
   return {{"model", model_json(c.model.shape)},
-          {"stage", c.zero.stage},
+          {"stage", c.engine.stage},
           {"offload", {{"optimizer", engine.config().offload.optimizer}, {"param", engine.config().offload.params}}},
           {"precision", {{"compute", dtype_label(engine.config().precision.compute)}, {"master", "f32"}}},
           {"optimizer", optimizer_json(c, step)},
@@ -195,7 +195,7 @@ std::int64_t TrainCheckpoints::resume(Engine& engine, std::int64_t data_tokens) 
   for (auto& [key, now] : optimizer_now.items()) {
     if (key != "step") differs(key == "lr" ? "learning rate" : key == "type" ? "optimizer" : key.c_str(), optimizer_then.value(key, nlohmann::json()), now);
   }
-  differs("stage", was.value("stage", nlohmann::json()), config_.zero.stage);
+  differs("stage", was.value("stage", nlohmann::json()), config_.engine.stage);
   differs("world size", nlohmann::json(m.world_size), comm_.size());
   differs("train_batch_size", was.value("/data/train_batch_size"_json_pointer, nlohmann::json()), config_.train_batch_size);
   differs("data tokens", was.value("/data/tokens"_json_pointer, nlohmann::json()), data_tokens);

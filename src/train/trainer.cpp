@@ -140,31 +140,21 @@ void check_device(const std::string& device) {
 // bf16 runs multiply bf16 operands on the GPU (accumulating in f32). fp16 runs keep f32 products:
 // the engine scales the gradients after backward, not the loss before it, so backward's small
 // gradients would underflow in fp16 operands.
-GptCompute gpt_compute(const TrainConfig& c) { return {c.device, c.bf16 ? Dtype::kBf16 : Dtype::kF32}; }
+GptCompute gpt_compute(const TrainConfig& c) { return {c.device, c.bf16() ? Dtype::kBf16 : Dtype::kF32}; }
+
+// The settings this run's engine runs with, and the start-up check plans with: the config's, and
+// the norm reported every step.
+EngineSettings run_settings(const TrainConfig& c) {
+  EngineSettings s = c.engine;
+  s.report_grad_norm = true;
+  return s;
+}
 
 EngineConfig engine_config(const TrainConfig& c, Tracer* tracer) {
   EngineConfig e;
-  e.offload.optimizer = c.zero.offload_optimizer.device == OffloadDevice::cpu;
-  e.offload.params = c.zero.offload_param.device == OffloadDevice::cpu;
-  e.offload.pin_memory = c.zero.offload_optimizer.pin_memory || c.zero.offload_param.pin_memory;
-  e.offload.delayed_update = c.zero.offload_optimizer.delayed_update;
-  e.offload.warmup_steps = c.zero.offload_optimizer.delayed_warmup_steps;
+  static_cast<EngineSettings&>(e) = run_settings(c);
   e.tracer = tracer;
-  e.stage = c.zero.stage;
-  e.adam = c.adam;
-  e.optimizer = c.optimizer_type == "Lamb" ? OptimizerKind::kLamb : OptimizerKind::kAdam;
-  e.lamb = c.lamb;
   e.seed = c.seed;
-  e.gradient_clipping = c.gradient_clipping;
-  e.gradient_predivide_factor = c.gradient_predivide_factor;
-  e.reduce_bucket_elements = static_cast<std::size_t>(c.zero.reduce_bucket_size);
-  e.allgather_bucket_elements = static_cast<std::size_t>(c.zero.allgather_bucket_size);
-  e.stage3 = {c.zero.stage3_prefetch_bucket_size, c.zero.stage3_max_live_parameters, c.zero.stage3_param_persistence_threshold,
-               c.zero.stage3_max_reuse_distance};
-  e.overlap_comm = c.zero.overlap_comm;
-  e.report_grad_norm = true;
-  e.precision.compute = c.fp16 ? Dtype::kF16 : c.bf16 ? Dtype::kBf16 : Dtype::kF32;
-  e.precision.loss_scaler = c.loss_scaler;
   e.device = c.device;
   return e;
 }
@@ -213,13 +203,8 @@ PlanInput plan_input(const TrainConfig& c, int world_size, const std::string& ba
   in.micro_batch = c.micro_batch_size;
   in.checkpointing = c.model.checkpointing;
   in.gradient_accumulation_steps = c.gradient_accumulation_steps;
-  in.zero.stage = c.zero.stage;
-  in.zero.offload_optimizer = c.zero.offload_optimizer.device == OffloadDevice::cpu;
-  in.zero.offload_param = c.zero.offload_param.device == OffloadDevice::cpu;
-  in.zero.delayed_update = in.zero.offload_optimizer && c.zero.offload_optimizer.delayed_update;
+  in.settings = run_settings(c);
   in.comm_scratch = backend == "mpi";
-  in.lamb = c.optimizer_type == "Lamb";
-  in.dtype = c.bf16 || c.fp16 ? DtypeMode::kMixed : DtypeMode::kFp32;  // its mixed model: 2 + 2 + 12 bytes
   return in;
 }
 
@@ -239,7 +224,7 @@ void check_plan_fits(const TrainConfig& c, int world_size, const std::string& ba
   if (capacity.host) per_node.host = *capacity.host * static_cast<std::uint64_t>(in.ranks_per_node);
   const EstimateReport report = make_report(in, per_node, std::nullopt);
   throw OutOfMemoryError(cat("[train] this run needs ", format_bytes_beside(p.device.total(), *capacity.device),
-                             " of device memory per rank (stage ", plan_label(in.zero), ") but the device has ",
+                             " of device memory per rank (stage ", plan_label(in.settings), ") but the device has ",
                              format_bytes_beside(*capacity.device, p.device.total()),
                              ". Nothing was allocated. The planner's table:\n", format_report(report)));
 }
@@ -362,7 +347,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     double loss_sum = 0;
     // Before the backward (offload may start Adam there). As DeepSpeed, the schedule advances only
     // on applied steps: an fp16 step skipped on overflow does not count.
-    engine.set_learning_rate(c.scheduler.lr_at(engine.steps_done() - engine.skipped_steps(), c.adam.lr));
+    engine.set_learning_rate(c.scheduler.lr_at(engine.steps_done() - engine.skipped_steps(), c.engine.adam.lr));
     for (int m = 0; m < A; ++m) {
       const data::SequenceRange r = data::micro_batch_slice(c.train_batch_size, comm.size(), comm.rank(), A, m);
       batches.fill(step, r.first, r.count, in.data(), tgt.data());
@@ -431,12 +416,12 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   if (windows && !result.stopped_by_signal) {
     result.final_val_loss = validation_loss(*windows, gpt, engine, comm);
     if (!std::isfinite(result.final_val_loss)) {
-      throw diverged(cat("the validation loss after the last step (", c.train_steps, ") is ", result.final_val_loss), c.adam.lr);
+      throw diverged(cat("the validation loss after the last step (", c.train_steps, ") is ", result.final_val_loss), c.engine.adam.lr);
     }
   }
   std::vector<float> weights = engine.full_parameters();  // a collective in stage 3
   if (!std::all_of(weights.begin(), weights.end(), [](float w) { return std::isfinite(w); })) {
-    throw diverged(cat("the weights after the last step (", result.last_step, ") are not all finite"), c.adam.lr);
+    throw diverged(cat("the weights after the last step (", result.last_step, ") are not all finite"), c.engine.adam.lr);
   }
   result.weights_sha256 = sha256_hex(weights.data(), weights.size() * sizeof(float));
   if (o.sample_chars > 0 && tokens.format == "text" && comm.rank() == 0 && !result.stopped_by_signal) {  // byte-level text: the sample is readable

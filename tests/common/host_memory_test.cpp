@@ -74,7 +74,7 @@ PlanInput small_gpt(int micro_batch) {
   shape.vocab_size = 256, shape.seq_len = 64, shape.channels = 128, shape.layers = 4, shape.heads = 4;
   in.model = describe_gpt(shape);
   in.micro_batch = micro_batch;
-  in.zero.stage = 1;
+  in.settings.stage = 1;
   in.comm_scratch = false;
   return in;
 }

@@ -154,7 +154,7 @@ TEST(ConfigCorpus, ImagenetKeepsItsUnknownKeyAsAWarning) {
   EXPECT_EQ(c.unknown_keys, std::vector<std::string>{"cuda_visible_devices"});
   EXPECT_EQ(c.micro_batch_size, 256);
   const TrainConfig squad = load_config(corpus_dir() + "/ds_bingbert_squad_fp32.json", 1);
-  EXPECT_FALSE(squad.adam.bias_correction);
+  EXPECT_FALSE(squad.engine.adam.bias_correction);
   EXPECT_EQ(squad.gradient_accumulation_steps, 8);  // 24 / 3 on one rank
 }
 

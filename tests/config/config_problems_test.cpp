@@ -107,18 +107,18 @@ TEST(ConfigLamb, ParametersAndDefaultsAsFusedLamb) {
                                                    {"min_coeff", 0.01}, {"eps_inside_sqrt", true}, {"max_grad_norm", 0.0}}}};
   const TrainConfig c = parse_config({{"train_batch_size", 8}, {"optimizer", lamb}}, 1);
   EXPECT_EQ(c.optimizer_type, "Lamb");
-  EXPECT_FLOAT_EQ(c.adam.lr, 11e-3f);
-  EXPECT_FLOAT_EQ(c.adam.weight_decay, 0.01f);
-  EXPECT_FALSE(c.adam.bias_correction);
-  EXPECT_FLOAT_EQ(c.lamb.max_coeff, 0.3f);
-  EXPECT_FLOAT_EQ(c.lamb.min_coeff, 0.01f);
-  EXPECT_TRUE(c.lamb.eps_inside_sqrt);
+  EXPECT_FLOAT_EQ(c.engine.adam.lr, 11e-3f);
+  EXPECT_FLOAT_EQ(c.engine.adam.weight_decay, 0.01f);
+  EXPECT_FALSE(c.engine.adam.bias_correction);
+  EXPECT_FLOAT_EQ(c.engine.lamb.max_coeff, 0.3f);
+  EXPECT_FLOAT_EQ(c.engine.lamb.min_coeff, 0.01f);
+  EXPECT_TRUE(c.engine.lamb.eps_inside_sqrt);
   const TrainConfig d = parse_config({{"train_batch_size", 8}, {"optimizer", {{"type", "lamb"}}}}, 1);
   EXPECT_EQ(d.optimizer_type, "Lamb");
-  EXPECT_FLOAT_EQ(d.lamb.max_coeff, 10.0f);
-  EXPECT_FLOAT_EQ(d.lamb.min_coeff, 0.01f);
-  EXPECT_FALSE(d.lamb.eps_inside_sqrt);
-  EXPECT_TRUE(d.adam.bias_correction);
+  EXPECT_FLOAT_EQ(d.engine.lamb.max_coeff, 10.0f);
+  EXPECT_FLOAT_EQ(d.engine.lamb.min_coeff, 0.01f);
+  EXPECT_FALSE(d.engine.lamb.eps_inside_sqrt);
+  EXPECT_TRUE(d.engine.adam.bias_correction);
 }
 
 TEST(ConfigLamb, BadParametersAllAtOnce) {
@@ -142,15 +142,15 @@ TEST(ConfigAuto, TrainerFileResolvesFromZerosSettings) {
   EXPECT_EQ(c.micro_batch_size, 4);
   EXPECT_EQ(c.gradient_accumulation_steps, 1);
   EXPECT_EQ(c.train_batch_size, 8);
-  EXPECT_FLOAT_EQ(c.adam.lr, 1e-3f);
-  EXPECT_FLOAT_EQ(c.adam.beta1, 0.9f);
-  EXPECT_FLOAT_EQ(c.adam.beta2, 0.999f);
-  EXPECT_FLOAT_EQ(c.adam.eps, 1e-8f);
-  EXPECT_FLOAT_EQ(c.adam.weight_decay, 0.0f);
+  EXPECT_FLOAT_EQ(c.engine.adam.lr, 1e-3f);
+  EXPECT_FLOAT_EQ(c.engine.adam.beta1, 0.9f);
+  EXPECT_FLOAT_EQ(c.engine.adam.beta2, 0.999f);
+  EXPECT_FLOAT_EQ(c.engine.adam.eps, 1e-8f);
+  EXPECT_FLOAT_EQ(c.engine.adam.weight_decay, 0.0f);
   EXPECT_DOUBLE_EQ(c.scheduler.warmup_min_lr, 0.0);
   EXPECT_DOUBLE_EQ(*c.scheduler.warmup_max_lr, static_cast<double>(1e-3f));
   EXPECT_EQ(c.scheduler.warmup_num_steps, 1000);
-  EXPECT_FLOAT_EQ(c.gradient_clipping, 0.0f);
+  EXPECT_FLOAT_EQ(c.engine.gradient_clipping, 0.0f);
   for (const char* line : {"optimizer.params.lr = \"auto\" -> 0.001 (zero's default",
                            "optimizer.params.betas = \"auto\" -> [0.9, 0.999]",
                            "scheduler.params.warmup_max_lr = \"auto\" -> 0.001 (the optimizer's lr",
@@ -166,10 +166,53 @@ TEST(ConfigAuto, BucketSizesFromTheHiddenSizeAsTheTrainerComputesThem) {
                   {"zero_optimization", {{"stage", 3}, {"reduce_bucket_size", "auto"}, {"stage3_prefetch_bucket_size", "auto"},
                                          {"stage3_param_persistence_threshold", "auto"}}}};
   const TrainConfig c = parse_config(j, 1);
-  EXPECT_EQ(c.zero.reduce_bucket_size, 64 * 64);
-  EXPECT_EQ(c.zero.stage3_prefetch_bucket_size, 3686);  // int(0.9 * 64 * 64)
-  EXPECT_EQ(c.zero.stage3_param_persistence_threshold, 640);
+  EXPECT_EQ(c.engine.reduce_bucket_elements, std::size_t{64 * 64});
+  EXPECT_EQ(c.engine.stage3.prefetch_bucket, 3686);  // int(0.9 * 64 * 64)
+  EXPECT_EQ(c.engine.stage3.persistence_threshold, 640);
   EXPECT_TRUE(has_line(c.auto_values, "zero_optimization.reduce_bucket_size = \"auto\" -> 4096 (hidden size 64 squared"));
+}
+
+// zero estimate's reading: the engine's settings by parse_config's own readers, the batch left
+// unchecked (the file's batch does not split over 3 ranks), "auto" sizes from the planned
+// model's hidden size or, with none known, as if absent.
+TEST(ConfigEngineSettings, TheSettingsParseConfigReadsWithoutTheBatch) {
+  const json j = {{"train_batch_size", 8}, {"gradient_clipping", 0.5}, {"bf16", {{"enabled", true}}},
+                  {"optimizer", {{"type", "Lamb"}, {"params", {{"lr", 0.02}}}}},
+                  {"zero_optimization", {{"stage", 3}, {"reduce_bucket_size", "auto"}, {"offload_optimizer", {{"device", "cpu"}}},
+                                         {"stage3_max_reuse_distance", 7}}}};
+  const EngineSettings s = parse_engine_settings(j, 3, 64);
+  const EngineSettings t = parse_config(j, 2).engine;  // the same file for training, where the batch splits
+  EXPECT_EQ(s.stage, 3);
+  EXPECT_TRUE(s.offload.optimizer);
+  EXPECT_EQ(s.reduce_bucket_elements, std::size_t{64 * 64});
+  EXPECT_EQ(s.stage3.max_reuse_distance, 7);
+  EXPECT_EQ(s.precision.compute, Dtype::kBf16);
+  EXPECT_EQ(s.optimizer, OptimizerKind::kLamb);
+  EXPECT_FLOAT_EQ(s.adam.lr, 0.02f);
+  EXPECT_FLOAT_EQ(s.gradient_clipping, 0.5f);
+  EXPECT_EQ(t.reduce_bucket_elements, std::size_t{128 * 128});  // the default model's hidden size
+  EXPECT_EQ(t.stage3.max_reuse_distance, s.stage3.max_reuse_distance);
+  EXPECT_EQ(parse_engine_settings(j, 3, 0).reduce_bucket_elements, std::size_t{500'000'000});  // no model: DeepSpeed's default
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"zero_optimization", {{"stage", 2}, {"overlap_com", false}}}}),
+                  "unknown key 'zero_optimization.overlap_com'");
+  try {
+    parse_engine_settings({{"zero_optimization", {{"stage", 2}, {"overlap_com", false}}}}, 3, 0);
+    FAIL() << "a typo was read as absent";
+  } catch (const ConfigError& e) {
+    EXPECT_CONTAINS(std::string(e.what()), "unknown key 'zero_optimization.overlap_com'");
+  }
+}
+
+// The engine's one validation (settings_problems) runs when the file is read, each problem under
+// its key, with the file's other problems: a combination the engine refuses never reaches it.
+TEST(ConfigEngineSettings, CombinationsTheEngineRefusesAreConfigErrors) {
+  const json dpu = {{"device", "cpu"}, {"delayed_update", {{"enabled", true}}}};
+  const std::string msg = error_of({{"train_batch_size", 8}, {"fp16", {{"enabled", true}}}, {"gradient_clipping", -1},
+                                    {"zero_optimization", {{"stage", 3}, {"offload_optimizer", dpu}, {"offload_param", {{"device", "cpu"}}}}}});
+  EXPECT_CONTAINS(msg, "3 problems");
+  EXPECT_CONTAINS(msg, "zero_optimization.offload_optimizer.delayed_update with offload_param is not supported yet");
+  EXPECT_CONTAINS(msg, "fp16.loss_scale = 0 (dynamic loss scaling) with the delayed update is not supported yet");
+  EXPECT_CONTAINS(msg, "gradient_clipping is -1; it must be >= 0 (0 turns clipping off)");
 }
 
 TEST(ConfigAuto, SchedulerAndBatchFromTheRun) {
@@ -219,7 +262,7 @@ TEST(ConfigUnknown, TyposAreAlwaysErrors) {
 // ---- Adam's DeepSpeed parameters ----
 
 TEST(ConfigAdam, BiasCorrectionAndTorchAdam) {
-  auto adam = [](const json& params) { return parse_config({{"train_batch_size", 8}, {"optimizer", {{"type", "Adam"}, {"params", params}}}}, 1).adam; };
+  auto adam = [](const json& params) { return parse_config({{"train_batch_size", 8}, {"optimizer", {{"type", "Adam"}, {"params", params}}}}, 1).engine.adam; };
   EXPECT_FALSE(adam({{"bias_correction", false}}).bias_correction);
   EXPECT_TRUE(adam(json::object()).bias_correction);
   const AdamConfig torch = adam({{"torch_adam", true}, {"lr", 3e-4}}), fused = adam({{"lr", 3e-4}});
@@ -233,7 +276,7 @@ TEST(ConfigAdam, BiasCorrectionAndTorchAdam) {
 }
 
 TEST(ConfigAdam, PrescaleAndPredivideAsDeepSpeedsEngine) {
-  auto predivide = [](const json& j, int world) { return parse_config(j, world).gradient_predivide_factor; };
+  auto predivide = [](const json& j, int world) { return parse_config(j, world).engine.gradient_predivide_factor; };
   EXPECT_EQ(predivide({{"train_batch_size", 12}}, 3), 1.0);
   EXPECT_EQ(predivide({{"train_batch_size", 12}, {"prescale_gradients", true}}, 3), 3.0);  // divided by the world size first
   EXPECT_EQ(predivide({{"train_batch_size", 12}, {"prescale_gradients", true}, {"gradient_predivide_factor", 8}}, 3), 3.0);
@@ -245,8 +288,8 @@ TEST(ConfigAdam, PrescaleAndPredivideAsDeepSpeedsEngine) {
 TEST(ConfigAdam, ParameterOffloadAloneLoads) {
   const json z = {{"stage", 3}, {"offload_param", {{"device", "cpu"}, {"pin_memory", true}}}};
   const TrainConfig c = parse_config({{"train_batch_size", 8}, {"zero_optimization", z}}, 1);
-  EXPECT_EQ(c.zero.offload_param.device, OffloadDevice::cpu);
-  EXPECT_NE(c.zero.offload_optimizer.device, OffloadDevice::cpu);
+  EXPECT_TRUE(c.engine.offload.params);
+  EXPECT_FALSE(c.engine.offload.optimizer);
   const json z2 = {{"stage", 2}, {"offload_param", {{"device", "cpu"}}}};
   EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"zero_optimization", z2}}), "offloads parameters, which only stage 3 shards");
 }

@@ -28,39 +28,38 @@ json with(json j, const std::string& dotted, const json& value) {
 
 TEST(ConfigFiles, Stage1TutorialExample) {
   const TrainConfig c = load_config(fixture("ds_zero_stage1.json"), 2);
-  EXPECT_EQ(c.zero.stage, 1);
-  EXPECT_EQ(c.zero.reduce_bucket_size, 500'000'000);  // 5e8, a float in JSON
+  EXPECT_EQ(c.engine.stage, 1);
+  EXPECT_EQ(c.engine.reduce_bucket_elements, std::size_t{500'000'000});  // 5e8, a float in JSON
   EXPECT_EQ(c.train_batch_size, 8);
   EXPECT_EQ(c.micro_batch_size, 4);
   EXPECT_EQ(c.gradient_accumulation_steps, 1);
   EXPECT_EQ(c.optimizer_type, "Adam");
-  EXPECT_TRUE(c.adam.decoupled);  // DeepSpeed's adam_w_mode defaults to true for type Adam
-  EXPECT_FLOAT_EQ(c.adam.lr, 0.001f);
-  EXPECT_FLOAT_EQ(c.adam.beta1, 0.8f);
-  EXPECT_FLOAT_EQ(c.adam.beta2, 0.999f);
-  EXPECT_FLOAT_EQ(c.adam.weight_decay, 3e-7f);
+  EXPECT_TRUE(c.engine.adam.decoupled);  // DeepSpeed's adam_w_mode defaults to true for type Adam
+  EXPECT_FLOAT_EQ(c.engine.adam.lr, 0.001f);
+  EXPECT_FLOAT_EQ(c.engine.adam.beta1, 0.8f);
+  EXPECT_FLOAT_EQ(c.engine.adam.beta2, 0.999f);
+  EXPECT_FLOAT_EQ(c.engine.adam.weight_decay, 3e-7f);
   EXPECT_EQ(c.scheduler.type, ScheduleType::warmup);
   EXPECT_EQ(c.scheduler.warmup_num_steps, 1000);
-  EXPECT_FALSE(c.fp16);
-  EXPECT_TRUE(c.zero.overlap_comm);  // zero overlaps in every stage by default (DeepSpeed: stage 3 only)
+  EXPECT_FALSE(c.fp16());
+  EXPECT_TRUE(c.engine.overlap_comm);  // zero overlaps in every stage by default (DeepSpeed: stage 3 only)
 }
 
 TEST(ConfigFiles, Stage2TutorialExample) {
   const TrainConfig c = load_config(fixture("ds_zero_stage2.json"), 2);
-  EXPECT_EQ(c.zero.stage, 2);
-  EXPECT_TRUE(c.zero.contiguous_gradients);
-  EXPECT_TRUE(c.zero.overlap_comm);
-  EXPECT_EQ(c.zero.allgather_bucket_size, 500'000'000);
+  EXPECT_EQ(c.engine.stage, 2);
+  EXPECT_TRUE(c.engine.overlap_comm);
+  EXPECT_EQ(c.engine.allgather_bucket_elements, std::size_t{500'000'000});
   EXPECT_EQ(c.ignored_keys, std::vector<std::string>{"zero_optimization.reduce_scatter"});
 }
 
 TEST(ConfigFiles, Stage2With2e8Buckets) {
   const TrainConfig c = load_config(fixture("ds_zero_stage2_2e8.json"), 4);
-  EXPECT_EQ(c.zero.stage, 2);
-  EXPECT_EQ(c.zero.reduce_bucket_size, 200'000'000);
-  EXPECT_EQ(c.zero.allgather_bucket_size, 200'000'000);
+  EXPECT_EQ(c.engine.stage, 2);
+  EXPECT_EQ(c.engine.reduce_bucket_elements, std::size_t{200'000'000});
+  EXPECT_EQ(c.engine.allgather_bucket_elements, std::size_t{200'000'000});
   EXPECT_EQ(c.micro_batch_size, 2);  // 16 / (2 accumulation * 4 ranks)
-  EXPECT_FLOAT_EQ(c.gradient_clipping, 1.0f);
+  EXPECT_FLOAT_EQ(c.engine.gradient_clipping, 1.0f);
   EXPECT_EQ(c.steps_per_print, 2000);
   EXPECT_EQ(c.optimizer_type, "AdamW");
   EXPECT_EQ(c.scheduler.type, ScheduleType::warmup_decay);
@@ -69,34 +68,34 @@ TEST(ConfigFiles, Stage2With2e8Buckets) {
 
 TEST(ConfigFiles, Stage2OffloadTutorialExample) {
   const TrainConfig c = load_config(fixture("ds_zero_stage2_offload.json"), 1);
-  EXPECT_EQ(c.zero.stage, 2);
-  EXPECT_EQ(c.zero.offload_optimizer.device, OffloadDevice::cpu);  // parsed; the engine decides
-  EXPECT_EQ(c.zero.offload_param.device, OffloadDevice::none);
+  EXPECT_EQ(c.engine.stage, 2);
+  EXPECT_TRUE(c.engine.offload.optimizer);  // parsed; the engine decides
+  EXPECT_FALSE(c.engine.offload.params);
   EXPECT_EQ(c.train_batch_size, 10);
 }
 
 TEST(ConfigFiles, Stage3InfinityTutorialExample) {
   const TrainConfig c = load_config(fixture("ds_zero_stage3_offload.json"), 8);
-  EXPECT_EQ(c.zero.stage, 3);
-  EXPECT_TRUE(c.zero.overlap_comm);  // DeepSpeed's default for stage 3
-  EXPECT_EQ(c.zero.stage3_max_live_parameters, 1'000'000'000);
-  EXPECT_EQ(c.zero.stage3_max_reuse_distance, 1'000'000'000);
-  EXPECT_EQ(c.zero.stage3_prefetch_bucket_size, 10'000'000);
-  EXPECT_EQ(c.zero.stage3_param_persistence_threshold, 100'000);
-  EXPECT_EQ(c.zero.reduce_bucket_size, 10'000'000);
-  EXPECT_EQ(c.zero.offload_optimizer.device, OffloadDevice::cpu);
-  EXPECT_EQ(c.zero.offload_param.device, OffloadDevice::cpu);
+  EXPECT_EQ(c.engine.stage, 3);
+  EXPECT_TRUE(c.engine.overlap_comm);  // DeepSpeed's default for stage 3
+  EXPECT_EQ(c.engine.stage3.max_live, 1'000'000'000);
+  EXPECT_EQ(c.engine.stage3.max_reuse_distance, 1'000'000'000);
+  EXPECT_EQ(c.engine.stage3.prefetch_bucket, 10'000'000);
+  EXPECT_EQ(c.engine.stage3.persistence_threshold, 100'000);
+  EXPECT_EQ(c.engine.reduce_bucket_elements, std::size_t{10'000'000});
+  EXPECT_TRUE(c.engine.offload.optimizer);
+  EXPECT_TRUE(c.engine.offload.params);
   EXPECT_EQ(c.gradient_accumulation_steps, 1);
 }
 
 TEST(ConfigFiles, Stage3ConfigJsonExample) {
   const TrainConfig c = load_config(fixture("ds_zero_stage3.json"), 2);
-  EXPECT_EQ(c.zero.stage, 3);
-  EXPECT_EQ(c.zero.stage3_prefetch_bucket_size, 940'000);
-  EXPECT_EQ(c.zero.offload_param.device, OffloadDevice::none);
+  EXPECT_EQ(c.engine.stage, 3);
+  EXPECT_EQ(c.engine.stage3.prefetch_bucket, 940'000);
+  EXPECT_FALSE(c.engine.offload.params);
   EXPECT_EQ(c.scheduler.type, ScheduleType::warmup_cosine);
   EXPECT_EQ(c.scheduler.warmup_type, WarmupType::linear);
-  EXPECT_FLOAT_EQ(c.adam.beta2, 0.95f);
+  EXPECT_FLOAT_EQ(c.engine.adam.beta2, 0.95f);
   const std::vector<std::string> ignored = {"wall_clock_breakdown", "zero_optimization.stage3_gather_16bit_weights_on_model_save"};
   EXPECT_EQ(c.ignored_keys, ignored);
 }
@@ -180,7 +179,7 @@ TEST(ConfigKeys, NoOpValuesOfUnsupportedKeysAreAccepted) {
   j["zero_optimization"] = {{"stage", 2}, {"zero_quantized_gradients", false}, {"zero_hpz_partition_size", 1}};
   j["fp16"] = {{"enabled", false}, {"loss_scale_window", 100}};
   const TrainConfig c = parse_config(j, 1);
-  EXPECT_EQ(c.zero.stage, 2);
+  EXPECT_EQ(c.engine.stage, 2);
   const std::vector<std::string> ignored = {"amp", "fp16.loss_scale_window"};
   EXPECT_EQ(c.ignored_keys, ignored);
 }
@@ -202,16 +201,16 @@ TEST(ConfigKeys, WrongTypeNamesPathExpectedTypeAndValue) {
 
 TEST(ConfigPrecision, DefaultsAreDeepSpeeds) {
   const TrainConfig off = parse_config(base(), 1);
-  EXPECT_FALSE(off.bf16);
-  EXPECT_FALSE(off.fp16);
+  EXPECT_FALSE(off.bf16());
+  EXPECT_FALSE(off.fp16());
   const TrainConfig bf16 = parse_config(with(base(), "bf16.enabled", true), 1);
-  EXPECT_TRUE(bf16.bf16);
-  EXPECT_FALSE(bf16.fp16);
+  EXPECT_TRUE(bf16.bf16());
+  EXPECT_FALSE(bf16.fp16());
   const TrainConfig bfloat16 = parse_config(with(base(), "bfloat16.enabled", true), 1);
-  EXPECT_TRUE(bfloat16.bf16);
+  EXPECT_TRUE(bfloat16.bf16());
   const TrainConfig fp16 = parse_config(with(base(), "fp16.enabled", true), 1);
-  EXPECT_TRUE(fp16.fp16);
-  const LossScalerConfig& l = fp16.loss_scaler;
+  EXPECT_TRUE(fp16.fp16());
+  const LossScalerConfig& l = fp16.engine.precision.loss_scaler;
   EXPECT_TRUE(l.dynamic());
   EXPECT_EQ(l.initial_scale_power, 16);
   EXPECT_EQ(l.window, 1000);
@@ -223,15 +222,15 @@ TEST(ConfigPrecision, DefaultsAreDeepSpeeds) {
 TEST(ConfigPrecision, Fp16LossScalerKeys) {
   const json block = {{"enabled", true}, {"loss_scale", 0}, {"initial_scale_power", 12}, {"loss_scale_window", 500},
                       {"hysteresis", 3}, {"consecutive_hysteresis", true}, {"min_loss_scale", 0.5}};
-  const LossScalerConfig l = parse_config(with(base(), "fp16", block), 1).loss_scaler;
+  const LossScalerConfig l = parse_config(with(base(), "fp16", block), 1).engine.precision.loss_scaler;
   EXPECT_EQ(l.initial_scale_power, 12);
   EXPECT_EQ(l.window, 500);
   EXPECT_EQ(l.hysteresis, 3);
   EXPECT_TRUE(l.consecutive_hysteresis);
   EXPECT_EQ(l.min_scale, 0.5);
   const TrainConfig fixed = parse_config(with(base(), "fp16", {{"enabled", true}, {"loss_scale", 128}}), 1);
-  EXPECT_FALSE(fixed.loss_scaler.dynamic());
-  EXPECT_EQ(fixed.loss_scaler.static_scale, 128);
+  EXPECT_FALSE(fixed.engine.precision.loss_scaler.dynamic());
+  EXPECT_EQ(fixed.engine.precision.loss_scaler.static_scale, 128);
 }
 
 TEST(ConfigPrecision, BadInputNamesTheKey) {
@@ -256,7 +255,7 @@ TEST(ConfigPrecision, MatchingDataTypesAreAccepted) {
   json j = with(base(), "bf16.enabled", true);
   j["communication_data_type"] = "bf16";
   j["data_types"] = {{"grad_accum_dtype", "bf16"}};
-  EXPECT_TRUE(parse_config(j, 1).bf16);
+  EXPECT_TRUE(parse_config(j, 1).bf16());
 }
 
 // DeepSpeed's documented ZeRO examples with their precision blocks on, as people have them.
@@ -267,10 +266,10 @@ TEST(ConfigPrecision, DocumentedExamplesWithFp16OrBf16On) {
   for (const auto& [name, world] : files) {
     json j = read_config_file(fixture(name));
     j["fp16"] = {{"enabled", true}, {"loss_scale", 0}, {"loss_scale_window", 1000}, {"hysteresis", 2}, {"min_loss_scale", 1}};
-    EXPECT_TRUE(parse_config(j, world).fp16) << name;
+    EXPECT_TRUE(parse_config(j, world).fp16()) << name;
     j.erase("fp16");
     j["bf16"] = {{"enabled", true}};
-    EXPECT_TRUE(parse_config(j, world).bf16) << name;
+    EXPECT_TRUE(parse_config(j, world).bf16()) << name;
   }
 }
 
@@ -293,7 +292,7 @@ TEST(ConfigValues, OptimizerParameters) {
                   "optimizer.params.betas [1] is 0.9999999999, which is 1 as a 32-bit float (the optimizer's precision)");
   EXPECT_CONTAINS(error_of(adam("betas", {0.99999998, 0.9})), "[0] is 0.99999998, which is 1 as a 32-bit float");
   const float below_one = std::nextafter(1.0f, 0.0f);  // 0.99999994
-  EXPECT_EQ(parse_config(adam("betas", {0.99999997, static_cast<double>(below_one)}), 1).adam.beta2, below_one);
+  EXPECT_EQ(parse_config(adam("betas", {0.99999997, static_cast<double>(below_one)}), 1).engine.adam.beta2, below_one);
   EXPECT_CONTAINS(error_of(adam("betas", {0.9})), "must be two numbers [beta1, beta2]");
   EXPECT_CONTAINS(error_of(adam("eps", -1e-8)), "eps must be >= 0");
   EXPECT_CONTAINS(error_of(adam("weight_decay", -1)), "weight_decay must be >= 0");
@@ -304,12 +303,12 @@ TEST(ConfigValues, OptimizerParameters) {
 
 TEST(ConfigValues, AdamDecayMode) {
   auto parse_adam = [](const json& opt) { return parse_config(with(base(), "optimizer", opt), 1); };
-  EXPECT_TRUE(parse_adam({{"type", "adam"}}).adam.decoupled);  // case-insensitive, as DeepSpeed
+  EXPECT_TRUE(parse_adam({{"type", "adam"}}).engine.adam.decoupled);  // case-insensitive, as DeepSpeed
   EXPECT_EQ(parse_adam({{"type", "ADAMW"}}).optimizer_type, "AdamW");
-  EXPECT_FALSE(parse_adam({{"type", "Adam"}, {"params", {{"adam_w_mode", false}}}}).adam.decoupled);
+  EXPECT_FALSE(parse_adam({{"type", "Adam"}, {"params", {{"adam_w_mode", false}}}}).engine.adam.decoupled);
   EXPECT_CONTAINS(error_of(with(base(), "optimizer", {{"type", "AdamW"}, {"params", {{"adam_w_mode", false}}}})),
                   "type \"AdamW\" always uses decoupled weight decay");
-  EXPECT_TRUE(parse_config(base(), 1).adam.decoupled);  // no optimizer section: AdamW defaults
+  EXPECT_TRUE(parse_config(base(), 1).engine.adam.decoupled);  // no optimizer section: AdamW defaults
 }
 
 TEST(ConfigValues, OffloadNeedsTheRightStage) {
@@ -320,12 +319,12 @@ TEST(ConfigValues, OffloadNeedsTheRightStage) {
 }
 
 TEST(ConfigValues, DeprecatedZeroForms) {
-  EXPECT_EQ(parse_config(with(base(), "zero_optimization", true), 1).zero.stage, 1);  // DeepSpeed: true means stage 1
+  EXPECT_EQ(parse_config(with(base(), "zero_optimization", true), 1).engine.stage, 1);  // DeepSpeed: true means stage 1
   json j = with(base(), "zero_optimization", {{"stage", 2}, {"cpu_offload", true}, {"cpu_offload_use_pin_memory", true}});
   const TrainConfig c = parse_config(j, 1);
-  EXPECT_EQ(c.zero.offload_optimizer.device, OffloadDevice::cpu);
-  EXPECT_TRUE(c.zero.offload_optimizer.pin_memory);
-  EXPECT_EQ(parse_config(with(base(), "zero_optimization", {{"stage", 3}, {"prefetch_bucket_size", 123}}), 1).zero.stage3_prefetch_bucket_size, 123);
+  EXPECT_TRUE(c.engine.offload.optimizer);
+  EXPECT_TRUE(c.engine.offload.pin_memory);
+  EXPECT_EQ(parse_config(with(base(), "zero_optimization", {{"stage", 3}, {"prefetch_bucket_size", 123}}), 1).engine.stage3.prefetch_bucket, 123);
 }
 
 TEST(ConfigValues, ModelAndDataSections) {
@@ -486,9 +485,9 @@ TEST(ConfigOverride, SetsNestedKeysAndIsValidatedLikeTheFile) {
   apply_override(j, "data.path=/tmp/text.txt");  // not JSON: a string
   apply_override(j, "optimizer.params.betas=[0.9,0.95]");
   const TrainConfig c = parse_config(j, 2);
-  EXPECT_EQ(c.zero.stage, 3);
-  EXPECT_FLOAT_EQ(c.adam.lr, 3e-4f);
-  EXPECT_FLOAT_EQ(c.adam.beta2, 0.95f);
+  EXPECT_EQ(c.engine.stage, 3);
+  EXPECT_FLOAT_EQ(c.engine.adam.lr, 3e-4f);
+  EXPECT_FLOAT_EQ(c.engine.adam.beta2, 0.95f);
   EXPECT_EQ(c.data.path, "/tmp/text.txt");
   apply_override(j, "zero_optimization.stgae=2");
   EXPECT_CONTAINS(error_of(j, 2), "unknown key 'zero_optimization.stgae'");

@@ -342,10 +342,10 @@ TEST(Offload, BadCombinationsAreRefused) {
   MlpRun run;
   run.offload.optimizer = true;
   run.stage = 0;
-  expect_error(run, "offload_optimizer needs ZeRO stage 1, 2 or 3");
+  expect_error(run, "offload_optimizer offloads the optimizer state, which needs ZeRO stage 1, 2 or 3");
   run.stage = 2;
   run.offload.params = true;
-  expect_error(run, "offload_param needs stage 3");
+  expect_error(run, "offload_param offloads parameters, which only stage 3 shards");
   run.stage = 3;
   run.offload.delayed_update = true;
   expect_error(run, "not supported yet");

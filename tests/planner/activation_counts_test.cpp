@@ -33,8 +33,8 @@ TEST(PlannerActivations, EveryNamedShapeWithAndWithoutCheckpointing) {
     PlanInput in;
     in.model = named_model(name);
     in.ranks = 8;
-    in.zero.stage = 3;
-    in.dtype = DtypeMode::kMixed;
+    in.settings.stage = 3;
+    in.settings.precision.compute = Dtype::kBf16;
     in.micro_batch = 2;
     const Plan plain = plan(in);
     EXPECT_TRUE(plain.activations_modelled) << name;
@@ -44,7 +44,7 @@ TEST(PlannerActivations, EveryNamedShapeWithAndWithoutCheckpointing) {
     in.micro_batch = 4;
     EXPECT_GT(plan(in).device[Category::kActivations], ckpt.device[Category::kActivations]) << name;
     if (in.model.gpt) {  // in fp32, where the engine adds no widening scratch to the model's own activations
-      in.dtype = DtypeMode::kFp32;
+      in.settings.precision.compute = Dtype::kF32;
       in.micro_batch = 2;
       EXPECT_EQ(plan(in).device[Category::kActivations], Gpt::activation_bytes(*in.model.gpt, 2, {true, false}).device) << name;
     }

@@ -40,7 +40,7 @@ TEST(Advisor, EqualTrafficPrefersMoreMemoryToSpare) {
   PlanInput in;
   in.model = named_model("llama2-13b");
   in.ranks = 8;
-  in.dtype = DtypeMode::kMixed;
+  in.settings.precision.compute = Dtype::kBf16;
   in.checkpointing.enabled = true;
   Capacity c;
   c.device = 90ull << 30;
@@ -70,9 +70,9 @@ TEST(Advisor, WhenActivationsDoNotFitItNamesSmallerBatchesAndCheckpointing) {
   EXPECT_TRUE(any_contains(alt, "activation checkpointing"));
   PlanInput four = in;
   four.micro_batch = 4, four.gradient_accumulation_steps = 2;
-  four.zero.stage = 2;
+  four.settings.stage = 2;
   EXPECT_TRUE(check_fit(plan(four), c).fits());
-  in.zero.stage = 2;
+  in.settings.stage = 2;
   EXPECT_FALSE(check_fit(plan(in), c).fits());
   EXPECT_NE(format_report(r).find("on these ranks: micro-batch 4"), std::string::npos);
 }
@@ -97,14 +97,14 @@ TEST(Advisor, LargestMicroBatchThatFits) {
     PlanInput in;
     in.model = named_model(name);
     in.ranks = 8;
-    in.dtype = DtypeMode::kMixed;
+    in.settings.precision.compute = Dtype::kBf16;
     Capacity c;
     c.device = 80ull << 30;
     for (int stage = 0; stage <= 3; ++stage) {
-      in.zero.stage = stage;
+      in.settings.stage = stage;
       for (bool ckpt : {false, true}) {
         in.checkpointing.enabled = ckpt;
-        const auto most = largest_micro_batch(in, in.zero, c);
+        const auto most = largest_micro_batch(in, in.settings, c);
         ASSERT_TRUE(most) << name;
         PlanInput t = in;
         t.micro_batch = *most + 1;
@@ -117,12 +117,12 @@ TEST(Advisor, LargestMicroBatchThatFits) {
       PlanInput plain = in, ck = in;
       plain.checkpointing.enabled = false;
       ck.checkpointing.enabled = true;
-      EXPECT_GE(*largest_micro_batch(ck, in.zero, c), *largest_micro_batch(plain, in.zero, c));
+      EXPECT_GE(*largest_micro_batch(ck, in.settings, c), *largest_micro_batch(plain, in.settings, c));
     }
   }
   PlanInput counts;
   counts.model = describe_counts(1'000'000, 50'000);
-  EXPECT_FALSE(largest_micro_batch(counts, counts.zero, Capacity{1ull << 30, std::nullopt, 0.1})) << "no activations: no answer";
+  EXPECT_FALSE(largest_micro_batch(counts, counts.settings, Capacity{1ull << 30, std::nullopt, 0.1})) << "no activations: no answer";
 }
 
 }  // namespace

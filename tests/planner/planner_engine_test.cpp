@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "engine/mlp_run.h"
 #include "model/gpt.h"
+#include "planner/placement.h"
 #include "planner/planner.h"
 
 namespace zero {
@@ -104,7 +105,7 @@ PlanInput threads_input(ModelDescription model, int n, int stage, int micro_batc
   PlanInput in;
   in.model = std::move(model);
   in.ranks = in.ranks_per_node = n;
-  in.zero.stage = stage;
+  in.settings.stage = stage;
   in.gradient_accumulation_steps = micro_batches;
   in.comm_scratch = false;  // the threads backend has no reduce-scatter scratch
   return in;
@@ -112,7 +113,7 @@ PlanInput threads_input(ModelDescription model, int n, int stage, int micro_batc
 
 // The offload configurations the engine runs, as the planner and the engine each spell them.
 struct OffloadCase {
-  ZeroSettings zero;
+  EngineSettings zero;
   OffloadOptions engine;
 };
 std::vector<OffloadCase> offload_cases() {
@@ -120,9 +121,9 @@ std::vector<OffloadCase> offload_cases() {
   auto add = [&](int stage, bool param, bool delayed, bool optimizer = true) {
     OffloadCase c;
     c.zero.stage = stage;
-    c.zero.offload_optimizer = c.engine.optimizer = optimizer;
-    c.zero.offload_param = c.engine.params = param;
-    c.zero.delayed_update = c.engine.delayed_update = delayed;  // from the first step (no warm-up)
+    c.zero.offload.optimizer = c.engine.optimizer = optimizer;
+    c.zero.offload.params = c.engine.params = param;
+    c.zero.offload.delayed_update = c.engine.delayed_update = delayed;  // from the first step (no warm-up)
     cases.push_back(c);
   };
   for (int stage = 1; stage <= 3; ++stage) add(stage, false, false);
@@ -135,7 +136,7 @@ std::vector<OffloadCase> offload_cases() {
 // Stages 0-3 without offload, then every offload configuration.
 std::vector<OffloadCase> every_configuration() {
   std::vector<OffloadCase> cases;
-  for (int stage = 0; stage <= 3; ++stage) cases.push_back({ZeroSettings{stage}, OffloadOptions{}});
+  for (int stage = 0; stage <= 3; ++stage) cases.push_back({placement(stage), OffloadOptions{}});
   for (const OffloadCase& oc : offload_cases()) cases.push_back(oc);
   return cases;
 }
@@ -199,7 +200,7 @@ TEST(AgainstEngine, MlpPlainAndTiedEveryOffloadConfiguration) {
               n, oc.zero.stage, micro, [&](Ledger&) { return std::make_unique<Mlp>(shape); },
               [&](Mlp& mlp, int seed) { mlp.set_batch(mlp_synthetic_batch(shape, 7, seed, 0, 2)); }, oc.engine);
           PlanInput in = threads_input(model, n, oc.zero.stage, micro);
-          in.zero = oc.zero;
+          in.settings = oc.zero;
           expect_prediction(in, m, cat(tied ? "tied" : "plain", " MLP N=", n, " ", plan_label(oc.zero), " micro-batches ", micro));
         }
       }
@@ -217,7 +218,7 @@ TEST(AgainstEngine, GptEveryOffloadConfigurationActivationsIncluded) {
       for (int micro : {1, 2}) {
         const Measured m = measure(n, oc.zero.stage, micro, make, set_batch, oc.engine);
         PlanInput in = threads_input(describe_gpt(shape), n, oc.zero.stage, micro);
-        in.zero = oc.zero;
+        in.settings = oc.zero;
         in.micro_batch = batch;
         const std::string what = cat("GPT N=", n, " ", plan_label(oc.zero), " micro-batches ", micro);
         expect_prediction(in, m, what);
@@ -249,8 +250,8 @@ TEST(AgainstEngine, SmallBucketsEveryStageAndOffloadConfiguration) {
               n, oc.zero.stage, micro, [&](Ledger&) { return std::make_unique<Mlp>(shape); },
               [&](Mlp& mlp, int seed) { mlp.set_batch(mlp_synthetic_batch(shape, 7, seed, 0, 2)); }, oc.engine, bucket);
           PlanInput in = threads_input(model, n, oc.zero.stage, micro);
-          in.zero = oc.zero;
-          in.zero.reduce_bucket_size = in.zero.allgather_bucket_size = static_cast<std::int64_t>(bucket);
+          in.settings = oc.zero;
+          in.settings.reduce_bucket_elements = in.settings.allgather_bucket_elements = bucket;
           const std::uint64_t segment = std::max<std::uint64_t>(1, bucket / n), packing = n * segment * sizeof(float);
           const std::string what = cat("tied MLP N=", n, " bucket ", bucket, " ", plan_label(oc.zero), " micro-batches ", micro);
           expect_prediction(in, m, what, packing);
@@ -295,13 +296,9 @@ TEST(AgainstEngine, Stage3ScheduleSettingsEveryPlacement) {
             in = threads_input(describe_gpt(gpt), n, 3, micro);
             in.micro_batch = batch;
           }
-          in.zero.offload_optimizer = engine_offload.optimizer;
-          in.zero.offload_param = engine_offload.params;
-          in.zero.stage3_prefetch_bucket_size = o.prefetch_bucket;
-          in.zero.stage3_max_live_parameters = o.max_live;
-          in.zero.stage3_param_persistence_threshold = o.persistence_threshold;
-          in.zero.stage3_max_reuse_distance = o.max_reuse_distance;
-          expect_prediction(in, m, cat(model == 0 ? "tied MLP" : "GPT", " N=", n, " ", plan_label(in.zero), " prefetch ", o.prefetch_bucket,
+          in.settings.offload = engine_offload;
+          in.settings.stage3 = o;
+          expect_prediction(in, m, cat(model == 0 ? "tied MLP" : "GPT", " N=", n, " ", plan_label(in.settings), " prefetch ", o.prefetch_bucket,
                                        " live ", o.max_live, " persist ", o.persistence_threshold, " reuse ", o.max_reuse_distance));
         }
       }
@@ -318,8 +315,8 @@ TEST(AgainstEngine, OverlapCommOffEveryConfiguration) {
     const Measured m = measure(3, oc.zero.stage, 2, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, batch, l); },
                                gpt_random_batches(gpt, batch), oc.engine, 0, {}, false);
     PlanInput in = threads_input(describe_gpt(gpt), 3, oc.zero.stage, 2);
-    in.zero = oc.zero;
-    in.zero.overlap_comm = false;
+    in.settings = oc.zero;
+    in.settings.overlap_comm = false;
     in.micro_batch = batch;
     expect_prediction(in, m, cat("GPT N=3 ", plan_label(oc.zero), " without overlap"));
   }
@@ -337,9 +334,9 @@ TEST(AgainstEngine, MixedPrecisionEveryConfiguration) {
       const Measured m = measure(n, oc.zero.stage, 2, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, batch, l); },
                                  gpt_random_batches(gpt, batch), oc.engine, 0, {}, true, Dtype::kBf16);
       PlanInput in = threads_input(describe_gpt(gpt), n, oc.zero.stage, 2);
-      in.zero = oc.zero;
+      in.settings = oc.zero;
       in.micro_batch = batch;
-      in.dtype = DtypeMode::kMixed;
+      in.settings.precision.compute = Dtype::kBf16;
       expect_prediction(in, m, cat("bf16 GPT N=", n, " ", plan_label(oc.zero)));
     }
   }
@@ -360,9 +357,9 @@ TEST(AgainstEngine, LambEveryConfiguration) {
             [&](Mlp& mlp, int seed) { mlp.set_batch(mlp_synthetic_batch(shape, 7, seed, 0, 2)); }, oc.engine, 0, {}, true, dtype,
             OptimizerKind::kLamb);
         PlanInput in = threads_input(model, n, oc.zero.stage, 2);
-        in.zero = oc.zero;
-        in.lamb = true;
-        in.dtype = dtype == Dtype::kF32 ? DtypeMode::kFp32 : DtypeMode::kMixed;
+        in.settings = oc.zero;
+        in.settings.optimizer = OptimizerKind::kLamb;
+        in.settings.precision.compute = dtype;
         expect_prediction(in, m, cat("Lamb ", dtype_label(dtype), " tied MLP N=", n, " ", plan_label(oc.zero)));
       }
     }

@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "model/gpt.h"
 #include "planner/planner.h"
+#include "planner/placement.h"
 
 namespace zero {
 namespace {
@@ -22,16 +23,13 @@ Communicator& world() {  // owns MPI_Init/MPI_Finalize for the whole test binary
   return *comm;
 }
 
-std::uint64_t measured_peak(const GptShape& shape, int batch, const ZeroSettings& zero, int micro_batches) {
+std::uint64_t measured_peak(const GptShape& shape, int batch, const EngineSettings& zero, int micro_batches) {
   Ledger ledger;
   // A communicator of its own whose scratch the ledger accounts (the world one accounts none).
   auto comm = make_communicator("mpi", {std::chrono::seconds(60), &ledger});
   Gpt gpt(shape, batch, ledger);
   EngineConfig c;
-  c.stage = zero.stage;
-  c.offload.optimizer = zero.offload_optimizer;
-  c.offload.params = zero.offload_param;
-  c.offload.delayed_update = zero.delayed_update;
+  static_cast<EngineSettings&>(c) = zero;
   Engine engine(c, gpt, *comm, ledger);
   std::mt19937 rng(17 + comm->rank());
   std::vector<std::int32_t> in(static_cast<std::size_t>(batch) * shape.seq_len), tgt(in.size());
@@ -51,12 +49,12 @@ TEST(PlannerMpi, PredictedPeakWithinFivePercentNeverUnderOnePercent) {
   Communicator& comm = world();
   const GptShape shape{96, 32, 48, 3, 4};
   const int batch = 2;
-  std::vector<ZeroSettings> configs;
-  for (int stage = 0; stage <= 3; ++stage) configs.push_back({stage});
-  for (int stage = 1; stage <= 3; ++stage) configs.push_back({stage, true});
-  configs.push_back({3, true, true});
-  configs.push_back({2, true, false, true});  // the delayed update
-  for (const ZeroSettings& zero : configs) {
+  std::vector<EngineSettings> configs;
+  for (int stage = 0; stage <= 3; ++stage) configs.push_back(placement(stage));
+  for (int stage = 1; stage <= 3; ++stage) configs.push_back(placement(stage, true));
+  configs.push_back(placement(3, true, true));
+  configs.push_back(placement(2, true, false, true));  // the delayed update
+  for (const EngineSettings& zero : configs) {
     for (int micro : {1, 2}) {
       const std::uint64_t measured = measured_peak(shape, batch, zero, micro);
       PlanInput in;
@@ -64,7 +62,7 @@ TEST(PlannerMpi, PredictedPeakWithinFivePercentNeverUnderOnePercent) {
       in.ranks = in.ranks_per_node = comm.size();
       in.micro_batch = batch;
       in.gradient_accumulation_steps = micro;
-      in.zero = zero;
+      in.settings = zero;
       const Plan p = plan(in);
       const std::uint64_t predicted = p.device.total(), scratch = p.largest_unit * sizeof(float);
       const double ratio = static_cast<double>(predicted) / static_cast<double>(measured);
@@ -87,17 +85,17 @@ TEST(PlannerMpi, DemoGptWithinFivePercent) {
   Communicator& comm = world();
   const GptShape shape{256, 64, 128, 4, 4};
   const int batch = 4;
-  std::vector<ZeroSettings> configs;
-  for (int stage = 0; stage <= 3; ++stage) configs.push_back({stage});
-  for (int stage = 1; stage <= 3; ++stage) configs.push_back({stage, true});
-  configs.push_back({3, true, true});
-  for (const ZeroSettings& zero : configs) {
+  std::vector<EngineSettings> configs;
+  for (int stage = 0; stage <= 3; ++stage) configs.push_back(placement(stage));
+  for (int stage = 1; stage <= 3; ++stage) configs.push_back(placement(stage, true));
+  configs.push_back(placement(3, true, true));
+  for (const EngineSettings& zero : configs) {
     const std::uint64_t measured = measured_peak(shape, batch, zero, 1);
     PlanInput in;
     in.model = describe_gpt(shape);
     in.ranks = in.ranks_per_node = comm.size();
     in.micro_batch = batch;
-    in.zero = zero;
+    in.settings = zero;
     const double ratio = static_cast<double>(plan(in).device.total()) / static_cast<double>(measured);
     EXPECT_LE(ratio, 1.05) << "stage " << plan_label(zero);
     EXPECT_GE(ratio, 0.99) << "stage " << plan_label(zero);

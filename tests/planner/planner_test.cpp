@@ -13,18 +13,19 @@
 #include "engine/mlp_run.h"
 #include "model/gpt.h"
 #include "planner/byte_size.h"
+#include "planner/placement.h"
 #include "planner/report.h"
 
 namespace zero {
 namespace {
 
-PlanInput counts_input(double psi, int ranks, int stage, DtypeMode dtype) {
+PlanInput counts_input(double psi, int ranks, int stage, Dtype dtype) {
   PlanInput in;
   const auto p = static_cast<std::int64_t>(psi);
   in.model = describe_counts(p, std::max<std::int64_t>(1, p / 100));  // 100 units: each pads by < 1024
   in.ranks = in.ranks_per_node = ranks;
-  in.dtype = dtype;
-  in.zero.stage = stage;
+  in.settings.precision.compute = dtype;
+  in.settings.stage = stage;
   return in;
 }
 
@@ -68,7 +69,7 @@ TEST(Table1, PlannerModelStatesReproduceTheZeroPaper) {
   for (int m = 0; m < 3; ++m) {
     for (const Table1Row& row : kTable1) {
       for (int stage = 0; stage <= 3; ++stage) {
-        const Plan p = plan(counts_input(kTable1Psi[m], row.nd, stage, DtypeMode::kMixed));
+        const Plan p = plan(counts_input(kTable1Psi[m], row.nd, stage, Dtype::kBf16));
         const double gb = static_cast<double>(p.persistent_device.model_states()) / 1e9;
         const std::string printed = stage == 0 ? kTable1Baseline[m] : row.cells[m][stage - 1];
         EXPECT_DOUBLE_EQ(as_printed(gb, printed, m > 0), std::stod(printed))
@@ -81,8 +82,8 @@ TEST(Table1, PlannerModelStatesReproduceTheZeroPaper) {
 // ---- the stage formulas, with the engine's padding ----
 TEST(Formulas, PersistentModelStatesPerStageAndDtype) {
   for (int n : {1, 3, 8}) {
-    for (DtypeMode d : {DtypeMode::kFp32, DtypeMode::kMixed}) {
-      const bool fp32 = d == DtypeMode::kFp32;
+    for (Dtype d : {Dtype::kF32, Dtype::kBf16}) {
+      const bool fp32 = d == Dtype::kF32;
       for (int stage = 0; stage <= 3; ++stage) {
         const Plan p = plan(counts_input(1'000'003, n, stage, d));
         const std::uint64_t P = p.padded_numel, S = p.shard_numel;
@@ -102,7 +103,7 @@ TEST(Formulas, TrafficIsTwoPsiOrThreePsiPlusTiedGathers) {
   in.model = named_model("gpt2");
   in.ranks = in.ranks_per_node = n;
   for (int stage = 0; stage <= 3; ++stage) {
-    in.zero.stage = stage;
+    in.settings.stage = stage;
     const Plan p = plan(in);
     const std::uint64_t P = p.padded_numel;
     const FlatLayout layout(in.model.units, n);
@@ -146,11 +147,11 @@ TEST(NamedShapes, CountsModelKeepsTheLargestUnit) {
 
 // ---- offload: what moves to the host, and what crosses the link ----
 TEST(Offload, HostHoldsOptimizerStateGradientShardAndFp32Parameters) {
-  for (DtypeMode d : {DtypeMode::kFp32, DtypeMode::kMixed}) {
+  for (Dtype d : {Dtype::kF32, Dtype::kBf16}) {
     PlanInput in = counts_input(1e6, 4, 2, d);
-    in.zero.offload_optimizer = true;
+    in.settings.offload.optimizer = true;
     const Plan p = plan(in);
-    const std::uint64_t S = p.shard_numel, pb = d == DtypeMode::kFp32 ? 4 : 2;
+    const std::uint64_t S = p.shard_numel, pb = d == Dtype::kF32 ? 4 : 2;
     EXPECT_EQ(p.device[Category::kOptimizerState], 0u);
     EXPECT_EQ(p.persistent_device[Category::kGradients], 0u);
     EXPECT_EQ(p.persistent_device[Category::kParameters], p.padded_numel * pb);
@@ -162,7 +163,7 @@ TEST(Offload, HostHoldsOptimizerStateGradientShardAndFp32Parameters) {
 
     // Stage 1 with offload keeps its whole gradients on the device (one policy per stage) and
     // reduces them once per step in place: no transient slices; the same host state and traffic.
-    in.zero.stage = 1;
+    in.settings.stage = 1;
     const Plan one = plan(in);
     EXPECT_EQ(one.device[Category::kGradients], p.padded_numel * pb);
     EXPECT_EQ(one.device[Category::kParameters], p.device[Category::kParameters]);
@@ -171,18 +172,18 @@ TEST(Offload, HostHoldsOptimizerStateGradientShardAndFp32Parameters) {
     EXPECT_EQ(one.device_to_host_bytes, p.device_to_host_bytes);
     EXPECT_EQ(one.label, "1+opt");
     // The delayed update: a second gradient shard on the host (in the training type), nothing else.
-    in.zero.stage = 2;
-    in.zero.delayed_update = true;
+    in.settings.stage = 2;
+    in.settings.offload.delayed_update = true;
     const Plan dpu = plan(in);
     EXPECT_EQ(dpu.label, "2+opt+dpu");
     EXPECT_EQ(dpu.host[Category::kGradients], 2 * S * pb);
     EXPECT_EQ(dpu.host.total(), 16 * S + S * pb);
     EXPECT_EQ(dpu.device.bytes, p.device.bytes);
     EXPECT_EQ(dpu.host_to_device_bytes + dpu.device_to_host_bytes, p.host_to_device_bytes + p.device_to_host_bytes);
-    in.zero.delayed_update = false;
+    in.settings.offload.delayed_update = false;
 
-    in.zero.stage = 3;
-    in.zero.offload_param = true;
+    in.settings.stage = 3;
+    in.settings.offload.params = true;
     const Plan q = plan(in);
     EXPECT_EQ(q.persistent_device.model_states(), 0u);
     EXPECT_EQ(q.host.total(), 16 * S);  // the host shard is the master: nothing more than optimizer offload
@@ -201,10 +202,12 @@ std::string recommended(const PlanInput& in, const Capacity& c) {
 }
 
 TEST(Advisor, FollowsThePractice) {
-  PlanInput in = counts_input(1e9, 8, 0, DtypeMode::kMixed);
+  PlanInput in = counts_input(1e9, 8, 0, Dtype::kBf16);
   auto peak = [&](int stage, bool opt = false, bool param = false) {
     PlanInput t = in;
-    t.zero = {stage, opt, param};
+    t.settings.stage = stage;
+    t.settings.offload.optimizer = opt;
+    t.settings.offload.params = param;
     return plan(t).device.total();
   };
   // Fits at stage 1: stage 2 fits too, at the same traffic, with more to spare.
@@ -221,7 +224,7 @@ TEST(Advisor, FollowsThePractice) {
   EXPECT_EQ(recommended(in, {peak(3, true) - 1, std::nullopt, 0.0}), "3+opt+param");  // host unknown: no limit
   // With the delayed update asked for, the offload rows carry it (3+opt+param cannot).
   PlanInput dpu = in;
-  dpu.zero.delayed_update = true;
+  dpu.settings.offload.delayed_update = true;
   EXPECT_EQ(recommended(dpu, {peak(3) - 1, tib, 0.0}), "2+opt+dpu");
   EXPECT_EQ(recommended(dpu, {peak(3, true) - 1, tib, 0.0}), "3+opt+param");
   EXPECT_EQ(make_report(dpu, {}, std::nullopt).plans.size(), 8u);
@@ -231,7 +234,7 @@ TEST(Advisor, FollowsThePractice) {
   ASSERT_TRUE(none.recommendation.ranks_needed);
   EXPECT_GT(*none.recommendation.ranks_needed, 8);
   // One rank: nothing to shard.
-  EXPECT_EQ(recommended(counts_input(1e6, 1, 0, DtypeMode::kFp32), device_only(1 << 30)), "0");
+  EXPECT_EQ(recommended(counts_input(1e6, 1, 0, Dtype::kF32), device_only(1 << 30)), "0");
 }
 
 TEST(Report, JsonParsesAndCarriesThePlans) {
@@ -265,29 +268,29 @@ TEST(BadInput, SizesAndCounts) {
   expect_error([] { describe_counts(-5, 1); }, "must be positive");
   expect_error([] { describe_counts(100, 0); }, "the largest unit must be positive");
   expect_error([] { describe_counts(100, 101); }, "cannot exceed the parameter count");
-  expect_error([] { plan(counts_input(10, 11, 0, DtypeMode::kFp32)); }, "more ranks (11) than parameters (10)");
-  PlanInput in = counts_input(1000, 400, 0, DtypeMode::kFp32);  // units of 10 parameters, 400 ranks
+  expect_error([] { plan(counts_input(10, 11, 0, Dtype::kF32)); }, "more ranks (11) than parameters (10)");
+  PlanInput in = counts_input(1000, 400, 0, Dtype::kF32);  // units of 10 parameters, 400 ranks
   in.model = describe_counts(1000, 10);
   expect_error([&] { plan(in); }, "fewer than the 400 ranks");
-  in = counts_input(1e6, 0, 0, DtypeMode::kFp32);
+  in = counts_input(1e6, 0, 0, Dtype::kF32);
   expect_error([&] { plan(in); }, "ranks must be at least 1");
-  in = counts_input(1e6, 2, 4, DtypeMode::kFp32);
-  expect_error([&] { plan(in); }, "ZeRO stage 4 does not exist");
-  in = counts_input(1e6, 2, 0, DtypeMode::kFp32);
-  in.zero.offload_optimizer = true;
+  in = counts_input(1e6, 2, 4, Dtype::kF32);
+  expect_error([&] { plan(in); }, "zero_optimization.stage is 4; ZeRO stages are 0-3");
+  in = counts_input(1e6, 2, 0, Dtype::kF32);
+  in.settings.offload.optimizer = true;
   expect_error([&] { plan(in); }, "needs ZeRO stage 1, 2 or 3");
-  in.zero.stage = 2;
-  in.zero.offload_optimizer = false;
-  in.zero.offload_param = true;
-  expect_error([&] { plan(in); }, "parameter offload needs ZeRO stage 3");
-  in.zero.stage = 3;  // parameter offload alone is planned (planner_engine_test: exact against the engine)
+  in.settings.stage = 2;
+  in.settings.offload.optimizer = false;
+  in.settings.offload.params = true;
+  expect_error([&] { plan(in); }, "offloads parameters, which only stage 3 shards");
+  in.settings.stage = 3;  // parameter offload alone is planned (planner_engine_test: exact against the engine)
   EXPECT_EQ(plan(in).label, "3+param");
-  in.zero.offload_optimizer = true;
-  in.zero.delayed_update = true;
-  expect_error([&] { plan(in); }, "delayed update with parameter offload is not supported");
-  in.zero.offload_param = in.zero.offload_optimizer = false;
-  expect_error([&] { plan(in); }, "delayed update is a setting of optimizer offload");
-  in.zero = {3, true, true};
+  in.settings.offload.optimizer = true;
+  in.settings.offload.delayed_update = true;
+  expect_error([&] { plan(in); }, "delayed_update with offload_param is not supported");
+  in.settings.offload.params = in.settings.offload.optimizer = false;
+  expect_error([&] { plan(in); }, "delayed_update is a setting of offload_optimizer");
+  in.settings = placement(3, true, true);
   in.micro_batch = 0;
   expect_error([&] { plan(in); }, "micro-batch must be at least 1");
   expect_error([] { parse_dtype("fp8"); }, "unknown dtype 'fp8'");

@@ -1,0 +1,88 @@
+#include "engine/settings.h"
+
+#include <cmath>
+
+#include "common/error.h"
+
+namespace zero {
+namespace {
+
+constexpr const char* kZero = "zero_optimization.";
+
+void offload_problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
+  const OffloadOptions& o = s.offload;
+  const std::string opt = cat(kZero, "offload_optimizer");
+  if (o.optimizer && s.stage == 0) {
+    out.push_back({opt, "offloads the optimizer state, which needs ZeRO stage 1, 2 or 3 (stage 0 keeps no shard to offload): "
+                        "set zero_optimization.stage to 1 or more, or turn offload off"});
+  }
+  if (o.params && s.stage != 3) {
+    out.push_back({cat(kZero, "offload_param"), cat("offloads parameters, which only stage 3 shards; stage is ", s.stage,
+                                                    ": set zero_optimization.stage to 3, or remove offload_param")});
+  }
+  // pin_memory page-locks the optimizer's host buffers; the stage-3 host shard is not pinned
+  // (with or without offload_optimizer), so with offload_param alone it changes nothing.
+  if (!o.optimizer && o.delayed_update) {
+    out.push_back({opt + ".delayed_update", "is a setting of offload_optimizer: set offload_optimizer.device to \"cpu\" too"});
+  }
+  if (!o.optimizer && o.pin_memory && !o.params) {
+    out.push_back({opt + ".pin_memory", "is a setting of offload: set offload_optimizer.device to \"cpu\" too, or remove it"});
+  }
+  if (o.delayed_update && o.params) {
+    out.push_back({opt + ".delayed_update", "with offload_param is not supported yet (the CPU would update the parameter shards "
+                                            "while the next step gathers them): use offload_optimizer alone"});
+  }
+  if (o.warmup_steps < 0) out.push_back({opt + ".delayed_update.warmup_steps", cat("must be >= 0, not ", o.warmup_steps)});
+}
+
+void stage3_problems(const Stage3Options& s3, std::vector<SettingProblem>& out) {
+  if (s3.prefetch_bucket < -1) {
+    out.push_back({cat(kZero, "stage3_prefetch_bucket_size"), cat("must be >= 0 elements (0: no prefetch), not ", s3.prefetch_bucket)});
+  }
+  for (const auto& [key, value] : {std::pair<const char*, std::int64_t>{"stage3_max_live_parameters", s3.max_live},
+                                   {"stage3_param_persistence_threshold", s3.persistence_threshold},
+                                   {"stage3_max_reuse_distance", s3.max_reuse_distance}}) {
+    if (value < 0) out.push_back({cat(kZero, key), cat("must be >= 0 elements, not ", value)});
+  }
+}
+
+}  // namespace
+
+std::vector<SettingProblem> settings_problems(const EngineSettings& s) {
+  std::vector<SettingProblem> out;
+  if (s.stage < 0 || s.stage > 3) {
+    out.push_back({cat(kZero, "stage"), cat("is ", s.stage, "; ZeRO stages are 0-3 (0: data parallel, 1: + optimizer state sharded, "
+                                                           "2: + gradients, 3: + parameters)")});
+  }
+  offload_problems(s, out);
+  stage3_problems(s.stage3, out);
+  if (s.precision.compute == Dtype::kF16 && s.precision.loss_scaler.dynamic() && s.offload.delayed_update) {
+    out.push_back({"fp16.loss_scale", "= 0 (dynamic loss scaling) with the delayed update is not supported yet (an overflow found at "
+                                      "step t+1 would come after step t's update was applied): use bf16, a static fp16.loss_scale, "
+                                      "or turn delayed_update off"});
+  }
+  if (!(s.gradient_clipping >= 0.0f) || !std::isfinite(s.gradient_clipping)) {
+    out.push_back({"gradient_clipping", cat("is ", s.gradient_clipping, "; it must be >= 0 (0 turns clipping off)")});
+  }
+  const double f = s.gradient_predivide_factor;
+  if (!(f > 0.0) || !std::isfinite(f) || f > 3.4e38) {
+    out.push_back({"gradient_predivide_factor", cat("is ", f, "; it must be a positive number (1 divides only once, after the sum)")});
+  }
+  if (s.optimizer == OptimizerKind::kLamb && s.offload.delayed_update) {
+    out.push_back({"optimizer.type", "= Lamb with the delayed update is not supported (Lamb's trust ratios need a collective in the "
+                                     "middle of the update, which the delayed update runs in the background): turn delayed_update "
+                                     "off, or use Adam/AdamW"});
+  }
+  return out;
+}
+
+void check_settings(const EngineSettings& settings, const std::string& component) {
+  const std::vector<SettingProblem> problems = settings_problems(settings);
+  if (problems.empty()) return;
+  if (problems.size() == 1) throw ConfigError(cat("[", component, "] ", problems[0].key, " ", problems[0].what));
+  std::string msg = cat("[", component, "] ", problems.size(), " problems with the settings; fix them all:");
+  for (std::size_t i = 0; i < problems.size(); ++i) msg += cat("\n  ", i + 1, ". ", problems[i].key, " ", problems[i].what);
+  throw ConfigError(msg);
+}
+
+}  // namespace zero
