@@ -100,13 +100,16 @@ std::vector<Variation> variations() {
 std::map<std::string, std::set<std::string>> listed_fields() {
   std::map<std::string, std::set<std::string>> by_struct;
   for (const Variation& v : variations()) {
-    std::string path = v.field, parent;
-    for (std::size_t dot; (dot = path.find('.')) != std::string::npos;) {
-      by_struct[parent].insert(path.substr(0, dot));
-      parent += (parent.empty() ? "" : ".") + path.substr(0, dot);
-      path = path.substr(dot + 1);
+    // "precision.loss_scaler.window": "precision" of "", "loss_scaler" of "precision", "window" of
+    // "precision.loss_scaler".
+    const std::string& f = v.field;
+    for (std::size_t begin = 0;;) {
+      const std::size_t dot = f.find('.', begin);
+      const std::string parent = begin == 0 ? std::string() : f.substr(0, begin - 1);
+      by_struct[parent].insert(f.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin));
+      if (dot == std::string::npos) break;
+      begin = dot + 1;
     }
-    by_struct[parent].insert(path);
   }
   return by_struct;
 }
