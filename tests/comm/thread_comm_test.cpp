@@ -239,6 +239,40 @@ TEST_P(ThreadCommFailure, DifferentCollectivesOnDifferentRanksFail) {
   }
 }
 
+// Who catches the mismatch names the mode: deterministic mode's order check, before the
+// transport runs ("at collective 1 of this communicator"); fast mode has no order check, so the
+// threads transport's own rendezvous catches it ("ranks issued different collectives: rank 0").
+TEST_P(ThreadCommFailure, FastModeLeavesMismatchesToTheTransport) {
+  const int n = world();
+  for (Determinism mode : {Determinism::kDeterministic, Determinism::kFast}) {
+    SCOPED_TRACE(determinism_name(mode));
+    CommOptions options = options_with_timeout(20s);
+    options.determinism = mode;
+    ThreadWorld world(n, options);
+    std::vector<std::string> messages(n);
+    world.run([&](int rank) {
+      auto comm = world.communicator(rank);
+      std::vector<float> big(n * 8, 1.0f), small(8, 1.0f);
+      try {
+        if (rank == 0) {
+          comm->all_gather(small, big);
+        } else {
+          comm->reduce_scatter(big, small);
+        }
+      } catch (const CommError& e) {
+        messages[rank] = e.what();
+      }
+    });
+    for (int r = 0; r < n; ++r) {
+      const bool by_order_check = messages[r].find("at collective 1 of this communicator") != std::string::npos;
+      EXPECT_EQ(by_order_check, mode == Determinism::kDeterministic) << "rank " << r << ": " << messages[r];
+      if (mode == Determinism::kFast) {
+        EXPECT_NE(messages[r].find("[comm] ranks issued different collectives: rank 0 all_gather"), std::string::npos) << messages[r];
+      }
+    }
+  }
+}
+
 TEST_P(ThreadCommFailure, SameCollectiveWithDifferentSizesFails) {
   const int n = world();
   ThreadWorld world(n, options_with_timeout(20s));
