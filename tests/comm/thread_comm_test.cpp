@@ -214,15 +214,15 @@ TEST_P(ThreadCommFailure, ThrowingRankFailsOutstandingHandles) {
 
 // Ranks that issue different collectives meet at the same rendezvous; reading each other's
 // buffers with the wrong shape would be memory corruption, so it must be an error on every rank.
-TEST_P(ThreadCommFailure, DifferentCollectivesOnDifferentRanksFail) {
-  const int n = world();
-  ThreadWorld world(n, options_with_timeout(20s));
+// Every rank's error when rank `odd` issues an all_gather and the others a reduce_scatter.
+std::vector<std::string> mismatched_collectives(int n, int odd, CommOptions options) {
+  ThreadWorld world(n, options);
   std::vector<std::string> messages(n);
   world.run([&](int rank) {
     auto comm = world.communicator(rank);
     std::vector<float> big(n * 8, 1.0f), small(8, 1.0f);
     try {
-      if (rank == n - 1) {
+      if (rank == odd) {
         comm->all_gather(small, big);
       } else {
         comm->reduce_scatter(big, small);
@@ -231,6 +231,12 @@ TEST_P(ThreadCommFailure, DifferentCollectivesOnDifferentRanksFail) {
       messages[rank] = e.what();
     }
   });
+  return messages;
+}
+
+TEST_P(ThreadCommFailure, DifferentCollectivesOnDifferentRanksFail) {
+  const int n = world();
+  const std::vector<std::string> messages = mismatched_collectives(n, n - 1, options_with_timeout(20s));
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(messages[r].find("timed out"), std::string::npos) << "found at the rendezvous, not by the timeout: " << messages[r];
     EXPECT_NE(messages[r].find("different"), std::string::npos) << "rank " << r << ": " << messages[r];
@@ -248,21 +254,7 @@ TEST_P(ThreadCommFailure, FastModeLeavesMismatchesToTheTransport) {
     SCOPED_TRACE(determinism_name(mode));
     CommOptions options = options_with_timeout(20s);
     options.determinism = mode;
-    ThreadWorld world(n, options);
-    std::vector<std::string> messages(n);
-    world.run([&](int rank) {
-      auto comm = world.communicator(rank);
-      std::vector<float> big(n * 8, 1.0f), small(8, 1.0f);
-      try {
-        if (rank == 0) {
-          comm->all_gather(small, big);
-        } else {
-          comm->reduce_scatter(big, small);
-        }
-      } catch (const CommError& e) {
-        messages[rank] = e.what();
-      }
-    });
+    const std::vector<std::string> messages = mismatched_collectives(n, 0, options);
     for (int r = 0; r < n; ++r) {
       const bool by_order_check = messages[r].find("at collective 1 of this communicator") != std::string::npos;
       EXPECT_EQ(by_order_check, mode == Determinism::kDeterministic) << "rank " << r << ": " << messages[r];
