@@ -37,6 +37,9 @@ std::vector<FlagSpec> train_flags() {
           {"lr", "learning rate (overrides optimizer.params.lr)", true, ""},
           {"seed", "initialisation seed (overrides seed)", true, ""},
           {"comm-timeout", "seconds a collective may wait for the other ranks before failing (overrides comm_timeout_seconds; default 300)", true, ""},
+          {"determinism", "deterministic (sums in rank order: the same bits on every backend, stage and placement; the order of "
+                          "collectives checked across ranks) or fast (the transport's own reduce-scatter and all-reduce, MPI's or "
+                          "NCCL's order; no order check; sums may differ in the last bits)", true, "deterministic"},
           {"set", "any config key, dotted: --set zero_optimization.reduce_bucket_size=2e8 (repeatable)", true, ""},
           {"activation-checkpointing", "each GPT block keeps only its input and recomputes its forward in backward "
                                        "(model.checkpoint_activations; the activation_checkpointing section configures it)", false, ""},
@@ -359,6 +362,7 @@ int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
   };
   const TrainConfig& c = o.config;
   comm.set_timeout(std::chrono::milliseconds(std::llround(c.comm_timeout_seconds * 1000)));
+  comm.set_determinism(parse_determinism(flags.get("determinism"), "--determinism"));
   o.stop_requested = [] { return stop_signal(); };
   std::optional<OutputLog> metrics;
   std::optional<OutputFile> trace;
@@ -410,6 +414,7 @@ int train_main(const std::vector<std::string>& args) {
   // flags, the config, the data, the memory sizes and the output paths. The ranks re-check as they
   // build the run.
   const PlannedWorld world = planned_world(flags, true);
+  parse_determinism(flags.get("determinism"), "--determinism");
   const TrainOptions checked = train_options(flags, world.size);
   // The launching process owns --save's directory for the whole run, taken before anything else
   // is checked so that a second run is told who holds it: for thread ranks, and for an MPI job it
