@@ -32,7 +32,9 @@ const char* kIntro =
     "  zero estimate --config ds_config.json --ranks 16 --ranks-per-node 8 --device-memory 40GB --host-memory 512GB\n"
     "\n";
 
-std::vector<FlagSpec> flag_specs() {
+}  // namespace
+
+std::vector<FlagSpec> estimate_flags() {
   std::string models;
   for (const auto& n : named_model_names()) models += (models.empty() ? "" : ", ") + n;
   return {
@@ -62,6 +64,8 @@ std::vector<FlagSpec> flag_specs() {
       {"json", "print the estimate as JSON instead of the table", false, ""},
   };
 }
+
+namespace {
 
 // A positive whole count; exponents allowed (7e9), since parameter counts are written that way.
 std::int64_t count_flag(const Flags& flags, const std::string& name) {
@@ -208,7 +212,7 @@ Setup setup_from(const Flags& flags) {
 }  // namespace
 
 int estimate_main(const std::vector<std::string>& args) {
-  Flags flags("zero estimate", flag_specs(), args);
+  Flags flags("zero estimate", estimate_flags(), args);
   if (flags.help()) {
     std::printf("%s%s", kIntro, flags.usage().c_str());
     return 0;

@@ -7,8 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "cli/flags.h"
+
 namespace zero::cli {
 
 int estimate_main(const std::vector<std::string>& args);
+std::vector<FlagSpec> estimate_flags();
 
 }  // namespace zero::cli

@@ -23,7 +23,6 @@
 #include "train/trainer.h"
 
 namespace zero::cli {
-namespace {
 
 std::vector<FlagSpec> train_flags() {
   return {{"config", "DeepSpeed-style JSON config (ds_config.json); without it, a small built-in GPT setup", true, ""},
@@ -55,6 +54,8 @@ std::vector<FlagSpec> train_flags() {
           {"keep", "keep only the newest K checkpoints of this run's history; never another run's (0: all)", true, "0"},
           {"resume", "continue from a checkpoint: a --save directory (its latest) or one step-N directory, any world size or stage", true, ""}};
 }
+
+namespace {
 
 // The setup used without --config: a small character-level GPT on the default text.
 nlohmann::json default_config() {

@@ -41,15 +41,17 @@ Opened open_checkpoint(const std::string& path) {
 
 }  // namespace
 
+std::vector<FlagSpec> generate_flags() {
+  return {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
+          {"prompt", "the text to continue (byte-level models)", true, ""},
+          {"tokens", "how many tokens (bytes) to generate", true, "200"},
+          {"temperature", "sampling temperature; 0 picks the most likely token", true, "1"},
+          {"top-k", "sample among the K most likely tokens only (0: all)", true, "0"},
+          {"seed", "the sampling seed", true, "1"}};
+}
+
 int generate_main(const std::vector<std::string>& args) {
-  Flags flags("zero generate",
-              {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
-               {"prompt", "the text to continue (byte-level models)", true, ""},
-               {"tokens", "how many tokens (bytes) to generate", true, "200"},
-               {"temperature", "sampling temperature; 0 picks the most likely token", true, "1"},
-               {"top-k", "sample among the K most likely tokens only (0: all)", true, "0"},
-               {"seed", "the sampling seed", true, "1"}},
-              args);
+  Flags flags("zero generate", generate_flags(), args);
   if (flags.help()) {
     std::printf("Continues a prompt with a checkpoint's GPT (one sequence, keys and values cached).\n\n%s", flags.usage().c_str());
     return 0;
@@ -92,13 +94,15 @@ int generate_main(const std::vector<std::string>& args) {
   return 0;
 }
 
+std::vector<FlagSpec> eval_flags() {
+  return {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
+          {"data", "the file to evaluate (default: the file the checkpoint was trained on)", true, ""},
+          {"split", "all (the whole file) or val (the held-out windows training evaluated)", true, "all"},
+          {"batches", "evaluate at most this many micro-batches (0: all windows of the split)", true, "0"}};
+}
+
 int eval_main(const std::vector<std::string>& args) {
-  Flags flags("zero eval",
-              {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
-               {"data", "the file to evaluate (default: the file the checkpoint was trained on)", true, ""},
-               {"split", "all (the whole file) or val (the held-out windows training evaluated)", true, "all"},
-               {"batches", "evaluate at most this many micro-batches (0: all windows of the split)", true, "0"}},
-              args);
+  Flags flags("zero eval", eval_flags(), args);
   if (flags.help()) {
     std::printf("Prints a checkpoint's loss (and bits per byte for text) on a file, on one process.\n\n%s", flags.usage().c_str());
     return 0;
