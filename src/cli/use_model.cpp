@@ -10,6 +10,7 @@
 #include "checkpoint/export.h"
 #include "checkpoint/loader.h"
 #include "cli/flags.h"
+#include "common/output_file.h"
 #include "data/batches.h"
 #include "data/load.h"
 #include "data/tokenizer.h"
@@ -98,7 +99,8 @@ std::vector<FlagSpec> eval_flags() {
   return {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
           {"data", "the file to evaluate (default: the file the checkpoint was trained on)", true, ""},
           {"split", "all (the whole file) or val (the held-out windows training evaluated)", true, "all"},
-          {"batches", "evaluate at most this many micro-batches (0: all windows of the split)", true, "0"}};
+          {"batches", "evaluate at most this many micro-batches (0: all windows of the split)", true, "0"},
+          {"json", "also write the result (loss, bits per byte, windows, step) as JSON to this file", true, ""}};
 }
 
 int eval_main(const std::vector<std::string>& args) {
@@ -115,6 +117,8 @@ int eval_main(const std::vector<std::string>& args) {
   std::string path = flags.get("data");
   if (path.empty()) path = info.value("/data/path"_json_pointer, std::string());
   if (path.empty()) throw ConfigError("[cli] the checkpoint does not name its data file: give --data FILE");
+  const NamedPath json{"--json", flags.get("json")};
+  if (flags.has("json")) check_output_path(json, {{"the data file", path}, {"--checkpoint", ck.dir}});  // before the evaluation
   const data::TokenData tokens = data::load_tokens(path);
   const int T = ck.shape.seq_len;
   const int B = info.value("/validation/micro_batch"_json_pointer, 8);
@@ -154,6 +158,12 @@ int eval_main(const std::vector<std::string>& args) {
               win.count(), T, static_cast<long long>(ck.manifest.step));
   if (tokens.format == "text") std::printf("; %.4f bits per byte", loss / std::log(2.0));
   std::printf("\n");
+  if (flags.has("json")) {
+    const nlohmann::json j = {{"checkpoint", ck.dir}, {"step", ck.manifest.step}, {"data", path}, {"split", split_name},
+                              {"windows", win.count()}, {"seq_len", T}, {"loss", loss},
+                              {"bits_per_byte", tokens.format == "text" ? nlohmann::json(loss / std::log(2.0)) : nlohmann::json()}};
+    write_output_file(json, j.dump(2) + "\n", {{"the data file", path}});
+  }
   return 0;
 }
 

@@ -46,7 +46,7 @@ std::vector<KeyRule> top_rules_table() {
       {"seed", R, kInt, ""},         // ours
       {"device_memory", R, kStr, ""},  // ours: the device tier's capacity, "80GiB"
       {"device", R, kStr, ""},         // ours: the compute device, "cpu" or "cuda"
-      {"host_memory", R, kStr, ""},    // ours: the host tier's capacity per rank
+      {"host_memory", R, kStr, ""},    // ours: the host memory of one node (each rank's tier: its share)
       {"comm_timeout_seconds", R, kNum, ""},  // ours: a collective waiting longer fails
       {"prescale_gradients", R, kBool, ""},
       {"gradient_predivide_factor", R, kNum, ""},
