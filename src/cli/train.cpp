@@ -431,7 +431,7 @@ int train_main(const std::vector<std::string>& args) {
   install_stop_handlers();  // a stop request from now on ends the run after a step (stop_signal.h)
   Flags flags("zero train", train_flags(), args);
   if (flags.help()) {
-    std::printf("Trains a GPT with ZeRO on text (see README: zero train). On SIGTERM or SIGUSR1 (to zero, mpirun's\n"
+    std::printf("Trains a GPT with ZeRO on text (docs/training.md). On SIGTERM or SIGUSR1 (to zero, mpirun's\n"
                 "SIGUSR1, or any rank) it stops after the step under way and, with --save, publishes a checkpoint and\n"
                 "exits %d (without --save: 128 + the signal); a second signal stops it at once.\n\n%s",
                 kExitPreempted, flags.usage().c_str());

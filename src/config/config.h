@@ -19,7 +19,7 @@
 // in one ConfigError, each with its key path and what to do.
 //
 // "auto", the Hugging Face Trainer's placeholder, is accepted at the keys the Trainer fills in,
-// and resolved as zero's settings give it (README: "auto"); each resolution is in auto_values.
+// and resolved as zero's settings give it (docs/training.md: "auto"); each resolution is in auto_values.
 //
 // Besides DeepSpeed's keys the file may hold sections of our own: "model", "data",
 // "train_steps", "seed", "device", "device_memory", "host_memory" and "comm_timeout_seconds" (DeepSpeed
