@@ -38,7 +38,9 @@ struct BenchModel {
 // "all" runs the first two; gpt2 is GPT-2 124M (with --seq-len 1024), for the GPU.
 constexpr BenchModel kModels[] = {{"10m", 256, 384, 6, 6}, {"50m", 256, 768, 7, 12}, {"gpt2", 50257, 768, 12, 12}};
 
-std::vector<FlagSpec> bench_flags() {
+}  // namespace
+
+std::vector<FlagSpec> bench_train_flags() {
   return {{"model", "which shape: 10m, 50m, all (both), or gpt2 (GPT-2 124M: V=50257 C=768 L=12 H=12)", true, "all"},
           {"device", "cpu, or cuda (the GPT's kernels on the GPU; prints model FLOPs utilisation)", true, "cpu"},
           {"micro-batch", "sequences per rank per step", true, "4"},
@@ -61,6 +63,8 @@ std::vector<FlagSpec> bench_flags() {
                           "NCCL's order; no order check; sums may differ in the last bits)", true, "deterministic"},
           {"json", "also write the results as JSON to this file", true, ""}};
 }
+
+namespace {
 
 Dtype parse_bench_dtype(const std::string& v) {
   if (v == "fp32") return Dtype::kF32;
@@ -379,7 +383,7 @@ void append_json(const ModelResult& m, nlohmann::json& results) {
 }  // namespace
 
 int bench_train_main(const std::vector<std::string>& args) {
-  Flags flags("zero bench train", bench_flags(), args);
+  Flags flags("zero bench train", bench_train_flags(), args);
   if (flags.help()) {
     std::printf("Training speed (tokens/s) of a ~10M- and a ~50M-parameter GPT on synthetic tokens, ZeRO stage 0 on 2\n"
                 "ranks by default; --stage 0,1,2,3 runs the stages in turn, one step each, and prints each one's ratio to\n"
