@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/communicator.h"
 #include "common/dtype.h"
+#include "common/handle.h"
 #include "memory/ledger.h"
 #include "optim/adamw.h"
 #include "optim/lamb.h"
