@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "backends/registry.h"
 #include "cli/flags.h"
 #include "cli/launch.h"
 #include "common/error.h"
@@ -44,13 +45,13 @@ int bench_offload_main(const std::vector<std::string>& args) {
                {"n-layer", "GPT blocks", true, "6"},
                {"micro-batch", "sequences per rank per step", true, "4"},
                {"json", "also write the figures as JSON", true, ""},
-               {"device", "cpu, or cuda: the host<->device link's copy bandwidth first", true, "cpu"}},
+               {"device", cat(backend_names(), ": another than ", default_device(), " measures the host<->device link's copy bandwidth first"), true, default_device()}},
               args);
   if (flags.help()) {
     std::printf("Step time with and without offload and the delayed update, on the GPT.\n\n%s", flags.usage().c_str());
     return 0;
   }
-  if (flags.get("device") != "cpu") {
+  if (flags.get("device") != default_device()) {
     print_link_bandwidth(flags.get("device"));
     // The step-time variants train the GPT, whose CUDA kernels and `--device cuda` in the trainer
     // are another branch's (cuda-gpt): until then, the link is what runs on the GPU here.
