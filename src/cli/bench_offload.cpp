@@ -45,7 +45,7 @@ int bench_offload_main(const std::vector<std::string>& args) {
                {"n-layer", "GPT blocks", true, "6"},
                {"micro-batch", "sequences per rank per step", true, "4"},
                {"json", "also write the figures as JSON", true, ""},
-               {"device", cat(backend_names(), ": another than ", default_device(), " measures the host<->device link's copy bandwidth first"), true, default_device()}},
+               {"device", cat(backend_names(), ": a device other than ", default_device(), " first measures the host<->device link's copy bandwidth"), true, default_device()}},
               args);
   if (flags.help()) {
     std::printf("Step time with and without offload and the delayed update, on the GPT.\n\n%s", flags.usage().c_str());
