@@ -1,9 +1,31 @@
-# The GPU build: CUDA's compiler, the CUDA runtime, cuBLAS and NCCL. ZERO_CUDA (an option, ON by
-# default) stays ON only when all of them are found; otherwise it turns OFF here with a message
-# saying what is missing, and the build uses the stub files that say so at run time.
+# The GPU build: CUDA's compiler, the CUDA runtime, cuBLAS and NCCL. ZERO_CUDA is AUTO, ON or OFF
+# (CMakeLists.txt). AUTO turns ON only where `nvidia-smi -L` lists a GPU, so that a CPU machine's
+# first build (scripts/demo.sh) does not compile the CUDA objects; the test command asks for ON.
+# ON stays ON only when all of them are found; otherwise it turns OFF here with a message saying
+# what is missing, and the build uses the stub files that say so at run time.
 #
 # Where nvcc is not on the PATH (a fresh Debian 12 with CUDA installed at /usr/local/cuda), the
 # compiler is taken from there; CUDACXX or -DCMAKE_CUDA_COMPILER=... choose another one.
+string(TOUPPER "${ZERO_CUDA}" zero_cuda_choice)
+if(NOT zero_cuda_choice MATCHES "^(AUTO|ON|OFF|TRUE|FALSE|YES|NO|1|0)$")
+  message(FATAL_ERROR "zero: ZERO_CUDA is '${ZERO_CUDA}'; it must be AUTO, ON or OFF")
+endif()
+if(zero_cuda_choice STREQUAL "AUTO")
+  find_program(ZERO_NVIDIA_SMI nvidia-smi)
+  set(zero_gpu_listing "")
+  if(ZERO_NVIDIA_SMI)
+    execute_process(COMMAND ${ZERO_NVIDIA_SMI} -L OUTPUT_VARIABLE zero_gpu_listing ERROR_QUIET RESULT_VARIABLE zero_smi_status TIMEOUT 20)
+    if(NOT zero_smi_status EQUAL 0)
+      set(zero_gpu_listing "")
+    endif()
+  endif()
+  if(NOT zero_gpu_listing MATCHES "GPU [0-9]+:")
+    message(STATUS "zero: CUDA off (ZERO_CUDA=AUTO and no GPU listed by nvidia-smi -L; -DZERO_CUDA=ON builds the CUDA backend anyway)")
+    set(ZERO_CUDA OFF)
+    return()
+  endif()
+  set(ZERO_CUDA ON)
+endif()
 if(NOT ZERO_CUDA)
   message(STATUS "zero: CUDA off (-DZERO_CUDA=OFF)")
   return()

@@ -1,4 +1,4 @@
-// The checkpoint format (see README: Checkpoints). A checkpoint is a directory:
+// The checkpoint format (docs/checkpoints.md). A checkpoint is a directory:
 //
 //   DIR/latest                          the name of the newest complete checkpoint ("step-00000020")
 //   DIR/step-00000020/manifest.json     self-describing: model, layout, optimizer, data position, files

@@ -6,9 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "cli/flags.h"
+
 namespace zero::cli {
 
 int bench_offload_main(const std::vector<std::string>& args);
+std::vector<FlagSpec> bench_offload_flags();
 // With --device D (not cpu): the link's copy bandwidth on device D first (bench_link.cpp).
 void print_link_bandwidth(const std::string& device_name);
 

@@ -9,10 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "cli/flags.h"
+
 namespace zero::cli {
 
 // args: the words after "bench train". Outside mpirun with --ranks > 1 it launches the MPI job
 // itself (mpirun -np N, one OpenMP/OpenBLAS thread per rank on a machine with N cores).
 int bench_train_main(const std::vector<std::string>& args);
+std::vector<FlagSpec> bench_train_flags();
 
 }  // namespace zero::cli

@@ -44,9 +44,10 @@ std::uint64_t peak_rss_bytes() {
 
 int inspect(std::vector<std::string> args) {
   std::string dir = checkpoint_arg(args, "zero ckpt inspect");
-  Flags flags("zero ckpt inspect", {}, args);
+  Flags flags("zero ckpt inspect", ckpt_inspect_flags(), args);
   if (flags.help()) {
-    std::printf("Prints a checkpoint's manifest in human terms and verifies every checksum.\n\nusage: zero ckpt inspect DIR\n");
+    std::printf("Prints a checkpoint's manifest in human terms and verifies every checksum.\n\nusage: zero ckpt inspect DIR\n\n%s",
+                flags.usage().c_str());
     return 0;
   }
   dir = checkpoint::find_checkpoint(dir);
@@ -84,8 +85,7 @@ int inspect(std::vector<std::string> args) {
 
 int export_model(std::vector<std::string> args) {
   std::string dir = checkpoint_arg(args, "zero ckpt export");
-  Flags flags("zero ckpt export",
-              {{"out", "the safetensors file to write", true, ""}, {"dtype", "fp32 or bf16 (rounded to nearest even)", true, "fp32"}}, args);
+  Flags flags("zero ckpt export", ckpt_export_flags(), args);
   if (flags.help()) {
     std::printf("Writes a checkpoint's GPT as one safetensors file with Hugging Face GPT-2 names.\n\nusage: zero ckpt export DIR --out FILE\n\n%s",
                 flags.usage().c_str());
@@ -109,9 +109,27 @@ int export_model(std::vector<std::string> args) {
 
 }  // namespace
 
+// `--checkpoint DIR` is taken out of the words before the table parses them (checkpoint_arg), so
+// that DIR may also come first; it is in the table for --help.
+std::vector<FlagSpec> ckpt_inspect_flags() {
+  return {{"checkpoint", "the checkpoint (instead of DIR): a --save directory (its latest) or one step-N directory", true, ""}};
+}
+
+std::vector<FlagSpec> ckpt_export_flags() {
+  return {{"checkpoint", "the checkpoint (instead of DIR): a --save directory (its latest) or one step-N directory", true, ""},
+          {"out", "the safetensors file to write", true, ""},
+          {"dtype", "fp32 or bf16 (rounded to nearest even)", true, "fp32"}};
+}
+
 int ckpt_main(const std::vector<std::string>& args) {
   const std::string verb = args.empty() ? "" : args[0];
   std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+  if (verb == "--help" || verb == "-h") {
+    std::printf("usage: zero ckpt inspect DIR              a checkpoint's manifest in human terms, every checksum verified\n"
+                "       zero ckpt export DIR --out FILE    one safetensors file with GPT-2 names (--dtype fp32|bf16)\n"
+                "\nDIR: a --save directory (its latest) or one step-N directory. zero ckpt VERB --help for a verb's flags.\n");
+    return 0;
+  }
   if (verb == "inspect") return inspect(rest);
   if (verb == "export") return export_model(rest);
   throw ConfigError(cat("[cli] zero ckpt needs a verb: inspect DIR, or export DIR --out FILE", verb.empty() ? "" : cat(" (not '", verb, "')")));

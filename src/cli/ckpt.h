@@ -5,8 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "cli/flags.h"
+
 namespace zero::cli {
 
 int ckpt_main(const std::vector<std::string>& args);
+std::vector<FlagSpec> ckpt_inspect_flags();
+std::vector<FlagSpec> ckpt_export_flags();
 
 }  // namespace zero::cli

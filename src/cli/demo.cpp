@@ -360,21 +360,23 @@ int report(const std::vector<StageRun>& runs, const TrainConfig& c, Communicator
 
 }  // namespace
 
+std::vector<FlagSpec> demo_flags() {
+  return {{"ranks", "ranks to run on (in-process threads; under mpirun: the job's size)", true, "4"},
+          {"comm", "backend: threads, mpi, or auto (mpi under mpirun, else threads)", true, "auto"},
+          {"steps", "AdamW steps per run", true, "80"},
+          {"micro-batch", "sequences per rank per step", true, "2"},
+          {"n-embd", "GPT width C", true, "192"},
+          {"n-layer", "GPT blocks L", true, "4"},
+          {"data", "text to train on", true, "the Jargon File (Debian's jargon-text)"},
+          {"dtype", "fp32, or bf16 / fp16 mixed precision (16-bit parameters, gradients and collectives)", true, "fp32"},
+          {"activation-checkpointing", "every run checkpoints each GPT block (keeps its input, recomputes it in backward); "
+                                       "without it, only the extra run 3+ckpt does", false, ""},
+          {"json", "also write the results as JSON to this file", true, ""},
+          {"svg", "write the figure (memory, traffic and loss per run) to this file", true, "zero-demo.svg"}};
+}
+
 int demo_main(const std::vector<std::string>& args) {
-  Flags flags("zero demo",
-              {{"ranks", "ranks to run on (in-process threads; under mpirun: the job's size)", true, "4"},
-               {"comm", "backend: threads, mpi, or auto (mpi under mpirun, else threads)", true, "auto"},
-               {"steps", "AdamW steps per run", true, "80"},
-               {"micro-batch", "sequences per rank per step", true, "2"},
-               {"n-embd", "GPT width C", true, "192"},
-               {"n-layer", "GPT blocks L", true, "4"},
-               {"data", "text to train on", true, "the Jargon File (Debian's jargon-text)"},
-               {"dtype", "fp32, or bf16 / fp16 mixed precision (16-bit parameters, gradients and collectives)", true, "fp32"},
-               {"activation-checkpointing", "every run checkpoints each GPT block (keeps its input, recomputes it in backward); "
-                                            "without it, only the extra run 3+ckpt does", false, ""},
-               {"json", "also write the results as JSON to this file", true, ""},
-               {"svg", "write the figure (memory, traffic and loss per run) to this file", true, "zero-demo.svg"}},
-              args);
+  Flags flags("zero demo", demo_flags(), args);
   if (flags.help()) {
     std::printf("Trains the same GPT under ZeRO stages 0-3, with offload, and stage 3 with activation checkpointing; prints\n"
                 "measured memory and traffic per rank beside the paper's formulas and draws them (--svg).\n\n%s",

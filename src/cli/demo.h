@@ -8,8 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "cli/flags.h"
+
 namespace zero::cli {
 
 int demo_main(const std::vector<std::string>& args);
+std::vector<FlagSpec> demo_flags();
 
 }  // namespace zero::cli

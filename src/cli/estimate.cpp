@@ -10,6 +10,7 @@
 #include "cli/flags.h"
 #include "common/error.h"
 #include "common/number_text.h"
+#include "common/output_file.h"
 #include "planner/byte_size.h"
 #include "planner/report.h"
 
@@ -28,11 +29,13 @@ const char* kIntro =
     "Flags override the config file's settings.\n"
     "\n"
     "  zero estimate --model gpt2-xl --ranks 8 --device-memory 80GiB\n"
-    "  zero estimate --model llama2-7b --dtype mixed --ranks 8 --device-memory 80GiB --json\n"
+    "  zero estimate --model llama2-7b --dtype bf16 --ranks 8 --device-memory 80GiB --json plan.json\n"
     "  zero estimate --config ds_config.json --ranks 16 --ranks-per-node 8 --device-memory 40GB --host-memory 512GB\n"
     "\n";
 
-std::vector<FlagSpec> flag_specs() {
+}  // namespace
+
+std::vector<FlagSpec> estimate_flags() {
   std::string models;
   for (const auto& n : named_model_names()) models += (models.empty() ? "" : ", ") + n;
   return {
@@ -51,7 +54,7 @@ std::vector<FlagSpec> flag_specs() {
       {"gradient-accumulation-steps", "micro-batches per optimizer step", true, "1"},
       {"activation-checkpointing", "each block keeps only its input and recomputes its forward in backward", false, ""},
       {"cpu-checkpointing", "with --activation-checkpointing: the kept block inputs in host memory", false, ""},
-      {"dtype", "fp32, or mixed (bf16/fp16 params and grads, fp32 master and Adam: K = 12)", true, "fp32"},
+      {"dtype", "fp32, or bf16 / fp16 (also: mixed): 16-bit params and grads, fp32 master and Adam: K = 12", true, "fp32"},
       {"device-memory", "memory of one device, e.g. 80GiB", true, ""},
       {"host-memory", "host memory of one node, e.g. 512GB", true, ""},
       {"headroom", "share of each device kept free for fragmentation and the framework: a plan fits within the rest (10% or 0.1)", true, "10%"},
@@ -59,9 +62,11 @@ std::vector<FlagSpec> flag_specs() {
       {"comm", "backend whose scratch to count: mpi (a whole-unit reduce-scatter scratch), threads or self", true, "mpi"},
       {"stage", "tabulate and recommend only this stage (0-3), with and without offload", true, ""},
       {"delayed-update", "plan optimizer offload with the delayed parameter update (+dpu: a second host gradient shard)", false, ""},
-      {"json", "print the estimate as JSON instead of the table", false, ""},
+      {"json", "also write the estimate as JSON to this file", true, ""},
   };
 }
+
+namespace {
 
 // A positive whole count; exponents allowed (7e9), since parameter counts are written that way.
 std::int64_t count_flag(const Flags& flags, const std::string& name) {
@@ -208,19 +213,19 @@ Setup setup_from(const Flags& flags) {
 }  // namespace
 
 int estimate_main(const std::vector<std::string>& args) {
-  Flags flags("zero estimate", flag_specs(), args);
+  Flags flags("zero estimate", estimate_flags(), args);
   if (flags.help()) {
     std::printf("%s%s", kIntro, flags.usage().c_str());
     return 0;
   }
   const Setup s = setup_from(flags);
+  const NamedPath json{"--json", flags.get("json")};
+  const std::vector<NamedPath> inputs = flags.has("config") ? std::vector<NamedPath>{{"--config", flags.get("config")}} : std::vector<NamedPath>{};
+  if (flags.has("json")) check_output_path(json, inputs);  // before the plan, as every command checks its outputs first
   EstimateReport report = make_report(s.input, s.capacity, s.only_stage);
   report.configured = s.configured;
-  if (flags.has("json")) {
-    std::printf("%s\n", report_json(report).dump(2).c_str());
-  } else {
-    std::printf("%s", format_report(report).c_str());
-  }
+  std::printf("%s", format_report(report).c_str());
+  if (flags.has("json")) write_output_file(json, report_json(report).dump(2) + "\n", inputs);
   return 0;
 }
 

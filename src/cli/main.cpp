@@ -15,7 +15,12 @@
 
 namespace {
 
-const char* kUsage =
+const std::string kBenchUsage =
+    "  bench offload  step time with and without ZeRO-Offload and the delayed update\n"
+    "  bench adam     speed of the CPU Adam kernel against the memory-bandwidth ceiling\n"
+    "  bench train    training tokens/s of a 10M and a 50M GPT, stage 0 on 2 ranks (vs PyTorch: bench/compare_train.sh)\n";
+
+const std::string kUsage =
     "usage: zero COMMAND [flags]\n"
     "\n"
     "commands:\n"
@@ -24,10 +29,8 @@ const char* kUsage =
     "  estimate       which ZeRO stage (and offload) fits: per-rank memory and traffic, and a recommendation\n"
     "  ckpt           inspect DIR: a checkpoint's manifest, checksums verified; export DIR --out F: safetensors (GPT-2 names)\n"
     "  generate       continue a prompt with a checkpoint's GPT (--checkpoint DIR --prompt TEXT; keys and values cached)\n"
-    "  eval           a checkpoint's loss and bits per byte on a file (--checkpoint DIR --data FILE [--split val])\n"
-    "  bench offload  step time with and without ZeRO-Offload and the delayed update\n"
-    "  bench adam     speed of the CPU Adam kernel against the memory-bandwidth ceiling\n"
-    "  bench train    training tokens/s of a 10M and a 50M GPT, stage 0 on 2 ranks (vs PyTorch: bench/compare_train.sh)\n"
+    "  eval           a checkpoint's loss and bits per byte on a file (--checkpoint DIR --data FILE [--split val])\n" +
+    kBenchUsage +
     "\n"
     "Run `zero COMMAND --help` for a command's flags. Multi-process: mpirun -np N zero COMMAND ...\n";
 
@@ -36,7 +39,7 @@ const char* kUsage =
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::printf("%s", kUsage);
+    std::printf("%s", kUsage.c_str());
     return args.empty() ? 2 : 0;
   }
   const std::string command = args[0];
@@ -50,12 +53,17 @@ int main(int argc, char** argv) {
     if (command == "bench" && args.size() >= 2 && args[1] == "train") return zero::cli::bench_train_main({args.begin() + 2, args.end()});
     if (command == "bench" && args.size() >= 2 && args[1] == "offload") return zero::cli::bench_offload_main({args.begin() + 2, args.end()});
     if (command == "bench" && args.size() >= 2 && args[1] == "adam") return zero::bench_adam_main(argc - 3, argv + 3);
+    if (command == "bench" && args.size() >= 2 && (args[1] == "--help" || args[1] == "-h")) {
+      std::printf("usage: zero bench train|offload|adam [flags]\n\n%s\nzero bench NAME --help for a benchmark's flags.\n",
+                  kBenchUsage.c_str());
+      return 0;
+    }
     if (command == "bench") {
       const std::string what = args.size() >= 2 ? "has no benchmark '" + args[1] + "'" : "needs a benchmark";
       std::fprintf(stderr, "zero: bench %s: use zero bench train, zero bench offload or zero bench adam\n", what.c_str());
       return 2;
     }
-    std::fprintf(stderr, "zero: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+    std::fprintf(stderr, "zero: unknown command '%s'\n\n%s", command.c_str(), kUsage.c_str());
     return 2;
   } catch (const zero::Error& e) {
     std::fprintf(stderr, "zero: %s\n", e.what());

@@ -24,7 +24,6 @@
 #include "train/trainer.h"
 
 namespace zero::cli {
-namespace {
 
 std::vector<FlagSpec> train_flags() {
   return {{"config", "DeepSpeed-style JSON config (ds_config.json); without it, a small built-in GPT setup", true, ""},
@@ -35,9 +34,15 @@ std::vector<FlagSpec> train_flags() {
           {"steps", "optimizer steps (overrides train_steps)", true, ""},
           {"data", "text file (UTF-8, byte-level tokens) or llm.c .bin tokens (overrides data.path)", true, ""},
           {"micro-batch", "sequences per rank per micro-batch (overrides train_micro_batch_size_per_gpu)", true, ""},
+          {"gradient-accumulation-steps", "micro-batches per optimizer step (overrides gradient_accumulation_steps)", true, ""},
+          {"dtype", "fp32, or bf16 / fp16 mixed precision: 16-bit parameters, gradients and collectives, fp32 master and Adam "
+                    "state (overrides bf16.enabled and fp16.enabled)", true, "the config's; fp32 without one"},
           {"lr", "learning rate (overrides optimizer.params.lr)", true, ""},
           {"seed", "initialisation seed (overrides seed)", true, ""},
           {"comm-timeout", "seconds a collective may wait for the other ranks before failing (overrides comm_timeout_seconds; default 300)", true, ""},
+          {"determinism", "deterministic (sums in rank order: the same bits on every backend, stage and placement; the order of "
+                          "collectives checked across ranks) or fast (the transport's own reduce-scatter and all-reduce, MPI's or "
+                          "NCCL's order; no order check; sums may differ in the last bits)", true, "deterministic"},
           {"set", "any config key, dotted: --set zero_optimization.reduce_bucket_size=2e8 (repeatable)", true, ""},
           {"activation-checkpointing", "each GPT block keeps only its input and recomputes its forward in backward "
                                        "(model.checkpoint_activations; the activation_checkpointing section configures it)", false, ""},
@@ -46,7 +51,7 @@ std::vector<FlagSpec> train_flags() {
           {"offload", "ZeRO-Offload: none, optimizer, or optimizer+param (sets zero_optimization.offload_*)", true, ""},
           {"device", cat("where the model computes and the device tier lives: ", backend_names(), " (overrides device)"), true, default_device()},
           {"device-memory", "device tier capacity per rank, e.g. 16GiB (overrides device_memory)", true, ""},
-          {"host-memory", "host tier capacity per rank (overrides host_memory)", true, ""},
+          {"host-memory", "host memory of one node, shared by the ranks on it, e.g. 512GiB (overrides host_memory)", true, ""},
           {"trace", "write a Chrome trace (compute, communication, copies, CPU optimizer per rank) to this file", true, ""},
           {"sample", "bytes of text to generate after training (text data only)", true, "300"},
           {"eval-every", "also print and record (--metrics) the validation loss after every N steps", true, "0"},
@@ -56,6 +61,8 @@ std::vector<FlagSpec> train_flags() {
           {"keep", "keep only the newest K checkpoints of this run's history; never another run's (0: all)", true, "0"},
           {"resume", "continue from a checkpoint: a --save directory (its latest) or one step-N directory, any world size or stage", true, ""}};
 }
+
+namespace {
 
 // The setup used without --config: a small character-level GPT on the default text.
 nlohmann::json default_config() {
@@ -98,6 +105,7 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
   if (!flags.get("config").empty()) j = read_config_file(flags.get("config"));  // syntax, duplicates
   const std::pair<const char*, const char*> simple[] = {{"stage", "zero_optimization.stage"}, {"steps", "train_steps"},
                                                          {"micro-batch", "train_micro_batch_size_per_gpu"},
+                                                         {"gradient-accumulation-steps", "gradient_accumulation_steps"},
                                                          {"lr", "optimizer.params.lr"}, {"seed", "seed"},
                                                          {"comm-timeout", "comm_timeout_seconds"}};
   std::vector<std::string> from_flags;  // "auto" values that a flag gives, as the Trainer's flags give them
@@ -116,6 +124,15 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
   if (flags.has("activation-checkpointing")) {
     apply_override(j, "model.checkpoint_activations=true");
     flag_keys.emplace_back("model.checkpoint_activations", "activation-checkpointing");
+  }
+  if (flags.has("dtype")) {
+    const std::string dtype = flags.get("dtype");
+    if (dtype != "fp32" && dtype != "bf16" && dtype != "fp16") throw ConfigError(cat("[cli] --dtype '", dtype, "': use fp32, bf16 or fp16"));
+    // The named type's section on, the other's off where the config has one (a section it lacks stays absent).
+    for (const char* type : {"bf16", "fp16"}) {
+      flag_keys.emplace_back(cat(type, ".enabled"), "dtype");  // --dtype decides both, so --set may name neither
+      if (dtype == type || j.contains(type)) apply_override(j, cat(type, ".enabled"), nlohmann::json(dtype == type));
+    }
   }
   if (flags.has("device")) set_from_flag("device", "device", flags.get("device"));
   if (flags.has("device-memory")) set_from_flag("device-memory", "device_memory", flags.get("device-memory"));
@@ -352,7 +369,9 @@ int report_stop(const TrainOptions& o, const TrainResult& r) {
 
 // One rank's run. Rank 0 checks the output paths before training (a bad path fails now); it
 // appends each step's --metrics line as the step ends (a killed run keeps them; with --resume,
-// after the lines already in the file) and publishes the trace complete at the end.
+// after the lines already in the file) and publishes the trace complete at the end. The last
+// step's line waits for the final validation loss, its val_loss, so that the file holds the
+// run's result (it is written if that evaluation fails, too).
 int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
   TrainOptions o = train_options(flags, comm.size());
   o.ledger = &ledger;
@@ -362,8 +381,10 @@ int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
   };
   const TrainConfig& c = o.config;
   comm.set_timeout(std::chrono::milliseconds(std::llround(c.comm_timeout_seconds * 1000)));
+  comm.set_determinism(parse_determinism(flags.get("determinism"), "--determinism"));
   o.stop_requested = [] { return stop_signal(); };
   std::optional<OutputLog> metrics;
+  std::optional<StepMetrics> last_line;  // the last step's --metrics line, until the final validation loss
   std::optional<OutputFile> trace;
   if (comm.rank() == 0) {
     print_header(c, comm);
@@ -378,11 +399,25 @@ int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
         metrics->truncate(metrics_kept_bytes(read_input_file({metrics->path(), "cli", "--metrics file"}), m.step));
       }
       first = false;
-      if (metrics) metrics->write(metrics_json(m).dump() + "\n");  // first: a printed step is in the file
+      if (metrics && m.step == c.train_steps) last_line = m;
+      else if (metrics) metrics->write(metrics_json(m).dump() + "\n");  // first: a printed step is in the file
       print_step(m, c.train_steps, c.steps_per_print);
     };
   }
-  const TrainResult r = train(o, comm);
+  const auto write_last_line = [&](float final_val_loss) {
+    if (!last_line) return;
+    if (final_val_loss >= 0) last_line->val_loss = final_val_loss;
+    metrics->write(metrics_json(*last_line).dump() + "\n");
+    last_line.reset();
+  };
+  TrainResult r;
+  try {
+    r = train(o, comm);
+  } catch (...) {
+    write_last_line(-1);
+    throw;
+  }
+  write_last_line(r.final_val_loss);
   if (comm.rank() != 0) return stop_code(o, r);
   if (!r.losses.empty()) {  // a run stopped during its start-up took no step
     print_summary(c, r, o.data_path);
@@ -403,7 +438,7 @@ int train_main(const std::vector<std::string>& args) {
   install_stop_handlers();  // a stop request from now on ends the run after a step (stop_signal.h)
   Flags flags("zero train", train_flags(), args);
   if (flags.help()) {
-    std::printf("Trains a GPT with ZeRO on text (see README: zero train). On SIGTERM or SIGUSR1 (to zero, mpirun's\n"
+    std::printf("Trains a GPT with ZeRO on text (docs/training.md). On SIGTERM or SIGUSR1 (to zero, mpirun's\n"
                 "SIGUSR1, or any rank) it stops after the step under way and, with --save, publishes a checkpoint and\n"
                 "exits %d (without --save: 128 + the signal); a second signal stops it at once.\n\n%s",
                 kExitPreempted, flags.usage().c_str());
@@ -413,6 +448,7 @@ int train_main(const std::vector<std::string>& args) {
   // flags, the config, the data, the memory sizes and the output paths. The ranks re-check as they
   // build the run.
   const PlannedWorld world = planned_world(flags, true);
+  parse_determinism(flags.get("determinism"), "--determinism");
   const TrainOptions checked = train_options(flags, world.size);
   // The launching process owns --save's directory for the whole run, taken before anything else
   // is checked so that a second run is told who holds it: for thread ranks, and for an MPI job it

@@ -6,8 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "cli/flags.h"
+
 namespace zero::cli {
 
 int train_main(const std::vector<std::string>& args);
+std::vector<FlagSpec> train_flags();
 
 }  // namespace zero::cli

@@ -10,6 +10,7 @@
 #include "checkpoint/export.h"
 #include "checkpoint/loader.h"
 #include "cli/flags.h"
+#include "common/output_file.h"
 #include "data/batches.h"
 #include "data/load.h"
 #include "data/tokenizer.h"
@@ -41,15 +42,17 @@ Opened open_checkpoint(const std::string& path) {
 
 }  // namespace
 
+std::vector<FlagSpec> generate_flags() {
+  return {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
+          {"prompt", "the text to continue (byte-level models)", true, ""},
+          {"tokens", "how many tokens (bytes) to generate", true, "200"},
+          {"temperature", "sampling temperature; 0 picks the most likely token", true, "1"},
+          {"top-k", "sample among the K most likely tokens only (0: all)", true, "0"},
+          {"seed", "the sampling seed", true, "1"}};
+}
+
 int generate_main(const std::vector<std::string>& args) {
-  Flags flags("zero generate",
-              {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
-               {"prompt", "the text to continue (byte-level models)", true, ""},
-               {"tokens", "how many tokens (bytes) to generate", true, "200"},
-               {"temperature", "sampling temperature; 0 picks the most likely token", true, "1"},
-               {"top-k", "sample among the K most likely tokens only (0: all)", true, "0"},
-               {"seed", "the sampling seed", true, "1"}},
-              args);
+  Flags flags("zero generate", generate_flags(), args);
   if (flags.help()) {
     std::printf("Continues a prompt with a checkpoint's GPT (one sequence, keys and values cached).\n\n%s", flags.usage().c_str());
     return 0;
@@ -92,13 +95,16 @@ int generate_main(const std::vector<std::string>& args) {
   return 0;
 }
 
+std::vector<FlagSpec> eval_flags() {
+  return {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
+          {"data", "the file to evaluate (default: the file the checkpoint was trained on)", true, ""},
+          {"split", "all (the whole file) or val (the held-out windows training evaluated)", true, "all"},
+          {"batches", "evaluate at most this many micro-batches (0: all windows of the split)", true, "0"},
+          {"json", "also write the result (loss, bits per byte, windows, step) as JSON to this file", true, ""}};
+}
+
 int eval_main(const std::vector<std::string>& args) {
-  Flags flags("zero eval",
-              {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
-               {"data", "the file to evaluate (default: the file the checkpoint was trained on)", true, ""},
-               {"split", "all (the whole file) or val (the held-out windows training evaluated)", true, "all"},
-               {"batches", "evaluate at most this many micro-batches (0: all windows of the split)", true, "0"}},
-              args);
+  Flags flags("zero eval", eval_flags(), args);
   if (flags.help()) {
     std::printf("Prints a checkpoint's loss (and bits per byte for text) on a file, on one process.\n\n%s", flags.usage().c_str());
     return 0;
@@ -111,6 +117,8 @@ int eval_main(const std::vector<std::string>& args) {
   std::string path = flags.get("data");
   if (path.empty()) path = info.value("/data/path"_json_pointer, std::string());
   if (path.empty()) throw ConfigError("[cli] the checkpoint does not name its data file: give --data FILE");
+  const NamedPath json{"--json", flags.get("json")};
+  if (flags.has("json")) check_output_path(json, {{"the data file", path}, {"--checkpoint", ck.dir}});  // before the evaluation
   const data::TokenData tokens = data::load_tokens(path);
   const int T = ck.shape.seq_len;
   const int B = info.value("/validation/micro_batch"_json_pointer, 8);
@@ -150,6 +158,12 @@ int eval_main(const std::vector<std::string>& args) {
               win.count(), T, static_cast<long long>(ck.manifest.step));
   if (tokens.format == "text") std::printf("; %.4f bits per byte", loss / std::log(2.0));
   std::printf("\n");
+  if (flags.has("json")) {
+    const nlohmann::json j = {{"checkpoint", ck.dir}, {"step", ck.manifest.step}, {"data", path}, {"split", split_name},
+                              {"windows", win.count()}, {"seq_len", T}, {"loss", loss},
+                              {"bits_per_byte", tokens.format == "text" ? nlohmann::json(loss / std::log(2.0)) : nlohmann::json()}};
+    write_output_file(json, j.dump(2) + "\n", {{"the data file", path}});
+  }
   return 0;
 }
 

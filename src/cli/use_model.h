@@ -5,9 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "cli/flags.h"
+
 namespace zero::cli {
 
 int generate_main(const std::vector<std::string>& args);
+std::vector<FlagSpec> generate_flags();
 int eval_main(const std::vector<std::string>& args);
+std::vector<FlagSpec> eval_flags();
 
 }  // namespace zero::cli

@@ -26,4 +26,11 @@ inline std::uint64_t mpi_transport_scratch_bytes(Collective kind, std::size_t k,
   return (static_cast<std::uint64_t>(size) * k * element_bytes + sizeof(float) - 1) / sizeof(float) * sizeof(float);
 }
 
+// fast mode: MPI sums f32 itself (MPI_Reduce_scatter_block into scratch of k elements, and
+// MPI_Allreduce in place); it has no sum of bf16/f16.
+inline bool mpi_native_reduction(Dtype dtype) { return dtype == Dtype::kF32; }
+inline std::uint64_t mpi_native_scratch_bytes(std::size_t k, std::size_t element_bytes) {
+  return (static_cast<std::uint64_t>(k) * element_bytes + sizeof(float) - 1) / sizeof(float) * sizeof(float);
+}
+
 }  // namespace zero::detail

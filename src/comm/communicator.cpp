@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "comm/segmented.h"
 #include "common/error.h"
@@ -20,6 +21,15 @@ const char* collective_name(Collective c) {
     case Collective::kBarrier: return "barrier";
   }
   return "?";
+}
+
+const char* determinism_name(Determinism d) { return d == Determinism::kFast ? "fast" : "deterministic"; }
+
+Determinism parse_determinism(const std::string& value, const std::string& what) {
+  if (value == "deterministic") return Determinism::kDeterministic;
+  if (value == "fast") return Determinism::kFast;
+  throw ConfigError(cat("[comm] ", what, " is '", value, "'; it must be deterministic (rank-order sums, the same bits on "
+                        "every backend and stage) or fast (the transport's own reductions)"));
 }
 
 std::uint64_t Traffic::total_sent() const {
@@ -50,6 +60,7 @@ Communicator::Communicator(int rank, int size, CommOptions options)
       size_(size),
       options_(options),
       timeout_ms_(options.timeout.count()),
+      determinism_(static_cast<int>(options.determinism)),
       topology_{rank, size, 0, 1},  // one node until the backend knows better
       worker_(std::make_unique<TaskQueue>()) {}
 
@@ -64,6 +75,7 @@ void Communicator::abort(int code) { std::_Exit(code); }
 CommOptions Communicator::options() const {
   CommOptions o = options_;
   o.timeout = timeout();
+  o.determinism = determinism();
   return o;
 }
 
@@ -78,6 +90,18 @@ std::size_t Communicator::max_transport_elements(std::size_t) const { return sta
 
 std::uint64_t Communicator::transport_scratch_bytes(Collective, std::size_t, std::size_t) const { return 0; }
 
+bool Communicator::native_reduction(Dtype) const { return false; }
+
+void Communicator::do_native_reduce_scatter(const void*, void*, std::size_t, Dtype) {
+  ZERO_CHECK(false, "the '", backend(), "' backend has no native reduce_scatter");
+}
+
+void Communicator::do_native_all_reduce(void*, std::size_t, Dtype) {
+  ZERO_CHECK(false, "the '", backend(), "' backend has no native all_reduce");
+}
+
+std::uint64_t Communicator::native_scratch_bytes(std::size_t, std::size_t) const { return 0; }
+
 std::unique_ptr<Communicator> Communicator::do_split(int, int) {
   throw CommError(cat("[comm] the '", backend(), "' backend cannot split a communicator: use threads, mpi or self"));
 }
@@ -88,11 +112,12 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   CollectiveRecord record("split", 0, 0);
   record.label = CollectiveLabel::current();
   record.context = context();
+  const bool checked = determinism() == Determinism::kDeterministic;
   // On the comm thread, in issue order: a split is collective, like the collectives around it.
   Handle(worker_->push([&] {
     running_ = Collective::kBarrier;
     TraceSpan span(tracer_, Lane::kComm, "split");
-    check_order(record);
+    if (checked) check_order(record);
     child = do_split(color, key);
   })).wait();
   return child;
@@ -111,7 +136,8 @@ std::string Communicator::context() const {
 std::string Communicator::op_label(const char* op, std::size_t bytes) const {
   std::string c = context();
   if (checking_) return cat("order check before ", checking_->describe());  // its context included
-  const std::string name = running_ == Collective::kAllReduce ? cat("all_reduce (", op, " phase)") : std::string(op);
+  const bool phase = running_ == Collective::kAllReduce && std::string_view(op) != "all_reduce";  // not fast mode's one call
+  const std::string name = phase ? cat("all_reduce (", op, " phase)") : std::string(op);
   const std::string piece = piece_count_ > 1 ? cat(", piece ", piece_index_ + 1, " of ", piece_count_) : "";
   return cat(name, " of ", format_bytes(bytes), piece, c.empty() ? "" : " (", c, c.empty() ? "" : ")");
 }
@@ -152,10 +178,11 @@ Handle Communicator::enqueue(CollectiveRecord record, Collective kind, std::uint
   if (!executes()) return Handle();  // counted, never run: complete at once
   record.label = CollectiveLabel::current();
   record.context = context();
-  return Handle(worker_->push([this, kind, record = std::move(record), op = std::move(op)] {
+  const bool checked = determinism() == Determinism::kDeterministic;
+  return Handle(worker_->push([this, kind, checked, record = std::move(record), op = std::move(op)] {
     running_ = kind;
     TraceSpan span(tracer_, Lane::kComm, collective_name(kind));
-    check_order(record);
+    if (checked) check_order(record);
     op();
   }));
 }
@@ -185,8 +212,9 @@ Handle Communicator::reduce_scatter_async(const void* send, void* recv, std::siz
   const std::size_t n = static_cast<std::size_t>(size_);
   const std::uint64_t bytes = k * dtype_bytes(dtype) * (n - 1);
   const std::size_t s = resolve_segment(segment, dtype_bytes(dtype));
-  return enqueue(with_pieces({"reduce_scatter", k, static_cast<std::uint32_t>(dtype_bytes(dtype))}, s), Collective::kReduceScatter, bytes, bytes, [this, send, recv, k, dtype, s] {
-    run_pieces([&](Scratch& scratch) { segmented_reduce_scatter(send, recv, k, dtype, s, scratch); });
+  const bool transport_sums = native(dtype);
+  return enqueue(with_pieces({"reduce_scatter", k, static_cast<std::uint32_t>(dtype_bytes(dtype))}, s), Collective::kReduceScatter, bytes, bytes, [=, this] {
+    run_pieces([&](Scratch& scratch) { segmented_reduce_scatter(send, recv, k, dtype, s, scratch, transport_sums); });
   });
 }
 
@@ -223,7 +251,9 @@ Handle Communicator::all_reduce_async(void* data, std::size_t count, Dtype dtype
   const std::size_t eb = dtype_bytes(dtype);
   const std::uint64_t bytes = 2 * k * eb * (n - 1);
   const std::size_t s = resolve_segment(segment, eb);
-  return enqueue(with_pieces({"all_reduce", count, static_cast<std::uint32_t>(eb)}, s, k), Collective::kAllReduce, bytes, bytes, [this, data, k, dtype, eb, s] {
+  const bool transport_sums = native(dtype);
+  return enqueue(with_pieces({"all_reduce", count, static_cast<std::uint32_t>(eb)}, s, k), Collective::kAllReduce, bytes, bytes, [=, this] {
+    if (transport_sums) return segmented_native_all_reduce(data, count, dtype, s);
     run_pieces([&](Scratch& scratch) {
       char* mine = static_cast<char*>(data) + static_cast<std::size_t>(rank_) * k * eb;
       segmented_reduce_scatter(data, mine, k, dtype, s, scratch);  // in place into this rank's slot

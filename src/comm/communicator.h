@@ -37,6 +37,16 @@
 // compared across the ranks by a running hash of what each has executed (operation, size, root,
 // the issuing thread's CollectiveLabel, the context); ranks that issued different collectives
 // fail together with a CommError naming what each issued, instead of mismatched transport calls.
+//
+// Determinism (CommOptions::determinism, set_determinism): everything above is `deterministic`,
+// the default. `fast` hands reductions to the transport's own reduce-scatter and all-reduce where
+// it has them (MPI_Reduce_scatter_block and MPI_Allreduce for f32; ncclReduceScatter and
+// ncclAllReduce), which add in the library's order, and skips the order check (one tiny
+// all_gather per collective): sums may then differ in the last bits between rank counts, stages
+// and backends, and ranks that issue different collectives are caught by the timeout (or the
+// threads backend's rendezvous check) instead. Traffic counts the same bytes in both modes.
+// Where a transport has no native reduction (self, threads, 16-bit elements on MPI) fast mode
+// sums in rank order as deterministic mode does.
 #pragma once
 
 #include <array>
@@ -75,6 +85,12 @@ struct Traffic {
   Traffic operator-(const Traffic& earlier) const;
 };
 
+// How reductions add; see "Determinism" above.
+enum class Determinism : int { kDeterministic = 0, kFast };
+const char* determinism_name(Determinism d);  // "deterministic", "fast"
+// "deterministic" or "fast"; otherwise a ConfigError naming `what` (e.g. "--determinism").
+Determinism parse_determinism(const std::string& value, const std::string& what);
+
 struct CommOptions {
   // A collective that has not completed after this long fails with CommError naming the op.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
@@ -83,6 +99,8 @@ struct CommOptions {
   // Elements per rank in one transport call of a collective (see "Segments" above); 0 = the
   // backend's own limit. A per-call `segment` overrides it.
   std::size_t segment_elements = 0;
+  // deterministic (rank-order sums, order check) or fast (the transport's own reductions).
+  Determinism determinism = Determinism::kDeterministic;
 };
 
 // Where the ranks of a communicator run: which machine ("node") and which of its ranks.
@@ -171,6 +189,10 @@ class Communicator {
   // Sets the collective timeout (CommOptions::timeout) for collectives that start from now on;
   // ConfigError unless positive.
   void set_timeout(std::chrono::milliseconds timeout);
+  // The determinism of collectives issued from now on. Every rank must set the same, at the same
+  // point among its collectives (before the first, as the CLI does).
+  Determinism determinism() const { return static_cast<Determinism>(determinism_.load()); }
+  void set_determinism(Determinism determinism) { determinism_ = static_cast<int>(determinism); }
 
   // True for a backend whose transport reads and writes GPU memory (nccl).
   virtual bool reads_device_memory() const { return false; }
@@ -194,6 +216,15 @@ class Communicator {
   // of `kind` (kReduceScatter, kAllGather or kBroadcast) of `element_bytes`-byte elements; the
   // default is none.
   virtual std::uint64_t transport_scratch_bytes(Collective kind, std::size_t k, std::size_t element_bytes) const;
+  // Fast mode (see "Determinism"): true where the transport has its own reductions for `dtype`;
+  // then do_native_* run instead of do_reduce_scatter (k elements per rank, recv may be this
+  // rank's slot of send) and instead of the two phases of all_reduce (count elements, in place).
+  // native_scratch_bytes: what the native reduce-scatter allocates (comm_buffers) for one call.
+  // The defaults: no native reductions.
+  virtual bool native_reduction(Dtype dtype) const;
+  virtual void do_native_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype);
+  virtual void do_native_all_reduce(void* data, std::size_t count, Dtype dtype);
+  virtual std::uint64_t native_scratch_bytes(std::size_t k, std::size_t element_bytes) const;
   // False for a backend that only counts (the planner's dry run): collectives are counted when
   // issued and never run; all_gather_bytes copies this rank's record into every slot.
   virtual bool executes() const { return true; }
@@ -221,14 +252,20 @@ class Communicator {
   class Scratch;  // segmented.cpp: packing scratch of one collective
   // `record` (op and size; the label and context are filled in here) is checked on the comm
   // thread before `op` runs (check_order).
+  // In fast mode the check is skipped (decided at issue, so a collective keeps its mode).
   Handle enqueue(CollectiveRecord record, Collective kind, std::uint64_t sent, std::uint64_t received,
                  std::function<void()> op);
+  // Fast mode with a native reduction for `dtype`: the transport reduces (decided at issue).
+  bool native(Dtype dtype) const { return determinism() == Determinism::kFast && native_reduction(dtype); }
   // order_check.cpp: folds `record` into order_ and compares the ranks' hashes; comm thread only.
   void check_order(const CollectiveRecord& record);
   void count(Collective kind, std::uint64_t sent, std::uint64_t received);
   std::size_t resolve_segment(std::size_t segment, std::size_t element_bytes) const;
   // segmented.cpp: the piece loops, run on the comm thread; s = elements per rank per piece.
-  void segmented_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype, std::size_t s, Scratch& scratch);
+  void segmented_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype, std::size_t s, Scratch& scratch,
+                                bool native = false);
+  // fast mode's all_reduce: the transport's own, on contiguous runs of at most N*s elements.
+  void segmented_native_all_reduce(void* data, std::size_t count, Dtype dtype, std::size_t s);
   void segmented_all_gather(const void* send, void* recv, std::size_t k, std::size_t element_bytes, std::size_t s,
                             Scratch& scratch);
   void segmented_broadcast(void* data, std::size_t k, std::size_t element_bytes, std::size_t s, int root);
@@ -240,6 +277,7 @@ class Communicator {
   int size_;
   CommOptions options_;
   std::atomic<std::int64_t> timeout_ms_;  // options_.timeout, settable while collectives run
+  std::atomic<int> determinism_;          // options_.determinism, settable (Determinism)
   NodeTopology topology_;
   // The comm thread. Collectives must be issued in the same order on every rank; one thread per
   // rank executing them in issue order keeps that order even when compute overlaps them.

@@ -29,6 +29,12 @@ class CountingCommunicator final : public Communicator {
   std::uint64_t transport_scratch_bytes(Collective kind, std::size_t k, std::size_t element_bytes) const override {
     return like_mpi_ ? detail::mpi_transport_scratch_bytes(kind, k, element_bytes, size()) : 0;
   }
+  bool native_reduction(Dtype dtype) const override { return like_mpi_ && detail::mpi_native_reduction(dtype); }
+  void do_native_reduce_scatter(const void*, void*, std::size_t, Dtype) override {}
+  void do_native_all_reduce(void*, std::size_t, Dtype) override {}
+  std::uint64_t native_scratch_bytes(std::size_t k, std::size_t element_bytes) const override {
+    return like_mpi_ ? detail::mpi_native_scratch_bytes(k, element_bytes) : 0;
+  }
 
  private:
   bool like_mpi_;

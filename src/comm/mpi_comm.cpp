@@ -179,15 +179,7 @@ class MpiCommunicator final : public Communicator {
     const std::size_t n = static_cast<std::size_t>(size());
     // pieces[j] = rank j's piece for this rank: (size, k) elements of dtype, comm scratch (whole floats)
     Scratch scratch;
-    const std::size_t floats = (n * k * eb + sizeof(float) - 1) / sizeof(float);
-    char* pieces = nullptr;
-    if (options().ledger) {
-      scratch.owned = Buffer(*options().ledger, Tier::kDevice, Category::kCommBuffers, floats, "reduce_scatter scratch", false);  // all of it is received before it is read
-      pieces = reinterpret_cast<char*>(scratch.owned.data());
-    } else {
-      scratch.unaccounted.resize(floats);
-      pieces = reinterpret_cast<char*>(scratch.unaccounted.data());
-    }
+    char* pieces = scratch.allocate(options().ledger, n * k * eb);
     MPI_Request req;
     const MPI_Datatype type = dtype == Dtype::kF32 ? MPI_FLOAT : MPI_UINT16_T;  // 16-bit: moved as raw bits
     const int count = checked_count(k, what);
@@ -201,6 +193,42 @@ class MpiCommunicator final : public Communicator {
     std::vector<const void*> in(n);
     for (std::size_t j = 0; j < n; ++j) in[j] = pieces + j * k * eb;
     sum_in_rank_order(in.data(), size(), recv, k, dtype);
+  }
+
+  // fast mode (communicator.h, "Determinism"): MPI's own sums, in MPI's order. f32 only: MPI has
+  // no bf16/f16 sum, so 16-bit reductions keep the rank-order sum.
+  bool native_reduction(Dtype dtype) const override { return mpi_native_reduction(dtype); }
+
+  // MPI_IN_PLACE would leave the sum at the start of send, not in this rank's slot (where the
+  // engine's in-place reductions want it): MPI receives into scratch of k floats, copied out.
+  void do_native_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype) override {
+    const std::string what = op_label("reduce_scatter", k * sizeof(float) * size());
+    refuse_if_broken(what);
+    Scratch scratch;
+    char* sum = scratch.allocate(options().ledger, k * sizeof(float));
+    MPI_Request req;
+    const int count = checked_count(k, what);
+    try {
+      check(locked([&] { return MPI_Ireduce_scatter_block(send, sum, count, MPI_FLOAT, MPI_SUM, comm_, &req); }), what);
+      wait(req, what);
+    } catch (const CommError&) {
+      orphans_.push_back(std::move(scratch));  // MPI may still write into it
+      throw;
+    }
+    if (k != 0) std::memcpy(recv, sum, k * sizeof(float));
+  }
+
+  void do_native_all_reduce(void* data, std::size_t count, Dtype) override {
+    const std::string what = op_label("all_reduce", count * sizeof(float));
+    refuse_if_broken(what);
+    MPI_Request req;
+    const int n = checked_count(count, what);
+    check(locked([&] { return MPI_Iallreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, comm_, &req); }), what);
+    wait(req, what);
+  }
+
+  std::uint64_t native_scratch_bytes(std::size_t k, std::size_t element_bytes) const override {
+    return mpi_native_scratch_bytes(k, element_bytes);
   }
 
   void do_all_gather(const void* send, void* recv, std::size_t bytes) override {
@@ -289,6 +317,16 @@ class MpiCommunicator final : public Communicator {
   struct Scratch {
     Buffer owned;                    // with a ledger: accounted as comm_buffers
     std::vector<float> unaccounted;  // without one
+    // `bytes` in whole floats; all of it is received before it is read.
+    char* allocate(Ledger* ledger, std::size_t bytes) {
+      const std::size_t floats = (bytes + sizeof(float) - 1) / sizeof(float);
+      if (ledger) {
+        owned = Buffer(*ledger, Tier::kDevice, Category::kCommBuffers, floats, "reduce_scatter scratch", false);
+        return reinterpret_cast<char*>(owned.data());
+      }
+      unaccounted.resize(floats);
+      return reinterpret_cast<char*>(unaccounted.data());
+    }
   };
 
   void check(int rc, const std::string& what) {

@@ -93,13 +93,21 @@ void Communicator::begin_piece(Collective kind, std::size_t index, std::size_t c
 // the backend, so the result is bit-identical to one unsegmented call. In place (recv is this
 // rank's slice of send) is safe: piece j writes only the elements of this rank's slice that
 // piece j has already packed, and later pieces read other elements. One piece needs no packing:
-// it is the transport call on the caller's buffers.
+// it is the transport call on the caller's buffers. `native` (fast mode): each piece is the
+// transport's own reduce-scatter instead, on the same packed pieces.
 void Communicator::segmented_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype, std::size_t s,
-                                            Scratch& scratch) {
+                                            Scratch& scratch, bool native) {
+  const auto reduce = [&](const void* in, void* out, std::size_t len) {
+    if (native) {
+      do_native_reduce_scatter(in, out, len, dtype);
+    } else {
+      do_reduce_scatter(in, out, len, dtype);
+    }
+  };
   const Pieces p = split_into_pieces(k, s);
   if (p.count == 1) {
     begin_piece(running_, 0, 1);
-    do_reduce_scatter(send, recv, k, dtype);
+    reduce(send, recv, k);
     return;
   }
   const std::size_t n = static_cast<std::size_t>(size_);
@@ -111,8 +119,23 @@ void Communicator::segmented_reduce_scatter(const void* send, void* recv, std::s
     const std::size_t off = p.offset(j), len = p.length(j);
     for (std::size_t r = 0; r < n; ++r) copy_local(packed + r * len * eb, src + (r * k + off) * eb, len * eb);
     begin_piece(running_, j, p.count);
-    do_reduce_scatter(packed, dst + off * eb, len, dtype);
+    reduce(packed, dst + off * eb, len);
   }
+}
+
+// fast mode's all_reduce: the data is one contiguous run on every rank, so the transport's own
+// all_reduce runs in place on runs of N*s elements (as many pieces as the two phases of the
+// rank-order path take, within the transport's limit per call); no packing, no scratch.
+void Communicator::segmented_native_all_reduce(void* data, std::size_t count, Dtype dtype, std::size_t s) {
+  const std::size_t eb = dtype_bytes(dtype), n = static_cast<std::size_t>(size_);
+  const std::size_t limit = max_transport_elements(eb);
+  const Pieces p = split_into_pieces(count, s > limit / n ? limit : s * n);
+  run_pieces([&](Scratch&) {
+    for (std::size_t j = 0; j < p.count; ++j) {
+      begin_piece(Collective::kAllReduce, j, p.count);
+      do_native_all_reduce(static_cast<char*>(data) + p.offset(j) * eb, p.length(j), dtype);
+    }
+  });
 }
 
 // all_gather in pieces, the mirror image: piece j gathers elements [j*s, j*s+len) of every
@@ -163,6 +186,8 @@ std::uint64_t Communicator::scratch_bytes(Collective kind, std::size_t k, std::s
   // The scratch is allocated in whole floats (Scratch::bytes).
   const std::uint64_t packing = p.count > 1 ? (static_cast<std::uint64_t>(size_) * p.s * eb + 3) / 4 * 4 : 0;
   const std::size_t len = p.largest();  // the backend's scratch is largest for the first piece
+  if (native(dtype) && kind == Collective::kAllReduce) return 0;  // in place, in the transport
+  if (native(dtype) && kind == Collective::kReduceScatter) return packing + native_scratch_bytes(len, eb);
   switch (kind) {
     case Collective::kBarrier: return 0;
     case Collective::kBroadcast: return transport_scratch_bytes(Collective::kBroadcast, len, eb);

@@ -47,7 +47,7 @@ std::vector<KeyRule> top_rules_table() {
       {"seed", R, kInt, ""},         // ours
       {"device_memory", R, kStr, ""},  // ours: the device tier's capacity, "80GiB"
       {"device", R, kStr, ""},         // ours: the compute device, a backend's name (backends/registry.h)
-      {"host_memory", R, kStr, ""},    // ours: the host tier's capacity per rank
+      {"host_memory", R, kStr, ""},    // ours: the host memory of one node (each rank's tier: its share)
       {"comm_timeout_seconds", R, kNum, ""},  // ours: a collective waiting longer fails
       {"prescale_gradients", R, kBool, ""},
       {"gradient_predivide_factor", R, kNum, ""},
@@ -79,7 +79,7 @@ std::vector<KeyRule> top_rules_table() {
       {"comet", I, kObj, "a monitor; zero train --metrics writes the same numbers as JSON"},
       {"comms_logger", I, kObj, "a communication log; zero counts traffic itself"},
       {"timers", I, kObj, "DeepSpeed's timer synchronisation"},
-      {"zero_allow_untested_optimizer", I, kBool, "permits client optimizers with ZeRO; zero only has Adam/AdamW"},
+      {"zero_allow_untested_optimizer", I, kBool, "permits client optimizers with ZeRO; zero has Adam, AdamW and Lamb"},
       {"zero_force_ds_cpu_optimizer", I, kBool, "DeepSpeed's check that offload uses its CPU Adam; zero's always does"},
       {"disable_allgather", I, kBool, "DeepSpeed reads it, but nothing in DeepSpeed uses it"},
       {"graph_harvesting", I, kBool, "captures the optimizer's kernels in CUDA graphs; the arithmetic is the same"},
@@ -374,7 +374,7 @@ void attempt(ReadLog& log, Read&& read) {
   } catch (const ConfigError& e) {
     log.problem(e.what());
   } catch (const nlohmann::json::exception& e) {
-    if (log.problems.size() == before) log.problem(cat("[config] a value of an unexpected kind: ", e.what(), "; check the file against the README"));
+    if (log.problems.size() == before) log.problem(cat("[config] a value of an unexpected kind: ", e.what(), "; check the file against docs/training.md"));
   }
 }
 

@@ -19,7 +19,7 @@
 // in one ConfigError, each with its key path and what to do.
 //
 // "auto", the Hugging Face Trainer's placeholder, is accepted at the keys the Trainer fills in,
-// and resolved as zero's settings give it (README: "auto"); each resolution is in auto_values.
+// and resolved as zero's settings give it (docs/training.md: "auto"); each resolution is in auto_values.
 //
 // Besides DeepSpeed's keys the file may hold sections of our own: "model", "data",
 // "train_steps", "seed", "device", "device_memory", "host_memory" and "comm_timeout_seconds" (DeepSpeed
@@ -163,7 +163,7 @@ struct TrainConfig {
   std::uint64_t seed = 1234;            // ours: initialisation seed (DeepSpeed has no such key)
   std::string device_memory;            // ours: device tier capacity ("80GiB"); empty: unlimited
   std::string device = default_device();  // ours: where the model computes and the device tier lives: a backend (backends/registry.h)
-  std::string host_memory;              // ours: host tier capacity per rank; empty: what the machine has
+  std::string host_memory;              // ours: host memory of one node, shared by its ranks; empty: what the machine has
   double comm_timeout_seconds = 300;    // ours: a collective not done after this long fails (CommOptions::timeout)
   // Mixed precision: bf16.enabled or fp16.enabled (at most one). Parameters, gradients and the
   // collectives in that type; f32 master parameters and Adam moments. communication_data_type

@@ -239,7 +239,7 @@ void Section::check_key(const std::string& key, const nlohmann::json& value) con
     }
     if (trainer_fills(path_of(key))) {
       fail(key, cat("is \"auto\", which the Hugging Face Trainer fills in, but zero does not resolve it here yet; write ",
-                    describe_type(r.type), " instead", r.type == JsonType::boolean ? " (zero trains in fp32 for now: false)" : ""));
+                    describe_type(r.type), " instead"));
     } else {
       fail(key, cat("is \"auto\", a Hugging Face Trainer placeholder, but the Trainer does not fill in this key either; write ",
                     describe_type(r.type), " instead"));

@@ -219,12 +219,27 @@ PlanInput plan_input(const TrainConfig& c, int world_size, const std::string& ba
   return in;
 }
 
+// The ranks of this job on this host before a communicator exists: mpirun's count for this host
+// when it started this process (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS),
+// else all of them (the launcher starts every rank here, or they are threads of this process).
+int ranks_on_this_host(int world_size) {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const char* v = std::getenv(name);
+    if (v && std::atoi(v) > 0) return std::atoi(v);
+  }
+  return world_size;
+}
+
 // Sets the tiers' capacities and refuses, before anything is allocated, a run the planner says
 // will not fit the device: the error carries the planner's table and its recommendation.
 void check_plan_fits(const TrainConfig& c, int world_size, const std::string& backend, Ledger& ledger) {
   Capacity capacity;
   if (!c.device_memory.empty()) capacity.device = parse_byte_size(c.device_memory, "device_memory");
-  if (!c.host_memory.empty()) capacity.host = parse_byte_size(c.host_memory, "host_memory");
+  // host_memory is the node's, as zero estimate's --host-memory and a machine's `free` give it:
+  // each rank's host tier gets its share among the ranks on this host.
+  if (!c.host_memory.empty()) {
+    capacity.host = parse_byte_size(c.host_memory, "host_memory") / static_cast<std::uint64_t>(ranks_on_this_host(world_size));
+  }
   ledger.set_capacity(Tier::kDevice, capacity.device);
   ledger.set_capacity(Tier::kHost, capacity.host);
   if (!capacity.device) return;
@@ -238,17 +253,6 @@ void check_plan_fits(const TrainConfig& c, int world_size, const std::string& ba
                              " of device memory per rank (stage ", plan_label(in.zero), ") but the device has ",
                              format_bytes_beside(*capacity.device, p.device.total()),
                              ". Nothing was allocated. The planner's table:\n", format_report(report)));
-}
-
-// The ranks of this job on this host before a communicator exists: mpirun's count for this host
-// when it started this process (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS),
-// else all of them (the launcher starts every rank here, or they are threads of this process).
-int ranks_on_this_host(int world_size) {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
-    const char* v = std::getenv(name);
-    if (v && std::atoi(v) > 0) return std::atoi(v);
-  }
-  return world_size;
 }
 
 // Refuses, before the first allocation, a run that the host's memory cannot hold: the planner's

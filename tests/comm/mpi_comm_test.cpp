@@ -3,8 +3,9 @@
 // Every rank runs the same tests in the same order (each test issues the same collectives on
 // every rank). The one communicator lives for the whole run (MPI can be initialised once per
 // process): made in main before the tests and destroyed after them, which runs MPI_Finalize.
-// Results are checked bit for bit against the rank-order sum computed locally, and against the
-// "threads" backend run in this process on the same inputs: the two backends must agree exactly.
+// The contract suite (comm_contract_test.cpp) runs here over this process's rank, in both
+// determinism modes; below it, what is particular to MPI, and the agreement with the "threads"
+// backend run in this process on the same inputs: the two backends must agree exactly.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -19,6 +20,7 @@
 
 #include <mpi.h>
 
+#include "comm_contract.h"
 #include "comm_test_util.h"
 #include "comm/communicator.h"
 #include "comm/segmented.h"
@@ -59,6 +61,23 @@ std::vector<std::vector<float>> threads_all_reduce(int n_ranks, std::size_t n, i
   return out;
 }
 
+}  // namespace
+
+// The contract suite's ranks here: this process's rank of the mpirun job, on the one communicator.
+namespace testing {
+void run_on_every_rank(const ContractWorld& world, const std::function<void(Communicator&, Ledger*)>& body) {
+  g_comm->set_determinism(world.determinism);  // every rank, between the same two collectives
+  body(*g_comm, &g_ledger);
+  g_comm->set_determinism(Determinism::kDeterministic);
+}
+
+INSTANTIATE_TEST_SUITE_P(Mpi, CommContract,
+                         ::testing::Values(ContractWorld{"mpi", launched_world_size()}, ContractWorld{"mpi", launched_world_size(), Determinism::kFast}),
+                         contract_world_name);
+}  // namespace testing
+
+namespace {
+
 TEST(MpiComm, IdentityMatchesTheLaunch) {
   EXPECT_EQ(comm().backend(), "mpi");
   int launched = 0;
@@ -73,61 +92,6 @@ TEST(MpiComm, IdentityMatchesTheLaunch) {
   for (std::size_t j = 0; j < world(); ++j) EXPECT_EQ(ranks[j], static_cast<int>(j));
 }
 
-TEST(MpiComm, ReduceScatterSumsInRankOrder) {
-  const std::size_t n = world();
-  for (std::size_t k : kSizes) {
-    SCOPED_TRACE(::testing::Message() << "k = " << k);
-    const auto send = rank_input(rank(), n * k, 2);
-    std::vector<float> recv(k, kNaN);
-    comm().reduce_scatter(send, recv);
-    EXPECT_TRUE(bits_equal(recv, slot(sum_in_rank_order(n, n * k, 2), rank(), k)));
-    EXPECT_TRUE(bits_equal(send, rank_input(rank(), n * k, 2))) << "send must not change";
-  }
-}
-
-TEST(MpiComm, ReduceScatterInPlace) {
-  const std::size_t n = world(), k = 1500;
-  auto data = rank_input(rank(), n * k, 3);
-  comm().reduce_scatter(data, std::span<float>(data).subspan(rank() * k, k));
-  const auto expected = sum_in_rank_order(n, n * k, 3);
-  const auto original = rank_input(rank(), n * k, 3);
-  for (std::size_t j = 0; j < n; ++j) {
-    const auto& want = static_cast<int>(j) == rank() ? expected : original;
-    EXPECT_TRUE(bits_equal(slot(data, j, k), slot(want, j, k))) << "slot " << j;
-  }
-}
-
-TEST(MpiComm, ReduceScatterScratchIsAccountedAndReturned) {
-  const std::size_t n = world(), k = 100;
-  g_ledger.reset_peaks();
-  const std::uint64_t before = g_ledger.current(Tier::kDevice, Category::kCommBuffers);
-  const auto send = rank_input(rank(), n * k, 8);
-  std::vector<float> recv(k);
-  comm().reduce_scatter(send, recv);
-  EXPECT_EQ(g_ledger.current(Tier::kDevice, Category::kCommBuffers), before);
-  EXPECT_EQ(g_ledger.peak(Tier::kDevice, Category::kCommBuffers), before + n * k * sizeof(float));
-}
-
-TEST(MpiComm, AllGatherConcatenatesInRankOrder) {
-  const std::size_t n = world();
-  for (std::size_t k : kSizes) {
-    SCOPED_TRACE(::testing::Message() << "k = " << k);
-    const auto send = rank_input(rank(), k, 4);
-    std::vector<float> recv(n * k, kNaN);
-    comm().all_gather(send, recv);
-    for (std::size_t j = 0; j < n; ++j) EXPECT_TRUE(bits_equal(slot(recv, j, k), rank_input(j, k, 4))) << "slot " << j;
-  }
-}
-
-TEST(MpiComm, AllGatherInPlace) {
-  const std::size_t n = world(), k = 33;
-  std::vector<float> data(n * k, kNaN);
-  const auto mine = rank_input(rank(), k, 5);
-  std::copy(mine.begin(), mine.end(), data.begin() + rank() * k);
-  comm().all_gather(std::span<const float>(data).subspan(rank() * k, k), data);
-  for (std::size_t j = 0; j < n; ++j) EXPECT_TRUE(bits_equal(slot(data, j, k), rank_input(j, k, 5))) << "slot " << j;
-}
-
 TEST(MpiComm, AllReduceEqualsRankOrderSumAndTheThreadsBackend) {
   const std::size_t n = world();
   for (std::size_t k : kSizes) {
@@ -140,22 +104,6 @@ TEST(MpiComm, AllReduceEqualsRankOrderSumAndTheThreadsBackend) {
   }
 }
 
-TEST(MpiComm, InputsTellSummationOrdersApart) {
-  if (world() < 3) GTEST_SKIP() << "two addends commute exactly";
-  const std::size_t n = 4096;
-  EXPECT_GT(testing::count_bit_differences(sum_in_rank_order(world(), n, 1), testing::sum_in_reverse_order(world(), n, 1)),
-            n / 10);
-}
-
-TEST(MpiComm, BroadcastFromEveryRoot) {
-  const std::size_t k = 17;
-  for (int root = 0; root < comm().size(); ++root) {
-    auto data = rank_input(rank(), k, 7);
-    comm().broadcast(data, root);
-    EXPECT_TRUE(bits_equal(data, rank_input(root, k, 7))) << "root " << root;
-  }
-}
-
 TEST(MpiComm, BarrierWaitsForTheLastRank) {
   // The last rank arrives late; nobody may leave the barrier before it arrived. The ranks
   // leave the previous test at slightly different times: align them first, and allow for that
@@ -165,66 +113,6 @@ TEST(MpiComm, BarrierWaitsForTheLastRank) {
   if (rank() == comm().size() - 1) std::this_thread::sleep_for(200ms);
   comm().barrier();
   EXPECT_GE(std::chrono::steady_clock::now() - start, 150ms);
-}
-
-TEST(MpiComm, AsyncHandlesWaitedOutOfOrder) {
-  const std::size_t n = world(), k = 1100;
-  constexpr int kReduces = 4;
-  const auto rs_send = rank_input(rank(), n * k, 10);
-  std::vector<float> rs_recv(k, kNaN);
-  const auto ag_send = rank_input(rank(), k, 11);
-  std::vector<float> ag_recv(n * k, kNaN);
-  auto bc = rank_input(rank(), k, 12);
-  std::vector<std::vector<float>> ar(kReduces);
-  for (int i = 0; i < kReduces; ++i) ar[i] = rank_input(rank(), n * k, 20 + i);
-
-  std::vector<Handle> h;
-  h.push_back(comm().reduce_scatter_async(rs_send, rs_recv));
-  h.push_back(comm().all_reduce_async(ar[0]));
-  h.push_back(comm().all_gather_async(ag_send, ag_recv));
-  h.push_back(comm().all_reduce_async(ar[1]));
-  h.push_back(comm().barrier_async());
-  h.push_back(comm().broadcast_async(bc, static_cast<int>(n) - 1));
-  h.push_back(comm().all_reduce_async(ar[2]));
-  h.push_back(comm().all_reduce_async(ar[3]));
-  for (int i : {5, 2, 7, 0, 4, 1, 6, 3}) h[i].wait();
-  h[3].wait();  // waiting twice is fine
-
-  EXPECT_TRUE(bits_equal(rs_recv, slot(sum_in_rank_order(n, n * k, 10), rank(), k)));
-  for (std::size_t j = 0; j < n; ++j) EXPECT_TRUE(bits_equal(slot(ag_recv, j, k), rank_input(j, k, 11))) << "all_gather slot " << j;
-  EXPECT_TRUE(bits_equal(bc, rank_input(static_cast<int>(n) - 1, k, 12)));
-  for (int i = 0; i < kReduces; ++i) EXPECT_TRUE(bits_equal(ar[i], sum_in_rank_order(n, n * k, 20 + i))) << "all_reduce " << i;
-}
-
-TEST(MpiComm, TrafficCountersShowPayloadBytes) {
-  const std::size_t n = world(), k = 7;
-  const Traffic before = comm().traffic();
-  std::vector<float> big(n * k, 1.0f), small(k, 1.0f);
-  comm().reduce_scatter(big, small);
-  comm().reduce_scatter(big, small);
-  comm().all_gather(small, big);
-  comm().all_reduce(big);
-  comm().all_reduce(big);
-  comm().all_reduce(big);
-  comm().broadcast(small, 0);
-  comm().barrier();
-  comm().barrier();
-  const Traffic t = comm().traffic() - before;
-  const std::uint64_t piece = (n - 1) * k * 4;
-  EXPECT_EQ(t.calls[idx(Collective::kReduceScatter)], 2u);
-  EXPECT_EQ(t.sent[idx(Collective::kReduceScatter)], 2 * piece);
-  EXPECT_EQ(t.received[idx(Collective::kReduceScatter)], 2 * piece);
-  EXPECT_EQ(t.calls[idx(Collective::kAllGather)], 1u);
-  EXPECT_EQ(t.sent[idx(Collective::kAllGather)], piece);
-  EXPECT_EQ(t.received[idx(Collective::kAllGather)], piece);
-  EXPECT_EQ(t.calls[idx(Collective::kAllReduce)], 3u);
-  EXPECT_EQ(t.sent[idx(Collective::kAllReduce)], 3 * 2 * piece);
-  EXPECT_EQ(t.received[idx(Collective::kAllReduce)], 3 * 2 * piece);
-  EXPECT_EQ(t.calls[idx(Collective::kBroadcast)], 1u);
-  EXPECT_EQ(t.sent[idx(Collective::kBroadcast)], rank() == 0 ? (n - 1) * k * 4 : 0u);
-  EXPECT_EQ(t.received[idx(Collective::kBroadcast)], rank() == 0 ? 0u : k * 4);
-  EXPECT_EQ(t.calls[idx(Collective::kBarrier)], 2u);
-  EXPECT_EQ(t.sent[idx(Collective::kBarrier)], 0u);
 }
 
 // Segments: the same sweep as on thread ranks (segmented_check.h), with segments far below the

@@ -1,8 +1,8 @@
 // The communicator on the "threads" backend (N ranks as threads of one process) and the "self"
-// backend, checked against plain references: every reduction must equal the left-to-right sum
-// in rank order, bit for bit, and the traffic counters must show the bandwidth-optimal bytes.
-// Failures (a rank that never comes, a rank that throws, ranks that issue different
-// collectives) must become CommErrors quickly, never a hang.
+// backend: the contract suite (comm_contract_test.cpp) over self and 1-4 thread ranks in both
+// determinism modes, and what is particular to these backends. Failures (a rank that never
+// comes, a rank that throws, ranks that issue different collectives) must become CommErrors
+// quickly, never a hang.
 #include "comm/thread_world.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm_contract.h"
 #include "comm_test_util.h"
 #include "common/error.h"
 
@@ -27,14 +28,10 @@ namespace {
 using namespace std::chrono_literals;
 using testing::bits_equal;
 using testing::rank_input;
-using testing::slot;
-using testing::sum_in_rank_order;
 
 using Clock = std::chrono::steady_clock;
-using Results = std::vector<std::vector<float>>;  // (world) per-rank result
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-constexpr std::size_t kSizes[] = {0, 1, 5, 1500};  // elements per rank; 1500 crosses the 1024-element sum tile
 
 CommOptions options_with_timeout(std::chrono::milliseconds timeout) {
   CommOptions o;
@@ -52,133 +49,44 @@ void run_ranks(int n, const std::function<void(Communicator&, int)>& fn,
   });
 }
 
+}  // namespace
+
+// The contract suite's ranks here: self, or thread ranks of one ThreadWorld.
+namespace testing {
+void run_on_every_rank(const ContractWorld& world, const std::function<void(Communicator&, Ledger*)>& body) {
+  CommOptions options = options_with_timeout(20s);
+  options.determinism = world.determinism;
+  if (world.backend == "self") {
+    Ledger ledger;
+    options.ledger = &ledger;
+    auto comm = make_communicator("self", options);
+    body(*comm, &ledger);
+    return;
+  }
+  ThreadWorld threads(world.size, options);
+  threads.run([&](int rank) {
+    Ledger ledger;
+    auto comm = threads.communicator(rank, &ledger);
+    body(*comm, &ledger);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Local, CommContract,
+                         ::testing::Values(ContractWorld{"self", 1}, ContractWorld{"threads", 1}, ContractWorld{"threads", 2},
+                                           ContractWorld{"threads", 3}, ContractWorld{"threads", 4},
+                                           ContractWorld{"self", 1, Determinism::kFast},
+                                           ContractWorld{"threads", 3, Determinism::kFast}),
+                         contract_world_name);
+}  // namespace testing
+
+namespace {
+
 std::string world_name(const ::testing::TestParamInfo<int>& p) { return "world" + std::to_string(p.param); }
 
 class ThreadComm : public ::testing::TestWithParam<int> {
  protected:
   int world() const { return GetParam(); }
 };
-
-TEST_P(ThreadComm, IdentityOfEachRank) {
-  std::vector<int> ranks(world(), -1);
-  run_ranks(world(), [&](Communicator& comm, int rank) {
-    EXPECT_EQ(comm.size(), world());
-    EXPECT_EQ(comm.backend(), "threads");
-    ranks[rank] = comm.rank();
-  });
-  for (int r = 0; r < world(); ++r) EXPECT_EQ(ranks[r], r);
-}
-
-TEST_P(ThreadComm, InputsTellSummationOrdersApart) {
-  // Guards the other tests: with 3+ ranks, another order would change the bits.
-  if (world() < 3) GTEST_SKIP() << "two addends commute exactly";
-  const std::size_t n = 4096;
-  const auto forward = sum_in_rank_order(world(), n, 1);
-  const auto reverse = testing::sum_in_reverse_order(world(), n, 1);
-  EXPECT_GT(testing::count_bit_differences(forward, reverse), n / 10);
-}
-
-TEST_P(ThreadComm, ReduceScatterSumsInRankOrder) {
-  const int n = world();
-  for (std::size_t k : kSizes) {
-    SCOPED_TRACE(::testing::Message() << "k = " << k);
-    const auto expected = sum_in_rank_order(n, n * k, 2);
-    Results got(n);
-    run_ranks(n, [&](Communicator& comm, int rank) {
-      const auto send = rank_input(rank, n * k, 2);
-      std::vector<float> recv(k, kNaN);
-      comm.reduce_scatter(send, recv);
-      EXPECT_TRUE(bits_equal(send, rank_input(rank, n * k, 2))) << "send must not change";
-      got[rank] = recv;
-    });
-    for (int r = 0; r < n; ++r) EXPECT_TRUE(bits_equal(got[r], slot(expected, r, k))) << "rank " << r;
-  }
-}
-
-TEST_P(ThreadComm, ReduceScatterInPlace) {
-  const int n = world();
-  const std::size_t k = 1500;
-  const auto expected = sum_in_rank_order(n, n * k, 3);
-  Results got(n);
-  run_ranks(n, [&](Communicator& comm, int rank) {
-    auto data = rank_input(rank, n * k, 3);
-    const std::span<float> mine = std::span<float>(data).subspan(rank * k, k);
-    comm.reduce_scatter(data, mine);
-    got[rank] = data;
-  });
-  for (int r = 0; r < n; ++r) {
-    const auto original = rank_input(r, n * k, 3);
-    for (int j = 0; j < n; ++j) {
-      if (j == r) {
-        EXPECT_TRUE(bits_equal(slot(got[r], j, k), slot(expected, r, k))) << "rank " << r << " own slot";
-      } else {
-        EXPECT_TRUE(bits_equal(slot(got[r], j, k), slot(original, j, k))) << "rank " << r << " slot " << j;
-      }
-    }
-  }
-}
-
-TEST_P(ThreadComm, AllGatherConcatenatesInRankOrder) {
-  const int n = world();
-  for (std::size_t k : kSizes) {
-    SCOPED_TRACE(::testing::Message() << "k = " << k);
-    Results got(n);
-    run_ranks(n, [&](Communicator& comm, int rank) {
-      const auto send = rank_input(rank, k, 4);
-      std::vector<float> recv(n * k, kNaN);
-      comm.all_gather(send, recv);
-      got[rank] = recv;
-    });
-    for (int r = 0; r < n; ++r)
-      for (int j = 0; j < n; ++j)
-        EXPECT_TRUE(bits_equal(slot(got[r], j, k), rank_input(j, k, 4))) << "rank " << r << " slot " << j;
-  }
-}
-
-TEST_P(ThreadComm, AllGatherInPlace) {
-  const int n = world();
-  const std::size_t k = 33;
-  Results got(n);
-  run_ranks(n, [&](Communicator& comm, int rank) {
-    std::vector<float> data(n * k, kNaN);
-    const auto mine = rank_input(rank, k, 5);
-    std::copy(mine.begin(), mine.end(), data.begin() + rank * k);
-    comm.all_gather(std::span<const float>(data).subspan(rank * k, k), data);
-    got[rank] = data;
-  });
-  for (int r = 0; r < n; ++r)
-    for (int j = 0; j < n; ++j)
-      EXPECT_TRUE(bits_equal(slot(got[r], j, k), rank_input(j, k, 5))) << "rank " << r << " slot " << j;
-}
-
-TEST_P(ThreadComm, AllReduceGivesEveryRankTheRankOrderSum) {
-  const int n = world();
-  for (std::size_t k : kSizes) {
-    SCOPED_TRACE(::testing::Message() << "k = " << k);
-    const auto expected = sum_in_rank_order(n, n * k, 6);
-    Results got(n);
-    run_ranks(n, [&](Communicator& comm, int rank) {
-      auto data = rank_input(rank, n * k, 6);
-      comm.all_reduce(data);
-      got[rank] = data;
-    });
-    for (int r = 0; r < n; ++r) EXPECT_TRUE(bits_equal(got[r], expected)) << "rank " << r;
-  }
-}
-
-TEST_P(ThreadComm, BroadcastFromEveryRoot) {
-  const int n = world();
-  const std::size_t k = 17;
-  for (int root = 0; root < n; ++root) {
-    Results got(n);
-    run_ranks(n, [&](Communicator& comm, int rank) {
-      auto data = rank_input(rank, k, 7);
-      comm.broadcast(data, root);
-      got[rank] = data;
-    });
-    for (int r = 0; r < n; ++r) EXPECT_TRUE(bits_equal(got[r], rank_input(root, k, 7))) << "root " << root << " rank " << r;
-  }
-}
 
 TEST_P(ThreadComm, BarrierHoldsEveryRankUntilAllArrive) {
   const int n = world();
@@ -195,136 +103,6 @@ TEST_P(ThreadComm, BarrierHoldsEveryRankUntilAllArrive) {
   });
   for (int round = 0; round < 5; ++round)
     for (int r = 0; r < n; ++r) EXPECT_EQ(seen[round * n + r], (round + 1) * n) << "round " << round << " rank " << r;
-}
-
-// Several collectives in flight at once, issued in one order and waited in another: the comm
-// thread still runs them in issue order on every rank, so each result is the plain reference.
-TEST_P(ThreadComm, AsyncHandlesWaitedOutOfOrder) {
-  const int n = world();
-  const std::size_t k = 1100;
-  constexpr int kReduces = 4;
-  std::vector<Results> reduced(kReduces, Results(n));
-  Results scattered(n), gathered(n), broadcast(n);
-  run_ranks(n, [&](Communicator& comm, int rank) {
-    const auto rs_send = rank_input(rank, n * k, 10);
-    std::vector<float> rs_recv(k, kNaN);
-    const auto ag_send = rank_input(rank, k, 11);
-    std::vector<float> ag_recv(n * k, kNaN);
-    auto bc = rank_input(rank, k, 12);
-    std::vector<std::vector<float>> ar(kReduces);
-    for (int i = 0; i < kReduces; ++i) ar[i] = rank_input(rank, n * k, 20 + i);
-
-    std::vector<Handle> h;
-    h.push_back(comm.reduce_scatter_async(rs_send, rs_recv));
-    h.push_back(comm.all_reduce_async(ar[0]));
-    h.push_back(comm.all_gather_async(ag_send, ag_recv));
-    h.push_back(comm.all_reduce_async(ar[1]));
-    h.push_back(comm.barrier_async());
-    h.push_back(comm.broadcast_async(bc, n - 1));
-    h.push_back(comm.all_reduce_async(ar[2]));
-    h.push_back(comm.all_reduce_async(ar[3]));
-    for (int i : {5, 2, 7, 0, 4, 1, 6, 3}) {
-      ASSERT_TRUE(h[i].valid());
-      h[i].wait();
-    }
-    h[3].wait();  // waiting twice is fine
-    scattered[rank] = rs_recv;
-    gathered[rank] = ag_recv;
-    broadcast[rank] = bc;
-    for (int i = 0; i < kReduces; ++i) reduced[i][rank] = ar[i];
-  });
-  const auto rs_expected = sum_in_rank_order(n, n * k, 10);
-  for (int r = 0; r < n; ++r) {
-    EXPECT_TRUE(bits_equal(scattered[r], slot(rs_expected, r, k))) << "reduce_scatter rank " << r;
-    for (int j = 0; j < n; ++j) EXPECT_TRUE(bits_equal(slot(gathered[r], j, k), rank_input(j, k, 11))) << "all_gather rank " << r;
-    EXPECT_TRUE(bits_equal(broadcast[r], rank_input(n - 1, k, 12))) << "broadcast rank " << r;
-    for (int i = 0; i < kReduces; ++i)
-      EXPECT_TRUE(bits_equal(reduced[i][r], sum_in_rank_order(n, n * k, 20 + i))) << "all_reduce " << i << " rank " << r;
-  }
-}
-
-// Bytes per kind: reduce_scatter and all_gather of k elements per rank move (N-1)*k*4 bytes
-// each way; all_reduce twice that; broadcast: the root sends N-1 copies, the others receive one.
-TEST_P(ThreadComm, TrafficCountersShowPayloadBytes) {
-  const int n = world();
-  const std::size_t k = 7;
-  std::vector<Traffic> diff(n);
-  run_ranks(n, [&](Communicator& comm, int rank) {
-    const Traffic before = comm.traffic();
-    std::vector<float> big(n * k, 1.0f), small(k, 1.0f);
-    comm.reduce_scatter(big, small);
-    comm.reduce_scatter(big, small);
-    comm.all_gather(small, big);
-    comm.all_reduce(big);
-    comm.all_reduce(big);
-    comm.all_reduce(big);
-    comm.broadcast(small, 0);
-    comm.barrier();
-    comm.barrier();
-    diff[rank] = comm.traffic() - before;
-  });
-  const auto idx = [](Collective c) { return static_cast<int>(c); };
-  const std::uint64_t piece = (n - 1) * k * 4;
-  for (int r = 0; r < n; ++r) {
-    SCOPED_TRACE(::testing::Message() << "rank " << r);
-    const Traffic& t = diff[r];
-    EXPECT_EQ(t.calls[idx(Collective::kReduceScatter)], 2u);
-    EXPECT_EQ(t.sent[idx(Collective::kReduceScatter)], 2 * piece);
-    EXPECT_EQ(t.received[idx(Collective::kReduceScatter)], 2 * piece);
-    EXPECT_EQ(t.calls[idx(Collective::kAllGather)], 1u);
-    EXPECT_EQ(t.sent[idx(Collective::kAllGather)], piece);
-    EXPECT_EQ(t.received[idx(Collective::kAllGather)], piece);
-    EXPECT_EQ(t.calls[idx(Collective::kAllReduce)], 3u);
-    EXPECT_EQ(t.sent[idx(Collective::kAllReduce)], 3 * 2 * piece);
-    EXPECT_EQ(t.received[idx(Collective::kAllReduce)], 3 * 2 * piece);
-    EXPECT_EQ(t.calls[idx(Collective::kBroadcast)], 1u);
-    EXPECT_EQ(t.sent[idx(Collective::kBroadcast)], r == 0 ? (n - 1) * k * 4 : 0u);
-    EXPECT_EQ(t.received[idx(Collective::kBroadcast)], r == 0 ? 0u : k * 4);
-    EXPECT_EQ(t.calls[idx(Collective::kBarrier)], 2u);
-    EXPECT_EQ(t.sent[idx(Collective::kBarrier)], 0u);
-    EXPECT_EQ(t.total_sent(), 2 * piece + piece + 6 * piece + (r == 0 ? (n - 1) * k * 4 : 0u));
-    EXPECT_EQ(t.total_received(), 2 * piece + piece + 6 * piece + (r == 0 ? 0u : k * 4));
-  }
-}
-
-TEST_P(ThreadComm, AllGatherBytesCollectsEveryRanksRecord) {
-  const int n = world();
-  struct Record {
-    std::int32_t rank;
-    std::uint64_t fingerprint;
-  };
-  std::vector<std::vector<Record>> got(n);
-  std::vector<Traffic> diff(n);
-  run_ranks(n, [&](Communicator& comm, int rank) {
-    const Traffic before = comm.traffic();
-    const Record mine{rank, 1000u + static_cast<std::uint64_t>(rank)};
-    got[rank].resize(n);
-    comm.all_gather_bytes(&mine, sizeof mine, got[rank].data());
-    diff[rank] = comm.traffic() - before;
-  });
-  for (int r = 0; r < n; ++r) {
-    for (int j = 0; j < n; ++j) {
-      EXPECT_EQ(got[r][j].rank, j);
-      EXPECT_EQ(got[r][j].fingerprint, 1000u + j);
-    }
-    EXPECT_EQ(diff[r].calls[static_cast<int>(Collective::kAllGather)], 1u);
-    EXPECT_EQ(diff[r].sent[static_cast<int>(Collective::kAllGather)], (n - 1) * sizeof(Record));
-  }
-}
-
-TEST_P(ThreadComm, WrongSizesAreRejectedBeforeAnythingIsIssued) {
-  const int n = world();
-  run_ranks(n, [&](Communicator& comm, int) {
-    std::vector<float> big(n * 4 + 1), small(4);
-    EXPECT_THROW(comm.reduce_scatter_async(big, small), std::logic_error);
-    EXPECT_THROW(comm.all_gather_async(small, big), std::logic_error);
-    if (n > 1) {
-      EXPECT_THROW(comm.all_reduce_async(std::span<float>(big).first(n + 1)), std::logic_error);
-    }
-    EXPECT_THROW(comm.broadcast_async(small, n), std::logic_error);
-    EXPECT_THROW(comm.broadcast_async(small, -1), std::logic_error);
-    comm.barrier();  // nothing was issued: the world is still in step
-  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Worlds, ThreadComm, ::testing::Values(1, 2, 3, 4),
@@ -436,15 +214,15 @@ TEST_P(ThreadCommFailure, ThrowingRankFailsOutstandingHandles) {
 
 // Ranks that issue different collectives meet at the same rendezvous; reading each other's
 // buffers with the wrong shape would be memory corruption, so it must be an error on every rank.
-TEST_P(ThreadCommFailure, DifferentCollectivesOnDifferentRanksFail) {
-  const int n = world();
-  ThreadWorld world(n, options_with_timeout(20s));
+// Every rank's error when rank `odd` issues an all_gather and the others a reduce_scatter.
+std::vector<std::string> mismatched_collectives(int n, int odd, CommOptions options) {
+  ThreadWorld world(n, options);
   std::vector<std::string> messages(n);
   world.run([&](int rank) {
     auto comm = world.communicator(rank);
     std::vector<float> big(n * 8, 1.0f), small(8, 1.0f);
     try {
-      if (rank == n - 1) {
+      if (rank == odd) {
         comm->all_gather(small, big);
       } else {
         comm->reduce_scatter(big, small);
@@ -453,11 +231,37 @@ TEST_P(ThreadCommFailure, DifferentCollectivesOnDifferentRanksFail) {
       messages[rank] = e.what();
     }
   });
+  return messages;
+}
+
+TEST_P(ThreadCommFailure, DifferentCollectivesOnDifferentRanksFail) {
+  const int n = world();
+  const std::vector<std::string> messages = mismatched_collectives(n, n - 1, options_with_timeout(20s));
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(messages[r].find("timed out"), std::string::npos) << "found at the rendezvous, not by the timeout: " << messages[r];
     EXPECT_NE(messages[r].find("different"), std::string::npos) << "rank " << r << ": " << messages[r];
     EXPECT_NE(messages[r].find("all_gather"), std::string::npos) << messages[r];
     EXPECT_NE(messages[r].find("reduce_scatter"), std::string::npos) << messages[r];
+  }
+}
+
+// Who catches the mismatch names the mode: deterministic mode's order check, before the
+// transport runs ("at collective 1 of this communicator"); fast mode has no order check, so the
+// threads transport's own rendezvous catches it ("ranks issued different collectives: rank 0").
+TEST_P(ThreadCommFailure, FastModeLeavesMismatchesToTheTransport) {
+  const int n = world();
+  for (Determinism mode : {Determinism::kDeterministic, Determinism::kFast}) {
+    SCOPED_TRACE(determinism_name(mode));
+    CommOptions options = options_with_timeout(20s);
+    options.determinism = mode;
+    const std::vector<std::string> messages = mismatched_collectives(n, 0, options);
+    for (int r = 0; r < n; ++r) {
+      const bool by_order_check = messages[r].find("at collective 1 of this communicator") != std::string::npos;
+      EXPECT_EQ(by_order_check, mode == Determinism::kDeterministic) << "rank " << r << ": " << messages[r];
+      if (mode == Determinism::kFast) {
+        EXPECT_NE(messages[r].find("[comm] ranks issued different collectives: rank 0 all_gather"), std::string::npos) << messages[r];
+      }
+    }
   }
 }
 

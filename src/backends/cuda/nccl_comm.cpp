@@ -8,6 +8,8 @@
 // reduce_scatter is an all-to-all (grouped ncclSend/ncclRecv) into device scratch followed by
 // the rank-order sum kernel (cuda_ops::sum_in_rank_order, comm/reduce.h's order and rounding),
 // never ncclReduceScatter, whose order of addition is NCCL's. all_gather and broadcast move bytes.
+// In fast mode (communicator.h, "Determinism") reductions are NCCL's own: ncclReduceScatter
+// (whose in-place form is ours: recv is this rank's slot of send) and ncclAllReduce, in place.
 // Host-memory arguments (all_gather_bytes' start-up checks) are staged through device memory.
 //
 // Every NCCL call is issued to this communicator's CUDA stream on its comm thread and then
@@ -126,6 +128,35 @@ class NcclCommunicator final : public Communicator {
     cuda_ops::sum_in_rank_order(pieces.data(), size(), k, out.device(), dtype, stream_);
     finish(what);
     out.write_back(stream_);
+  }
+
+  bool native_reduction(Dtype) const override { return true; }
+
+  void do_native_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) override {
+    select_gpu();
+    const std::size_t eb = dtype_bytes(dtype), n = static_cast<std::size_t>(size());
+    const std::string what = op_label("reduce_scatter", k * eb * n);
+    refuse_if_broken(what);
+    const bool in_place = send != nullptr && recv == static_cast<const char*>(send) + static_cast<std::size_t>(rank()) * k * eb;
+    Staged in(*this, send, n * k * eb, true), out(*this, in_place ? nullptr : recv, k * eb, false);
+    char* dst = in_place ? in.device() + static_cast<std::size_t>(rank()) * k * eb : out.device();
+    nccl_check(ncclReduceScatter(in.device(), dst, k, nccl_type(dtype), ncclSum, comm_, stream_), what);
+    finish(what);
+    if (in_place) {
+      in.write_back(stream_);  // host memory: the whole buffer, whose other slots it left as they were
+    } else {
+      out.write_back(stream_);
+    }
+  }
+
+  void do_native_all_reduce(void* data, std::size_t count, Dtype dtype) override {
+    select_gpu();
+    const std::string what = op_label("all_reduce", count * dtype_bytes(dtype));
+    refuse_if_broken(what);
+    Staged d(*this, data, count * dtype_bytes(dtype), true);
+    nccl_check(ncclAllReduce(d.device(), d.device(), count, nccl_type(dtype), ncclSum, comm_, stream_), what);
+    finish(what);
+    d.write_back(stream_);
   }
 
   void do_all_gather(const void* send, void* recv, std::size_t bytes) override {
