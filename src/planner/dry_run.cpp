@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backends/facts.h"
 #include "comm/communicator.h"
 #include "engine/engine.h"
 
@@ -48,7 +49,7 @@ EngineConfig engine_config(const ZeroSettings& z, DtypeMode dtype, bool lamb) {
   c.overlap_comm = z.overlap_comm;
   // Mixed precision as bf16 (fp16 holds the same bytes; its loss scaler allocates nothing).
   c.precision.compute = dtype == DtypeMode::kMixed ? Dtype::kBf16 : Dtype::kF32;
-  c.device = "counting";
+  c.device = planner_device();
   return c;
 }
 

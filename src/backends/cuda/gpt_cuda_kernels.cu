@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "model/cuda/cuda_status.h"
-#include "model/cuda/gpt_cuda_kernels.h"
+#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/gpt_cuda_kernels.h"
 
 namespace zero::gpt::cuda {
 namespace {

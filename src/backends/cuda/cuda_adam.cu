@@ -1,7 +1,7 @@
-#include "optim/cuda_adam.h"
+#include "backends/cuda/cuda_adam.h"
 
-#include "device/cuda_check.h"
-#include "device/cuda_half.cuh"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_half.cuh"
 
 namespace zero {
 namespace {

@@ -3,8 +3,8 @@
 #include <future>
 #include <memory>
 
-#include "device/cuda_check.h"
-#include "device/cuda_device.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_device.h"
 
 namespace zero {
 namespace {

@@ -60,13 +60,14 @@ class CountingDevice final : public Device {
   bool nonfinite(Stream&, DeviceSpan) override { return false; }
   void adam(Stream&, const AdamStep&, const std::vector<Segment>&, DeviceSpan, DeviceSpan, DeviceSpan, DeviceSpan,
             DeviceSpan) override {}
-  std::vector<LambNorms> lamb_moments(Stream&, const LambStep&, const std::vector<Segment>& segments, DeviceSpan, DeviceSpan,
+  bool supports(DeviceOp) const override { return true; }  // nothing computed: every operation is a no-op
+  std::vector<LambNorms> do_lamb_moments(Stream&, const LambStep&, const std::vector<Segment>& segments, DeviceSpan, DeviceSpan,
                                       DeviceSpan, DeviceSpan, std::size_t, std::size_t) override {
     return std::vector<LambNorms>(segments.size());
   }
-  void lamb_update(Stream&, const LambStep&, const std::vector<Segment>&, const std::vector<float>&, DeviceSpan, DeviceSpan,
+  void do_lamb_update(Stream&, const LambStep&, const std::vector<Segment>&, const std::vector<float>&, DeviceSpan, DeviceSpan,
                    DeviceSpan, DeviceSpan) override {}
-  void init(Stream&, const UnitPlace&, const std::vector<Segment>&, std::uint64_t, DeviceSpan) override {}
+  void do_init(Stream&, const UnitPlace&, const std::vector<Segment>&, std::uint64_t, DeviceSpan) override {}
   void launch(Stream&, const std::function<void(const KernelMemory&)>&) override {}
   void* transport(const DeviceSpan&) override { return nullptr; }
 

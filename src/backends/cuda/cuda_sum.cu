@@ -7,9 +7,9 @@
 // thread applies the effects in run order, adding a run term by term where its check fails.
 #include <cstdint>
 
-#include "device/cuda_check.h"
-#include "device/cuda_half.cuh"
-#include "device/cuda_ops.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_half.cuh"
+#include "backends/cuda/cuda_ops.h"
 #include "device/exact_sum.h"
 
 namespace zero::cuda_ops {

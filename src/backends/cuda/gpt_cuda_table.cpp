@@ -19,9 +19,10 @@
 #include <cstring>
 #include <vector>
 
-#include "model/cuda/cuda_status.h"
-#include "model/cuda/gpt_cuda_kernels.h"
-#include "model/gpt_kernel_table.h"
+#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/gpt_cuda_kernels.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/gpt_kernel_table.h"
 
 namespace zero {
 namespace {

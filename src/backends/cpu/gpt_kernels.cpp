@@ -1,4 +1,4 @@
-#include "model/gpt_kernels.h"
+#include "backends/cpu/gpt_kernels.h"
 
 #include <cblas.h>
 
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "model/vector_math.h"
+#include "backends/cpu/vector_math.h"
 
 // The hot loops below are compiled for AVX-512, AVX2 and the baseline, and the loader picks one
 // for this CPU (GCC function multi-versioning). vector_math.h explains why all three give the same

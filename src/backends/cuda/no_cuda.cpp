@@ -1,8 +1,7 @@
 // A build without CUDA (cmake/cuda.cmake turned ZERO_CUDA off): the cuda device and the nccl
 // communicator exist only to say so.
-#include "comm/backends.h"
+#include "backends/cuda/cuda_backend.h"
 #include "common/error.h"
-#include "device/device.h"
 
 namespace zero {
 

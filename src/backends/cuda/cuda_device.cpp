@@ -24,12 +24,13 @@
 #include <cstring>
 #include <memory>
 
+#include "backends/cuda/cuda_backend.h"
 #include "common/error.h"
-#include "device/cuda_check.h"
-#include "device/cuda_device.h"
-#include "device/cuda_ops.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_ops.h"
 #include "device/host_ops.h"
-#include "optim/cuda_adam.h"
+#include "backends/cuda/cuda_adam.h"
 
 namespace zero {
 namespace {
@@ -118,13 +119,9 @@ class CudaDevice final : public Device, private CudaKernelMemory {
   }
   void adam(Stream& s, const AdamStep& step, const std::vector<Segment>& segments, DeviceSpan p, DeviceSpan g,
             DeviceSpan m, DeviceSpan v, DeviceSpan copy) override;
-  std::vector<LambNorms> lamb_moments(Stream& s, const LambStep& step, const std::vector<Segment>& segments, DeviceSpan p,
-                                      DeviceSpan g, DeviceSpan m, DeviceSpan v, std::size_t norm_begin,
-                                      std::size_t norm_numel) override;
-  void lamb_update(Stream& s, const LambStep& step, const std::vector<Segment>& segments, const std::vector<float>& coef,
-                   DeviceSpan p, DeviceSpan m, DeviceSpan v, DeviceSpan copy) override;
-  void init(Stream& s, const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed,
-            DeviceSpan out) override;
+  // Lamb and the initial values run through the device layer's host-staged fallback (they run
+  // on the host, once per step and once at start): the CPU's bits by construction.
+  bool supports(DeviceOp op) const override { return op != DeviceOp::kLamb && op != DeviceOp::kInit; }
   void launch(Stream& s, const std::function<void(const KernelMemory&)>& kernel) override {
     compute_stream_ = cuda_stream(s);
     s.run([this, &kernel] { kernel(*this); });
@@ -182,11 +179,6 @@ class CudaDevice final : public Device, private CudaKernelMemory {
     return out;
   }
 
-  // Lamb's operands: host copies of the device-tier ones (host-tier ones as they are), and back.
-  struct Staged;
-  Staged stage_on_host(Stream& s, const std::vector<DeviceSpan>& spans);
-  void unstage(Stream& s, Staged& st, const std::vector<DeviceSpan>& spans, const std::vector<bool>& written);
-
   // An operation between tiers: src is copied into scratch of dst's tier, and it runs there.
   template <typename Op>
   void across(Stream& s, DeviceSpan dst, DeviceSpan src, Op op) {
@@ -236,74 +228,6 @@ void CudaDevice::adam(Stream& s, const AdamStep& step, const std::vector<Segment
 // Lamb runs the CPU Lamb kernel (host_ops), bit-identical to the other devices by construction:
 // on host-tier spans in place, on device-tier spans over host copies of them, which are copied
 // back (`written`). Correct but not fast: a CUDA Lamb kernel is still to do (README).
-struct CudaDevice::Staged {
-  std::vector<DeviceBuffer> host;  // host copies of device-tier spans, in the order given
-  std::vector<host_ops::Run> runs;
-};
-
-CudaDevice::Staged CudaDevice::stage_on_host(Stream& s, const std::vector<DeviceSpan>& spans) {
-  Staged st;
-  for (const DeviceSpan& x : spans) {
-    if (x.empty() || x.tier() == Tier::kHost) {
-      st.host.emplace_back();
-      st.runs.push_back(run_of(x));
-      continue;
-    }
-    st.host.push_back(alloc(Tier::kHost, Category::kOther, x.size(), "a Lamb operand staged on the host", x.dtype(), false));
-    do_copy(s, st.host.back().span(), x);
-    st.runs.push_back(run_of(st.host.back().span()));
-  }
-  s.synchronize();
-  return st;
-}
-
-void CudaDevice::unstage(Stream& s, Staged& st, const std::vector<DeviceSpan>& spans, const std::vector<bool>& written) {
-  for (std::size_t i = 0; i < spans.size(); ++i) {
-    if (written[i] && !st.host[i].empty()) do_copy(s, spans[i], st.host[i].span());
-  }
-  s.synchronize();
-}
-
-std::vector<LambNorms> CudaDevice::lamb_moments(Stream& s, const LambStep& step, const std::vector<Segment>& segments,
-                                                DeviceSpan p, DeviceSpan g, DeviceSpan m, DeviceSpan v,
-                                                std::size_t norm_begin, std::size_t norm_numel) {
-  same_size(p, g, "lamb_moments");
-  same_size(p, m, "lamb_moments");
-  same_size(p, v, "lamb_moments");
-  s.synchronize();  // the GPU work before it (the gradient's reduction) has landed
-  const std::vector<DeviceSpan> spans{p, g, m, v};
-  Staged st = stage_on_host(s, spans);
-  std::vector<LambNorms> out = host_ops::lamb_moments(step, segments, st.runs[0], st.runs[1], st.runs[2], st.runs[3], norm_begin, norm_numel);
-  unstage(s, st, spans, {false, false, true, true});
-  return out;
-}
-
-void CudaDevice::lamb_update(Stream& s, const LambStep& step, const std::vector<Segment>& segments,
-                             const std::vector<float>& coef, DeviceSpan p, DeviceSpan m, DeviceSpan v, DeviceSpan copy) {
-  same_size(p, m, "lamb_update");
-  same_size(p, v, "lamb_update");
-  if (!copy.empty()) same_size(p, copy, "lamb_update");
-  s.synchronize();
-  const std::vector<DeviceSpan> spans{p, m, v, copy};
-  Staged st = stage_on_host(s, spans);
-  host_ops::lamb_update(step, segments, coef, st.runs[0], st.runs[1], st.runs[2], st.runs[3]);
-  unstage(s, st, spans, {true, false, false, true});
-}
-
-// The CPU's values (host_ops::init), computed on the host and copied in: bit-identical by
-// construction; it runs once, at start.
-void CudaDevice::init(Stream& s, const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed,
-                      DeviceSpan out) {
-  if (out.tier() == Tier::kHost) {
-    on_tier(s, out, [=] { host_ops::init(unit, segments, seed, run_of(out)); }, [](cudaStream_t) {});
-    return;
-  }
-  DeviceBuffer staged = alloc(Tier::kHost, Category::kOther, out.size(), "initial values on the host", out.dtype(), false);
-  host_ops::init(unit, segments, seed, run_of(staged.span()));
-  do_copy(s, out, staged.span());
-  s.synchronize();
-}
-
 void* CudaDevice::allocate(Tier tier, std::size_t bytes, bool zeroed) {
   if (tier == Tier::kHost) {
     void* p = std::aligned_alloc(kHostAlign, round_up(bytes));

@@ -1,10 +1,11 @@
-// The cpu table (gpt_kernels.cpp on host memory through the ledger) and the one factory.
-#include "model/gpt_kernel_table.h"
+// The cpu table (gpt_kernels.cpp on host memory through the ledger), the cpu, strict and counting
+// backends' (the one factory is the registry's).
+#include "backends/gpt_kernel_table.h"
 
 #include <cstring>
 
 #include "common/error.h"
-#include "model/gpt_kernels.h"
+#include "backends/cpu/gpt_kernels.h"
 
 namespace zero {
 namespace {
@@ -77,11 +78,6 @@ class CpuGptKernels final : public GptKernels {
 
 }  // namespace
 
-std::unique_ptr<GptKernels> make_gpt_kernels(const GptCompute& compute) {
-  const std::string& d = compute.device;
-  if (d == "cpu" || d == "strict" || d == "counting") return std::make_unique<CpuGptKernels>();
-  if (d == "cuda") return make_cuda_gpt_kernels(compute);
-  throw ConfigError(cat("[model] unknown device '", d, "' for the GPT's kernels: use cpu or cuda"));
-}
+std::unique_ptr<GptKernels> make_cpu_gpt_kernels(const GptCompute&) { return std::make_unique<CpuGptKernels>(); }
 
 }  // namespace zero

@@ -1,6 +1,6 @@
 // A build without CUDA: the GPT's cuda table exists only to say so.
+#include "backends/cuda/cuda_backend.h"
 #include "common/error.h"
-#include "model/gpt_kernel_table.h"
 
 namespace zero {
 

@@ -86,17 +86,8 @@ class GptKernels {
                                              int V) = 0;
 };
 
-// The table for `compute.device`: "cpu", "strict" and "counting" get the cpu table, "cuda" the
-// CUDA one (ConfigError where the build has no CUDA or the process sees no GPU, saying which);
-// ConfigError for any other name.
+// The table of the backend `compute.device` names (backends/registry.cpp; ConfigError where the
+// backend cannot run here, saying why, or for an unknown name).
 std::unique_ptr<GptKernels> make_gpt_kernels(const GptCompute& compute);
-
-// The CUDA table (cuda/gpt_cuda_table.cpp; a build without CUDA: gpt_kernels_no_cuda.cpp, which
-// throws). ConfigError if no GPU is visible.
-std::unique_ptr<GptKernels> make_cuda_gpt_kernels(const GptCompute& compute);
-
-// True if this build has the CUDA table and this process sees a GPU; otherwise false with the
-// reason in *why (for tests that skip, and for checks made before any work starts).
-bool gpt_cuda_available(std::string* why);
 
 }  // namespace zero

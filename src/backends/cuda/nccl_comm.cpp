@@ -24,11 +24,12 @@
 #include <thread>
 #include <vector>
 
+#include "backends/cuda/cuda_backend.h"
 #include "comm/backends.h"
 #include "common/error.h"
-#include "device/cuda_check.h"
-#include "device/cuda_device.h"
-#include "device/cuda_ops.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_ops.h"
 #include "memory/ledger.h"
 
 namespace zero::detail {

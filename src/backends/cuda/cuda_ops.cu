@@ -1,9 +1,9 @@
-#include "device/cuda_ops.h"
+#include "backends/cuda/cuda_ops.h"
 
 #include <cstdint>
 
-#include "device/cuda_check.h"
-#include "device/cuda_half.cuh"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_half.cuh"
 
 namespace zero::cuda_ops {
 namespace {
