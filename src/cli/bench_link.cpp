@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "backends/registry.h"
 #include "cli/bench_offload.h"
 #include "device/link_bandwidth.h"
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "backends/registry.h"
 #include "cli/flags.h"
 #include "cli/launch.h"
 #include "common/error.h"
@@ -43,7 +44,7 @@ std::vector<FlagSpec> bench_offload_flags() {
           {"n-layer", "GPT blocks", true, "6"},
           {"micro-batch", "sequences per rank per step", true, "4"},
           {"json", "also write the figures as JSON", true, ""},
-          {"device", "cpu, or cuda: the host<->device link's copy bandwidth first", true, "cpu"}};
+          {"device", cat(backend_names(), ": a device other than ", default_device(), " first measures the host<->device link's copy bandwidth"), true, default_device()}};
 }
 
 int bench_offload_main(const std::vector<std::string>& args) {
@@ -52,7 +53,7 @@ int bench_offload_main(const std::vector<std::string>& args) {
     std::printf("Step time with and without offload and the delayed update, on the GPT.\n\n%s", flags.usage().c_str());
     return 0;
   }
-  if (flags.get("device") != "cpu") {
+  if (flags.get("device") != default_device()) {
     print_link_bandwidth(flags.get("device"));
     // Only the link is measured on the device here; the step-time variants run on the cpu device
     // (`zero bench train --device cuda` times the GPT's steps on a GPU).

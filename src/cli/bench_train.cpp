@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "backends/registry.h"
 #include "cli/flags.h"
 #include "cli/launch.h"
 #include "cli/mfu.h"
@@ -42,7 +43,7 @@ constexpr BenchModel kModels[] = {{"10m", 256, 384, 6, 6}, {"50m", 256, 768, 7, 
 
 std::vector<FlagSpec> bench_train_flags() {
   return {{"model", "which shape: 10m, 50m, all (both), or gpt2 (GPT-2 124M: V=50257 C=768 L=12 H=12)", true, "all"},
-          {"device", "cpu, or cuda (the GPT's kernels on the GPU; prints model FLOPs utilisation)", true, "cpu"},
+          {"device", cat(backend_names(), " (where a device's peak FLOP/s is known, prints model FLOPs utilisation)"), true, default_device()},
           {"micro-batch", "sequences per rank per step", true, "4"},
           {"seq-len", "tokens per sequence (also the context length T)", true, "256"},
           {"warmup", "steps run before timing (per stage)", true, "2"},
@@ -138,7 +139,8 @@ struct StageResult {
   std::vector<double> step_ms;     // per timed step, max over ranks of StageRun::local_ms
   double compute_ms = 0, optimizer_ms = 0;  // rank 0's, as in StageRun
   double tokens_per_second = 0;    // global tokens in the timed steps / seconds
-  double mfu = 0;                  // --device cuda: model FLOPs utilisation per rank's GPU (cli/mfu.h)
+  double mfu = 0;                  // a device with a known peak: model FLOPs utilisation per rank's device (cli/mfu.h)
+  double peak_flops = 0;           // that peak (bf16, dense), from the backend's facts
   float first_loss = 0, last_loss = 0;  // rank 0's, first warm-up step and last timed step
   // Against the first listed stage (1 for that stage itself); above 1 means faster.
   double tokens_ratio = 1;         // tokens/s ratio
@@ -297,8 +299,11 @@ ModelResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps,
   run_rounds(runs, B, T, warmup, steps, comm);
   m.stages = collect(runs, B, T, steps, comm);
   for (std::size_t i = 0; i < m.stages.size(); ++i) m.stages[i].activation_bytes = activations[i % checkpointing.size()];
-  if (device == "cuda") {
-    for (StageResult& r : m.stages) r.mfu = model_flops_utilisation(r.tokens_per_second / comm.size(), m.shape);
+  if (const double peak = find_facts(device).peak_bf16; peak > 0) {
+    for (StageResult& r : m.stages) {
+      r.mfu = model_flops_utilisation(r.tokens_per_second / comm.size(), m.shape, peak);
+      r.peak_flops = peak;
+    }
   }
   for (const StageResult& r : m.stages) {
     m.identical = m.identical && r.losses_match && r.weights_sha256 == m.stages[0].weights_sha256;
@@ -316,7 +321,7 @@ std::string figures(const StageResult& r, int steps) {
                 r.tokens_per_second, r.seconds * 1e3 / steps, best, r.compute_ms, r.optimizer_ms, r.state_bytes / 1048576.0,
                 r.sent_bytes / 1048576.0, format_bytes(r.activation_bytes).c_str());
   if (r.mfu <= 0) return line;
-  return cat(line, " | MFU ", std::round(r.mfu * 1000) / 10, "% of ", kH200DenseBf16Flops / 1e12, " TFLOP/s bf16 (6N + 12LCT)");
+  return cat(line, " | MFU ", std::round(r.mfu * 1000) / 10, "% of ", r.peak_flops / 1e12, " TFLOP/s bf16 (6N + 12LCT)");
 }
 
 std::string run_name(const StageResult& r) { return cat("stage ", r.stage, r.checkpointing ? " +ckpt" : ""); }
@@ -396,11 +401,8 @@ int bench_train_main(const std::vector<std::string>& args) {
     throw ConfigError(cat("[bench] --model must be 10m, 50m, all or gpt2, not '", which, "'"));
   }
   const std::string device = flags.get("device");
-  std::string why;
-  if (device != "cpu" && device != "cuda") throw ConfigError(cat("[bench] --device must be cpu or cuda, not '", device, "'"));
-  if (device == "cuda" && !gpt_cuda_available(&why)) {
-    throw ConfigError(cat("[bench] --device cuda: no CUDA device (", why, "): run on a machine with a GPU, or use --device cpu"));
-  }
+  if (!is_user_backend(device)) throw ConfigError(cat("[bench] --device must be ", backend_names(), ", not '", device, "'"));
+  require_backend_available(device, "[bench] --device");
   // Every flag and the output path are checked before mpirun: one message, not one per rank.
   const std::vector<int> stages = parse_stages(flags.get("stage"));
   const Dtype dtype = parse_bench_dtype(flags.get("dtype"));

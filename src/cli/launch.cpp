@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/registry.h"
 #include "cli/stop_signal.h"
 #include "comm/thread_world.h"
 #include "common/error.h"
@@ -71,7 +72,7 @@ int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&
   Ledger ledger;
   CommOptions options;
   options.ledger = &ledger;
-  auto comm = make_communicator(backend, options);
+  auto comm = make_named_communicator(backend, options);
   if (flags.has("ranks") && flags.get_int("ranks", 1, 1 << 20) != comm->size()) {
     throw ConfigError(cat("[cli] --ranks ", flags.get("ranks"), " but the ", backend, " job has ", comm->size(),
                           " ranks: drop --ranks, or launch with mpirun -np ", flags.get("ranks")));
@@ -92,13 +93,14 @@ PlannedWorld planned_world(const Flags& flags, bool relaunches) {
   const bool under_mpi = launched_by_mpi(&launched) && launched > 1;
   const std::string comm = flags.get("comm");
   if (comm == "threads") return {static_cast<int>(flags.get_int("ranks", 1, 1024)), "threads"};
-  if (comm == "mpi" || comm == "nccl" || (comm == "auto" && under_mpi)) {
+  const bool device_comm = backend_of_communicator(comm) != nullptr;  // one device per process, bootstrapped over mpi
+  if (comm == "mpi" || device_comm || (comm == "auto" && under_mpi)) {
     const int size = under_mpi ? launched : 1;
     if (flags.has("ranks") && flags.get_int("ranks", 1, 1 << 20) != size) {
       throw ConfigError(cat("[cli] --ranks ", flags.get("ranks"), " but the mpi job has ", size,
                             " ranks: drop --ranks, or launch with mpirun -np ", flags.get("ranks")));
     }
-    return {size, comm == "nccl" ? "nccl" : "mpi"};  // nccl: one GPU per process, bootstrapped over mpi
+    return {size, device_comm ? comm : "mpi"};
   }
   if (comm == "auto" && relaunches) {
     const int n = static_cast<int>(flags.get_int("ranks", 1, 4096));
@@ -106,7 +108,7 @@ PlannedWorld planned_world(const Flags& flags, bool relaunches) {
     return {n, n > 1 ? "mpi" : "threads"};  // more than one: relaunched under mpirun
   }
   if (comm == "auto") return {static_cast<int>(flags.get_int("ranks", 1, 1024)), "threads"};
-  throw ConfigError(cat("[comm] unknown backend '", comm, "' for --comm: use auto, threads, mpi or nccl (GPU build)"));
+  throw ConfigError(cat("[comm] unknown backend '", comm, "' for --comm: use auto, threads, mpi or ", device_communicator_names(), " (GPU build)"));
 }
 
 bool wants_mpi_job(const Flags& flags) {

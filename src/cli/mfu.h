@@ -5,24 +5,21 @@
 // 12 L C T: attention's two products QK^T and AV (2 T C FLOPs each per token and layer forward,
 // x3 with backward), counting the whole T x T square, not the causal half (llm.c counts
 // 6 L C T). Recomputation under activation checkpointing is not counted (it is not the model's).
-// MFU = tokens/s per GPU x FLOPs per token / the GPU's peak; here the H100/H200 SXM's dense bf16
-// datasheet figure, 989 TFLOP/s (a cuBLAS bf16 8192^3 product measured 769-798 on this
-// workplace's H200: /work/.library/device/KINDS.md).
+// MFU = tokens/s per device x FLOPs per token / the device's dense bf16 peak, one of its
+// backend's facts (backends/registry.h: BackendFacts::peak_bf16; 0 where unknown: no MFU).
 #pragma once
 
 #include "model/gpt_shape.h"
 
 namespace zero::cli {
 
-inline constexpr double kH200DenseBf16Flops = 989e12;
-
 inline double model_flops_per_token(const GptShape& s) {
   return 6.0 * static_cast<double>(s.num_parameters()) + 12.0 * s.layers * s.channels * static_cast<double>(s.seq_len);
 }
 
-// tokens_per_second: one GPU's (one rank per GPU).
-inline double model_flops_utilisation(double tokens_per_second, const GptShape& s) {
-  return tokens_per_second * model_flops_per_token(s) / kH200DenseBf16Flops;
+// tokens_per_second: one device's (one rank per device); peak_flops: that device's.
+inline double model_flops_utilisation(double tokens_per_second, const GptShape& s, double peak_flops) {
+  return tokens_per_second * model_flops_per_token(s) / peak_flops;
 }
 
 }  // namespace zero::cli

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "backends/facts.h"
 #include "checkpoint/directory.h"
 #include "cli/flags.h"
 #include "cli/launch.h"
@@ -48,7 +49,7 @@ std::vector<FlagSpec> train_flags() {
           {"strict-config", "refuse top-level config keys that are not DeepSpeed's (by default they are ignored with a warning, as DeepSpeed does)", false, ""},
           {"metrics", "write one JSON object per step (all ranks' figures) to this file", true, ""},
           {"offload", "ZeRO-Offload: none, optimizer, or optimizer+param (sets zero_optimization.offload_*)", true, ""},
-          {"device", "where the model computes and the device tier lives: cpu or cuda (overrides device)", true, "cpu"},
+          {"device", cat("where the model computes and the device tier lives: ", backend_names(), " (overrides device)"), true, default_device()},
           {"device-memory", "device tier capacity per rank, e.g. 16GiB (overrides device_memory)", true, ""},
           {"host-memory", "host memory of one node, shared by the ranks on it, e.g. 512GiB (overrides host_memory)", true, ""},
           {"trace", "write a Chrome trace (compute, communication, copies, CPU optimizer per rank) to this file", true, ""},
@@ -268,10 +269,12 @@ void print_overlap(const TrainResult& r, int ranks, bool clipping) {
 void print_summary(const TrainConfig& c, const TrainResult& r, const std::string& data) {
   std::printf("\nsummary: %lld steps, %.1f ms/step, %.0f tokens/s; train loss %.4f -> %.4f", static_cast<long long>(r.last_step - r.first_step),
               r.mean_step_seconds * 1e3, r.tokens_per_second, r.losses.front(), r.losses.back());
-  if (c.device == "cuda") {  // cli/mfu.h: one GPU per rank
-    std::printf("\nmodel FLOPs utilisation: %.1f%% of an H200's dense bf16 peak (%.0f TFLOP/s; 6N + 12LCT = %.3g FLOPs a token)",
-                100 * model_flops_utilisation(r.tokens_per_second / static_cast<double>(std::max<std::size_t>(1, r.final_ranks.size())), c.model.shape),
-                kH200DenseBf16Flops / 1e12, model_flops_per_token(c.model.shape));
+  const BackendFacts& facts = find_facts(c.device);
+  if (facts.peak_bf16 > 0) {  // cli/mfu.h: one device per rank
+    std::printf("\nmodel FLOPs utilisation: %.1f%% of %s dense bf16 peak (%.0f TFLOP/s; 6N + 12LCT = %.3g FLOPs a token)",
+                100 * model_flops_utilisation(r.tokens_per_second / static_cast<double>(std::max<std::size_t>(1, r.final_ranks.size())), c.model.shape,
+                                              facts.peak_bf16),
+                facts.peak_label.c_str(), facts.peak_bf16 / 1e12, model_flops_per_token(c.model.shape));
   }
   if (r.final_val_loss >= 0) std::printf("; validation loss %.4f -> %.4f", r.first_val_loss, r.final_val_loss);
   if (c.fp16()) std::printf("\nfp16: %lld steps skipped on gradient overflow; final loss scale %g", static_cast<long long>(r.skipped_steps),

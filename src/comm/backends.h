@@ -14,8 +14,6 @@ std::unique_ptr<Communicator> make_self_communicator(CommOptions options);
 // Defined by mpi_comm.cpp, or by no_mpi.cpp in a build without MPI (where it throws).
 std::unique_ptr<Communicator> make_mpi_communicator(CommOptions options);
 bool built_with_mpi();
-// Defined by nccl_comm.cpp, or by device/no_cuda.cpp in a build without CUDA (where it throws).
-std::unique_ptr<Communicator> make_nccl_communicator(CommOptions options);
 
 // The MPI backend's transport limits, shared with the counting backend that mimics it: an int
 // count per call, and reduce_scatter's all-to-all receiving every rank's piece for this rank.

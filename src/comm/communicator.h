@@ -63,6 +63,7 @@
 
 #include "comm/order_check.h"
 #include "common/dtype.h"
+#include "common/handle.h"
 #include "common/task_queue.h"
 
 namespace zero {
@@ -82,20 +83,6 @@ struct Traffic {
   std::uint64_t total_sent() const;
   std::uint64_t total_received() const;
   Traffic operator-(const Traffic& earlier) const;
-};
-
-// Completion of an asynchronous collective. wait() rethrows the collective's error, if any.
-class Handle {
- public:
-  Handle() = default;
-  explicit Handle(std::shared_future<void> f) : f_(std::move(f)) {}
-  void wait() const {
-    if (f_.valid()) f_.get();
-  }
-  bool valid() const { return f_.valid(); }
-
- private:
-  std::shared_future<void> f_;
 };
 
 // How reductions add; see "Determinism" above.

@@ -13,7 +13,6 @@ std::unique_ptr<Communicator> make_communicator(const std::string& name, CommOpt
     }
     return detail::make_mpi_communicator(options);
   }
-  if (name == "nccl") return detail::make_nccl_communicator(options);  // one rank per GPU process, over MPI
   if (under_mpi) {
     throw CommError(cat("[comm] mpirun started ", launched, " processes but the '", name,
                         "' backend would make each a world of its own: use --comm mpi", detail::built_with_mpi() ? "" : " (and a zero built with MPI)"));
@@ -22,7 +21,7 @@ std::unique_ptr<Communicator> make_communicator(const std::string& name, CommOpt
   if (name == "threads") {
     throw ConfigError("[comm] the 'threads' backend runs several ranks in one process: create them with ThreadWorld (or zero --comm threads --ranks N)");
   }
-  throw ConfigError(cat("[comm] unknown backend '", name, "': use self, threads, mpi or nccl"));
+  throw ConfigError(cat("[comm] unknown backend '", name, "': use self, threads or mpi (or a backend's device communicator)"));
 }
 
 }  // namespace zero

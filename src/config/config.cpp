@@ -10,6 +10,7 @@
 #include <limits>
 #include <set>
 
+#include "backends/facts.h"
 #include "common/error.h"
 #include "config/reader.h"
 
@@ -45,7 +46,7 @@ std::vector<KeyRule> top_rules_table() {
       {"train_steps", R, kInt, ""},  // ours
       {"seed", R, kInt, ""},         // ours
       {"device_memory", R, kStr, ""},  // ours: the device tier's capacity, "80GiB"
-      {"device", R, kStr, ""},         // ours: the compute device, "cpu" or "cuda"
+      {"device", R, kStr, ""},         // ours: the compute device, a backend's name (backends/registry.h)
       {"host_memory", R, kStr, ""},    // ours: the host memory of one node (each rank's tier: its share)
       {"comm_timeout_seconds", R, kNum, ""},  // ours: a collective waiting longer fails
       {"prescale_gradients", R, kBool, ""},
@@ -401,7 +402,7 @@ void read_top_scalars(const Section& top, TrainConfig& c) {
   c.seed = static_cast<std::uint64_t>(top.get_int("seed", static_cast<std::int64_t>(c.seed), 0, kMaxInt64));
   c.device_memory = top.get_string("device_memory", "");
   c.device = top.get_string("device", c.device);
-  if (c.device != "cpu" && c.device != "cuda") top.fail("device", cat("is '", c.device, "'; it must be cpu or cuda"));
+  if (!is_user_backend(c.device)) top.fail("device", cat("is '", c.device, "'; it must be ", backend_names()));
   c.host_memory = top.get_string("host_memory", "");
   for (const char* key : {"device_memory", "host_memory"}) {
     if (top.has(key) && top.get_string(key, "x").empty()) {

@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/settings.h"
+#include "backends/facts.h"
 #include "model/gpt_activations.h"
 #include "model/gpt_shape.h"
 
@@ -126,7 +127,7 @@ struct TrainConfig {
   std::int64_t train_steps = 200;       // ours: optimizer steps to run (DeepSpeed has no such key)
   std::uint64_t seed = 1234;            // ours: initialisation seed (DeepSpeed has no such key)
   std::string device_memory;            // ours: device tier capacity ("80GiB"); empty: unlimited
-  std::string device = "cpu";           // ours: where the model computes and the device tier lives: cpu or cuda
+  std::string device = default_device();  // ours: where the model computes and the device tier lives: a backend (backends/registry.h)
   std::string host_memory;              // ours: host memory of one node, shared by its ranks; empty: what the machine has
   double comm_timeout_seconds = 300;    // ours: a collective not done after this long fails (CommOptions::timeout)
   // Mixed precision (engine.precision): bf16.enabled or fp16.enabled (at most one). Parameters,

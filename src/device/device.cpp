@@ -142,20 +142,3 @@ std::unique_ptr<Stream> make_thread_stream(const std::function<void()>& start, s
 }
 
 }  // namespace zero
-
-namespace zero {
-
-std::unique_ptr<Device> make_cpu_device(Ledger& ledger);
-std::unique_ptr<Device> make_strict_device(Ledger& ledger);
-std::unique_ptr<Device> make_counting_device(Ledger& ledger);
-std::unique_ptr<Device> make_cuda_device(Ledger& ledger);  // cuda_device.cpp, or no_cuda.cpp
-
-std::unique_ptr<Device> make_device(const std::string& name, Ledger& ledger) {
-  if (name == "cpu") return make_cpu_device(ledger);
-  if (name == "strict") return make_strict_device(ledger);
-  if (name == "counting") return make_counting_device(ledger);
-  if (name == "cuda") return make_cuda_device(ledger);
-  throw ConfigError(cat("[device] unknown device '", name, "': use cpu, cuda, strict (tests) or counting (the planner)"));
-}
-
-}  // namespace zero

@@ -3,11 +3,9 @@
 // Words:
 //   tier     where memory lives (memory/ledger.h): `device` is what compute reads, `host` holds
 //            offloaded state.
-//   device   a backend implementing allocation and every operation on engine memory: "cpu"
-//            (host memory, the default on a CPU-only build), "strict" (tests: device memory the
-//            host cannot dereference), "counting" (the planner: bytes counted, nothing held or
-//            computed), "cuda" (GPU memory and kernels: cuda_device.h; a build without CUDA
-//            says so).
+//   device   a backend implementing allocation and every operation on engine memory; the
+//            backends (src/backends/: one folder each, one registry by name) are the devices on
+//            host memory, the test and planner devices, and GPU memory with its kernels.
 //   stream   a sequence of operations that run in issue order. The compute stream runs each
 //            operation before the call returns; the copy and host streams run theirs on a thread
 //            of their own, so they overlap compute (a GPU's copy engine, and the CPU optimizer).
@@ -28,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/communicator.h"
 #include "common/dtype.h"
+#include "common/handle.h"
 #include "memory/ledger.h"
 #include "optim/adamw.h"
 #include "optim/lamb.h"
@@ -39,6 +37,10 @@ namespace zero {
 
 class Device;
 class Tracer;
+
+// The operations a backend may lack (Device::supports): Lamb's two phases, and the counter-based
+// initial values.
+enum class DeviceOp : int { kLamb, kInit };
 enum class Lane : int;
 
 // Element types of engine memory (common/dtype.h): f32, bf16, f16. Every operation accepts
@@ -171,18 +173,21 @@ class Device {
   // kLambSumBlock from the start of that run, each in double left to right, block sums in
   // order), so every backend gives the same bits; {0, 0} for padding or a segment outside that
   // range. Waits for the stream (its result is numbers, on the host).
-  virtual std::vector<LambNorms> lamb_moments(Stream& s, const LambStep& step, const std::vector<Segment>& segments,
-                                              DeviceSpan p, DeviceSpan g, DeviceSpan m, DeviceSpan v,
-                                              std::size_t norm_begin, std::size_t norm_numel) = 0;
+  std::vector<LambNorms> lamb_moments(Stream& s, const LambStep& step, const std::vector<Segment>& segments, DeviceSpan p,
+                                      DeviceSpan g, DeviceSpan m, DeviceSpan v, std::size_t norm_begin, std::size_t norm_numel);
   // Phase 2: p[i] = fma(-coef[k], u[i], p[i]) for the elements of segment k (coef: one per
   // segment, lamb_coefficient of the parameter's total sums), u recomputed from p, m and v
   // exactly as in phase 1. `copy` as adam's: the updated parameters, rounded, in the same pass.
-  virtual void lamb_update(Stream& s, const LambStep& step, const std::vector<Segment>& segments, const std::vector<float>& coef,
-                           DeviceSpan p, DeviceSpan m, DeviceSpan v, DeviceSpan copy) = 0;
+  void lamb_update(Stream& s, const LambStep& step, const std::vector<Segment>& segments, const std::vector<float>& coef,
+                   DeviceSpan p, DeviceSpan m, DeviceSpan v, DeviceSpan copy);
   // Counter-based initial values of the elements of `unit` that `segments` describe; padding
   // zero; rounded to out's dtype.
-  virtual void init(Stream& s, const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed,
-                    DeviceSpan out) = 0;
+  void init(Stream& s, const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed, DeviceSpan out);
+  // Whether the backend runs `op` itself; where not, the operation above runs through the device
+  // layer's one host-staged fallback (host_fallback.cpp): device-tier operands copied into host
+  // memory, the CPU devices' own operation (host_ops.h) run there, the results copied back, so
+  // the bits are the CPU's. No caller asks which backend it has.
+  virtual bool supports(DeviceOp op) const = 0;
   // Runs a compute kernel (a model's forward or backward) with the memory it is given.
   virtual void launch(Stream& s, const std::function<void(const KernelMemory&)>& kernel) = 0;
   // What a communicator reads and writes for span x: a CPU transport's address of it (x.size()
@@ -206,6 +211,14 @@ class Device {
   // The backend's allocation: an address for `bytes` bytes of `tier` (zero-filled if asked), or
   // nullptr when the system refuses; and its release.
   virtual void do_copy(Stream& s, DeviceSpan dst, DeviceSpan src) = 0;
+  // The operations a backend runs itself where supports() says so (otherwise never called).
+  virtual std::vector<LambNorms> do_lamb_moments(Stream& s, const LambStep& step, const std::vector<Segment>& segments,
+                                                 DeviceSpan p, DeviceSpan g, DeviceSpan m, DeviceSpan v,
+                                                 std::size_t norm_begin, std::size_t norm_numel);
+  virtual void do_lamb_update(Stream& s, const LambStep& step, const std::vector<Segment>& segments,
+                              const std::vector<float>& coef, DeviceSpan p, DeviceSpan m, DeviceSpan v, DeviceSpan copy);
+  virtual void do_init(Stream& s, const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed,
+                       DeviceSpan out);
   virtual void* allocate(Tier tier, std::size_t bytes, bool zeroed) = 0;
   virtual void deallocate(Tier tier, void* p, std::size_t bytes) = 0;
   virtual bool lock(Tier tier, void* p, std::size_t bytes) = 0;
@@ -217,6 +230,11 @@ class Device {
  private:
   friend class DeviceBuffer;
   void release(DeviceBuffer& b);
+  // The host-staged fallback (host_fallback.cpp): host copies of the device-tier spans (those in
+  // `read` copied in; host-tier spans used as they are), and the written ones copied back.
+  struct HostStaged;
+  HostStaged stage_on_host(Stream& s, const std::vector<DeviceSpan>& spans, const std::vector<bool>& read, const char* what);
+  void unstage(Stream& s, HostStaged& st, const std::vector<DeviceSpan>& spans, const std::vector<bool>& written);
 
   Ledger& ledger_;
   Tracer* tracer_ = nullptr;
@@ -224,8 +242,7 @@ class Device {
   std::atomic<std::uint64_t> to_host_{0}, to_device_{0};
 };
 
-// The one factory: "cpu", "cuda", "strict" or "counting", over this rank's ledger.
-std::unique_ptr<Device> make_device(const std::string& name, Ledger& ledger);
+// The devices are made by name by the backends' registry (backends/registry.h: make_device).
 
 // Streams for devices that run on the CPU: one that runs each operation at once, and one with a
 // thread of its own. Shared by the CPU, strict and counting devices.

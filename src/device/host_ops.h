@@ -1,4 +1,4 @@
-// The element-wise operations of the devices that compute on the CPU ("cpu", "strict"), on host
+// The element-wise operations of the devices that compute on the CPU (backends/cpu/), on host
 // addresses. f32 runs compute directly; 16-bit runs are processed in tiles: widened into f32,
 // computed with the same f32 expression, rounded once (to nearest even) on the way back. So an
 // operation on a 16-bit run is exactly the f32 operation on its widened values, rounded.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/registry.h"
 #include "common/error.h"
 #include "common/trace.h"
 #include "engine/optimizer.h"

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/facts.h"
 #include "comm/communicator.h"
 #include "common/dtype.h"
 #include "engine/module.h"
@@ -45,9 +46,9 @@ class Tracer;
 struct EngineConfig : EngineSettings {
   std::uint64_t seed = 1234;  // initialisation (counter-based: the same whatever the world size)
   Tracer* tracer = nullptr;  // records compute, communication, copies and the CPU optimizer, if set
-  // The device backend holding engine memory (device/device.h): "cpu"; "strict" (tests: device
-  // memory the host cannot dereference); "counting" (the planner's dry run: nothing computed).
-  std::string device = "cpu";
+  // The device backend holding engine memory: a name in backends/registry.h (the tests' and the
+  // planner's devices included).
+  std::string device = default_device();
 };
 
 // The optimizer state a checkpoint holds per element: the f32 master parameters (the parameters

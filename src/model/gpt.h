@@ -19,7 +19,7 @@
 #include "engine/module.h"
 #include "memory/ledger.h"
 #include "model/gpt_activations.h"
-#include "model/gpt_kernel_table.h"
+#include "backends/gpt_kernel_table.h"
 #include "model/gpt_shape.h"
 
 namespace zero {

@@ -7,7 +7,7 @@
 #include <omp.h>
 
 #include "common/error.h"
-#include "model/gpt_kernels.h"
+#include "backends/cpu/gpt_kernels.h"
 #include "partition/layout.h"
 
 namespace zero {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backends/facts.h"
 #include "comm/communicator.h"
 #include "engine/engine.h"
 
@@ -39,7 +40,7 @@ EngineConfig engine_config(const EngineSettings& settings) {
   EngineConfig c;
   static_cast<EngineSettings&>(c) = settings;
   c.offload.warmup_steps = 0;
-  c.device = "counting";
+  c.device = planner_device();
   return c;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <span>
 
+#include "backends/registry.h"
 #include "common/error.h"
 #include "common/host_memory.h"
 #include "common/sha256.h"
@@ -130,12 +131,7 @@ TrainingError diverged(const std::string& what, double lr) {
   return TrainingError(cat("[train] ", what, ": training diverged. ", advice));
 }
 
-void check_device(const std::string& device) {
-  std::string why;
-  if (device == "cuda" && !gpt_cuda_available(&why)) {
-    throw ConfigError(cat("[train] device cuda: no CUDA device (", why, "): run on a machine with a GPU, or use --device cpu"));
-  }
-}
+void check_device(const std::string& device) { require_backend_available(device, "[train] device"); }
 
 // bf16 runs multiply bf16 operands on the GPU (accumulating in f32). fp16 runs keep f32 products:
 // the engine scales the gradients after backward, not the loss before it, so backward's small
@@ -249,7 +245,7 @@ void check_plan_fits(const TrainConfig& c, int world_size, const std::string& ba
 // host memory too) and the data, against `memory`, measured before the data was loaded.
 void check_host_memory(const TrainConfig& c, int world_size, const std::string& backend, int ranks_on_host,
                        const data::TokenData& tokens, const HostMemory& memory) {
-  check_host_fit(plan_input(c, world_size, backend), c.device == "cpu", ranks_on_host, tokens.mapped_bytes,
+  check_host_fit(plan_input(c, world_size, backend), find_facts(c.device).device_tier_is_host, ranks_on_host, tokens.mapped_bytes,
                  tokens.private_bytes, memory);
 }
 

@@ -15,7 +15,7 @@
 #include "common/error.h"
 #include "common/half.h"
 #include "optim/adamw.h"
-#include "optim/cuda_adam.h"
+#include "backends/cuda/cuda_adam.h"
 
 namespace zero {
 namespace {

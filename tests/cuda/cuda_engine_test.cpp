@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "backends/registry.h"
 #include "comm/communicator.h"
 #include "cuda/toy_module.h"
 #include "engine/engine.h"
@@ -46,7 +47,7 @@ std::vector<float> train(const std::string& device, const ToyRun& r, Communicato
 
 std::unique_ptr<Communicator> world() {
   const char* name = std::getenv("ZERO_TEST_COMM");
-  return make_communicator(name ? name : "self");
+  return make_named_communicator(name ? name : "self");
 }
 
 TEST(CudaEngine, EveryStageAndOffloadGivesTheCpuDevicesWeights) {

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "backends/registry.h"
 #include "device/device.h"
 #include "partition/layout.h"
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "device/cuda_device.h"
+#include "backends/cuda/cuda_device.h"
 
 int main(int argc, char** argv) {
   std::string why;

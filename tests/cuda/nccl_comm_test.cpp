@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "backends/registry.h"
 #include "comm/communicator.h"
 
 namespace zero {
@@ -42,7 +43,7 @@ std::vector<unsigned char> random_elements(std::size_t n, Dtype d, std::uint64_t
 
 TEST(NcclComm, CollectivesGiveTheMpiBackendsBits) {
   auto mpi = make_communicator("mpi");
-  auto nccl = make_communicator("nccl");
+  auto nccl = make_named_communicator("nccl");
   ASSERT_EQ(nccl->backend(), "nccl");
   const std::size_t n = static_cast<std::size_t>(mpi->size());
   for (Dtype d : {Dtype::kF32, Dtype::kBf16, Dtype::kF16}) {

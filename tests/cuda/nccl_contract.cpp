@@ -5,6 +5,7 @@
 // the whole binary (exit 77).
 #include <memory>
 
+#include "backends/registry.h"
 #include "comm/comm_contract.h"
 
 namespace zero::testing {
@@ -14,7 +15,7 @@ void run_on_every_rank(const ContractWorld& world, const std::function<void(Comm
   static std::unique_ptr<Communicator> comm = [] {
     CommOptions options;
     options.timeout = std::chrono::seconds(60);
-    return make_communicator("nccl", options);
+    return make_named_communicator("nccl", options);
   }();
   comm->set_determinism(world.determinism);
   body(*comm, nullptr);

@@ -7,8 +7,11 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "backends/registry.h"
 #include "device/device.h"
 #include "optim/adamw.h"
+#include "optim/lamb.h"
+#include "partition/layout.h"
 
 namespace zero {
 namespace {
@@ -255,6 +258,44 @@ TEST(StrictDevice, HostDereferenceOfDeviceMemoryFaults) {
         (void)v;
       },
       "");
+}
+
+// An operation a backend lacks (Device::supports) runs through the device layer's one host-staged
+// fallback. The strict device lacks Lamb and init (as the cuda device does), so this runs that
+// fallback without a GPU: on device-tier spans the host cannot read, it gives the cpu device's bits.
+TEST(HostFallback, StrictRunsLambAndInitThroughItWithTheCpuBits) {
+  Ledger ledger;
+  auto cpu = make_device("cpu", ledger);
+  auto strict = make_device("strict", ledger);
+  EXPECT_TRUE(cpu->supports(DeviceOp::kLamb) && cpu->supports(DeviceOp::kInit));
+  EXPECT_FALSE(strict->supports(DeviceOp::kLamb) || strict->supports(DeviceOp::kInit));
+  const std::size_t n = 1000;
+  UnitPlace unit;
+  unit.name = "u";
+  const auto rows = static_cast<std::int64_t>(n - 1);
+  unit.params.push_back({ParamSpec{"w", {rows}, Init::normal(0.02f), true}, 0, n - 1});
+  unit.numel = n - 1;
+  unit.padded = unit.slice = n;
+  const std::vector<Segment> segments = {{0, n - 1, 0, 0, true}, {n - 1, 1, -1, 0, false}};
+  const LambStep step = lamb_step_scalars(AdamConfig{}, LambConfig{}, 1);
+  std::vector<std::vector<float>> results;
+  std::vector<LambNorms> sums[2];
+  for (Device* d : {cpu.get(), strict.get()}) {
+    DeviceBuffer p = d->alloc(Tier::kDevice, Category::kOther, n, "p"), g = d->alloc(Tier::kDevice, Category::kOther, n, "g"),
+                 m = d->alloc(Tier::kDevice, Category::kOther, n, "m"), v = d->alloc(Tier::kDevice, Category::kOther, n, "v"),
+                 h = d->alloc(Tier::kHost, Category::kOther, n, "h");
+    d->init(d->compute(), unit, segments, 7, p.span());
+    d->init(d->compute(), unit, segments, 8, g.span());
+    sums[d == cpu.get() ? 0 : 1] = d->lamb_moments(d->compute(), step, segments, p.span(), g.span(), m.span(), v.span(), 0, n);
+    d->lamb_update(d->compute(), step, segments, {0.5f, 0.0f}, p.span(), m.span(), v.span(), {});
+    for (const DeviceBuffer* b : {&p, &m, &v}) {
+      d->copy(d->compute(), h.span(), b->span());
+      results.push_back(read(*d, h.span()));
+    }
+  }
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(std::memcmp(results[i].data(), results[i + 3].data(), n * sizeof(float)), 0) << "p, m, v: " << i;
+  ASSERT_EQ(sums[0].size(), sums[1].size());
+  for (std::size_t k = 0; k < sums[0].size(); ++k) EXPECT_TRUE(sums[0][k].param == sums[1][k].param && sums[0][k].update == sums[1][k].update) << k;
 }
 
 TEST(DeviceFactory, UnknownNameSaysWhatExists) {

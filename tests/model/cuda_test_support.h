@@ -16,7 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "model/gpt_kernel_table.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/gpt_kernel_table.h"
 #include "partition/init.h"
 
 namespace zero::test {

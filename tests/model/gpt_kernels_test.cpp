@@ -2,7 +2,7 @@
 // per-element loops it replaced, the vectorised exp/tanh/GELU against libm and against the same
 // formula in a scalar loop (bit for bit), and every kernel's bits independent of the OpenMP
 // thread count.
-#include "model/gpt_kernels.h"
+#include "backends/cpu/gpt_kernels.h"
 
 #include <cblas.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "model/vector_math.h"
+#include "backends/cpu/vector_math.h"
 #include "partition/init.h"
 
 namespace zero::gpt {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "backends/cuda/cuda_backend.h"
 #include "common/error.h"
 #include "partition/init.h"
 

@@ -1,0 +1,153 @@
+// The devices that compute with the CPU on host memory: "cpu", where the device tier is host
+// RAM with a ledger of its own, and "strict", the seam's test: its device-tier addresses are
+// tagged so that the host faults on any dereference that did not go through an operation here
+// (bit 62 set makes an x86-64 address non-canonical; elsewhere it lies far outside user space).
+// Both run the same operation bodies on the addresses they resolve; only resolution differs.
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/error.h"
+#include "common/trace.h"
+#include "device/device.h"
+#include "device/host_ops.h"
+
+namespace zero {
+namespace {
+
+class HostMemoryDevice : public Device, private KernelMemory {
+ public:
+  HostMemoryDevice(Ledger& ledger, bool strict)
+      : Device(ledger, make_inline_stream(), make_thread_stream(), make_thread_stream()), strict_(strict) {}
+
+  std::string name() const override { return strict_ ? "strict" : "cpu"; }
+  // strict leaves Lamb and the initial values to the device layer's host-staged fallback, as a
+  // GPU device does: so the CPU tests run that fallback, on memory the host cannot dereference.
+  bool supports(DeviceOp op) const override { return !strict_ || (op != DeviceOp::kLamb && op != DeviceOp::kInit); }
+
+  void do_copy(Stream& s, DeviceSpan dst, DeviceSpan src) override {
+    same_size(dst, src, "copy");
+    s.run([this, dst, src] {
+      const Lane lane = dst.tier() != src.tier() ? Lane::kCopy : Lane::kCompute;
+      TraceSpan span(lane == Lane::kCopy ? tracer() : nullptr, lane, dst.tier() == Tier::kHost ? "to host" : "to device");
+      std::memcpy(at(dst), at(src), dst.bytes());
+    });
+  }
+  void convert(Stream& s, DeviceSpan dst, DeviceSpan src) override {
+    same_size(dst, src, "convert");
+    s.run([this, dst, src] { host_ops::convert(run_of(dst), run_of(src)); });
+  }
+  void fill(Stream& s, DeviceSpan dst, float value) override {
+    s.run([this, dst, value] { host_ops::fill(run_of(dst), value); });
+  }
+  void add(Stream& s, DeviceSpan dst, DeviceSpan src) override {
+    same_size(dst, src, "add");
+    s.run([this, dst, src] { host_ops::add(run_of(dst), run_of(src)); });
+  }
+  void divide(Stream& s, DeviceSpan x, float d) override {
+    s.run([this, x, d] { host_ops::divide(run_of(x), d); });
+  }
+  void scale(Stream& s, DeviceSpan x, float c) override {
+    s.run([this, x, c] { host_ops::scale(run_of(x), c); });
+  }
+  double sum_squares(Stream& s, DeviceSpan x, double acc) override {
+    double out = acc;
+    s.run([this, x, &out] { out = host_ops::sum_squares(run_of(x), out); });
+    s.synchronize();
+    return out;
+  }
+  bool nonfinite(Stream& s, DeviceSpan x) override {
+    bool out = false;
+    s.run([this, x, &out] { out = host_ops::nonfinite(run_of(x)); });
+    s.synchronize();
+    return out;
+  }
+  void adam(Stream& s, const AdamStep& step, const std::vector<Segment>& segments, DeviceSpan p, DeviceSpan g,
+            DeviceSpan m, DeviceSpan v, DeviceSpan copy) override {
+    same_size(p, g, "adam");
+    same_size(p, m, "adam");
+    same_size(p, v, "adam");
+    if (!copy.empty()) same_size(p, copy, "adam");
+    s.run([this, step, segments, p, g, m, v, copy] {
+      TraceSpan span(p.tier() == Tier::kHost ? tracer() : nullptr, Lane::kOptimizer, "adam");
+      host_ops::adam(step, segments, run_of(p), run_of(g), run_of(m), run_of(v), run_of(copy));
+    });
+  }
+  std::vector<LambNorms> do_lamb_moments(Stream& s, const LambStep& step, const std::vector<Segment>& segments, DeviceSpan p,
+                                      DeviceSpan g, DeviceSpan m, DeviceSpan v, std::size_t norm_begin,
+                                      std::size_t norm_numel) override {
+    same_size(p, g, "lamb_moments");
+    same_size(p, m, "lamb_moments");
+    same_size(p, v, "lamb_moments");
+    std::vector<LambNorms> out;
+    s.run([this, &out, step, segments, p, g, m, v, norm_begin, norm_numel] {
+      TraceSpan span(p.tier() == Tier::kHost ? tracer() : nullptr, Lane::kOptimizer, "lamb moments");
+      out = host_ops::lamb_moments(step, segments, run_of(p), run_of(g), run_of(m), run_of(v), norm_begin, norm_numel);
+    });
+    s.synchronize();
+    return out;
+  }
+  void do_lamb_update(Stream& s, const LambStep& step, const std::vector<Segment>& segments, const std::vector<float>& coef,
+                   DeviceSpan p, DeviceSpan m, DeviceSpan v, DeviceSpan copy) override {
+    same_size(p, m, "lamb_update");
+    same_size(p, v, "lamb_update");
+    if (!copy.empty()) same_size(p, copy, "lamb_update");
+    s.run([this, step, segments, coef, p, m, v, copy] {
+      TraceSpan span(p.tier() == Tier::kHost ? tracer() : nullptr, Lane::kOptimizer, "lamb update");
+      host_ops::lamb_update(step, segments, coef, run_of(p), run_of(m), run_of(v), run_of(copy));
+    });
+  }
+  void do_init(Stream& s, const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed,
+            DeviceSpan out) override {
+    s.run([this, unit, segments, seed, out] { host_ops::init(unit, segments, seed, run_of(out)); });
+  }
+  void launch(Stream& s, const std::function<void(const KernelMemory&)>& kernel) override {
+    s.run([this, &kernel] { kernel(*this); });
+    s.synchronize();  // the kernel is the caller's: it must have run before launch returns
+  }
+  void* transport(const DeviceSpan& x) override { return at(x); }
+
+ protected:
+  void* allocate(Tier tier, std::size_t bytes, bool zeroed) override {
+    const std::size_t rounded = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded);
+    if (p == nullptr) return nullptr;
+    if (zeroed) std::memset(p, 0, rounded);
+    return tag(tier, p);
+  }
+  void deallocate(Tier tier, void* p, std::size_t) override { std::free(untag(tier, p)); }
+  bool lock(Tier tier, void* p, std::size_t bytes) override { return mlock(untag(tier, p), bytes) == 0; }
+  void unlock(Tier tier, void* p, std::size_t bytes) override { munlock(untag(tier, p), bytes); }
+
+ private:
+  static constexpr std::uintptr_t kTag = std::uintptr_t{1} << 62;
+
+  static void same_size(const DeviceSpan& a, const DeviceSpan& b, const char* op) {
+    ZERO_CHECK(a.size() == b.size(), op, " of spans of ", a.size(), " and ", b.size(), " elements");
+  }
+  void* tag(Tier tier, void* p) const {
+    if (!strict_ || tier != Tier::kDevice) return p;
+    return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(p) | kTag);
+  }
+  void* untag(Tier tier, void* p) const {
+    if (!strict_ || tier != Tier::kDevice) return p;
+    return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(p) & ~kTag);
+  }
+  void* at(const DeviceSpan& s) const { return s.empty() ? nullptr : untag(s.tier(), raw(s)); }
+  host_ops::Run run_of(const DeviceSpan& s) const { return {at(s), s.size(), s.dtype()}; }
+  float* address(const DeviceSpan& s) const override {
+    ZERO_CHECK(s.empty() || s.dtype() == Dtype::kF32, "a kernel reads f32 memory, not ", dtype_label(s.dtype()));
+    return static_cast<float*>(at(s));
+  }
+
+  bool strict_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_cpu_device(Ledger& ledger) { return std::make_unique<HostMemoryDevice>(ledger, false); }
+std::unique_ptr<Device> make_strict_device(Ledger& ledger) { return std::make_unique<HostMemoryDevice>(ledger, true); }
+
+}  // namespace zero

@@ -1,0 +1,83 @@
+// The cpu table (gpt_kernels.cpp on host memory through the ledger), the cpu, strict and counting
+// backends' (the one factory is the registry's).
+#include "backends/gpt_kernel_table.h"
+
+#include <cstring>
+
+#include "common/error.h"
+#include "backends/cpu/gpt_kernels.h"
+
+namespace zero {
+namespace {
+
+class CpuGptKernels final : public GptKernels {
+ public:
+  std::string name() const override { return "cpu"; }
+
+  ModelMemory alloc(Ledger& ledger, Tier tier, std::size_t numel, const std::string& what) override {
+    auto* b = new Buffer(ledger, tier, Category::kActivations, numel, what);
+    return ModelMemory(b->data(), [b](float*) { delete b; });
+  }
+  bool host_addressable() const override { return true; }
+  void set_stream(void*) override {}  // every kernel runs on the calling thread, at once
+  void zero(float* p, std::int64_t n) override { std::memset(p, 0, sizeof(float) * static_cast<std::size_t>(n)); }
+  void copy(float* dst, const float* src, std::int64_t n) override {
+    std::memcpy(dst, src, sizeof(float) * static_cast<std::size_t>(n));
+  }
+  void read(float* host_dst, const float* src, std::int64_t n) override { copy(host_dst, src, n); }
+  Tokens upload_tokens(const std::int32_t* inputs, const std::int32_t* targets, std::size_t) override {
+    return {inputs, targets};
+  }
+
+  void encoder_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                       int C) override {
+    gpt::encoder_forward(out, tokens, wte, wpe, B, T, C);
+  }
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+                        int C) override {
+    gpt::encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
+  }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b, int N,
+                         int C) override {
+    gpt::layernorm_forward(out, mean, rstd, inp, w, b, N, C);
+  }
+  void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                          const float* mean, const float* rstd, int N, int C) override {
+    gpt::layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+  }
+  void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) override {
+    gpt::matmul_forward(out, inp, w, bias, N, C, OC);
+  }
+  void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int N,
+                       int C, int OC) override {
+    gpt::matmul_backward(dinp, dw, dbias, dout, inp, w, N, C, OC);
+  }
+  void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) override {
+    gpt::attention_forward(out, preatt, att, qkv, B, T, C, NH);
+  }
+  void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv, const float* att,
+                          int B, int T, int C, int NH) override {
+    gpt::attention_backward(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
+  }
+  void gelu_forward(float* out, const float* inp, std::int64_t n) override { gpt::gelu_forward(out, inp, n); }
+  void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) override {
+    gpt::gelu_backward(dinp, inp, dout, n);
+  }
+  void residual_forward(float* out, const float* a, const float* b, std::int64_t n) override {
+    gpt::residual_forward(out, a, b, n);
+  }
+  float softmax_crossentropy_forward(float* probs, float* losses, const float* logits, const std::int32_t* targets, int N,
+                                     int V) override {
+    return gpt::softmax_crossentropy_forward(probs, losses, logits, targets, N, V);
+  }
+  void softmax_crossentropy_backward(float* dlogits, const float* probs, const std::int32_t* targets, int N,
+                                     int V) override {
+    gpt::softmax_crossentropy_backward(dlogits, probs, targets, N, V);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<GptKernels> make_cpu_gpt_kernels(const GptCompute&) { return std::make_unique<CpuGptKernels>(); }
+
+}  // namespace zero

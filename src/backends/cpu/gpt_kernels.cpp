@@ -1,0 +1,345 @@
+#include "backends/cpu/gpt_kernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backends/cpu/vector_math.h"
+
+// The hot loops below are compiled for AVX-512, AVX2 and the baseline, and the loader picks one
+// for this CPU (GCC function multi-versioning). vector_math.h explains why all three give the same
+// bits. Non-x86 builds get the baseline alone.
+// (Not under ThreadSanitizer: the clones' resolver runs before the sanitizer's runtime starts.)
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define ZERO_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ZERO_VECTOR_CLONES
+#endif
+
+namespace zero::gpt {
+namespace {
+
+// Column reductions (parameter gradients) run over chunks of this many channels per thread.
+constexpr int kChannelChunk = 64;
+// Element-wise kernels run over spans of this many elements per thread.
+constexpr std::int64_t kSpan = 16384;
+// Attention products take query rows in blocks of this many (see attention_forward).
+constexpr int kAttentionBlock = 64;
+
+ZERO_VECTOR_CLONES void gelu_forward_span(float* out, const float* inp, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = gelu(inp[i]);
+}
+
+ZERO_VECTOR_CLONES void gelu_backward_span(float* dinp, const float* inp, const float* dout, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) dinp[i] = gelu_derivative(inp[i]) * dout[i];
+}
+
+ZERO_VECTOR_CLONES void layernorm_row_forward(float* o, float* mean, float* rstd, const float* x, const float* w,
+                                              const float* b, int C) {
+  const float m = sum_lanes(x, C) / C;
+  float acc[kLanes] = {};
+  int i = 0;
+  for (; i + kLanes <= C; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] += (x[i + j] - m) * (x[i + j] - m);
+  for (int j = 0; i + j < C; ++j) acc[j] += (x[i + j] - m) * (x[i + j] - m);
+  const float s = 1.0f / std::sqrt(combine_sums(acc) / C + 1e-5f);
+  for (i = 0; i < C; ++i) o[i] = (s * (x[i] - m)) * w[i] + b[i];
+  *mean = m;
+  *rstd = s;
+}
+
+ZERO_VECTOR_CLONES void layernorm_row_backward(float* dx, const float* d, const float* x, const float* w, float m, float s,
+                                               int C) {
+  // dnorm = w d, norm = (x - m) s; dx += (dnorm - mean(dnorm) - norm mean(dnorm norm)) s
+  float acc1[kLanes] = {}, acc2[kLanes] = {};
+  int i = 0;
+  for (; i + kLanes <= C; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const float dnorm = w[i + j] * d[i + j];
+      acc1[j] += dnorm;
+      acc2[j] += dnorm * ((x[i + j] - m) * s);
+    }
+  }
+  for (int j = 0; i + j < C; ++j) {
+    const float dnorm = w[i + j] * d[i + j];
+    acc1[j] += dnorm;
+    acc2[j] += dnorm * ((x[i + j] - m) * s);
+  }
+  const float dnorm_mean = combine_sums(acc1) / C, dnorm_norm_mean = combine_sums(acc2) / C;
+  for (i = 0; i < C; ++i) dx[i] += (w[i] * d[i] - dnorm_mean - ((x[i] - m) * s) * dnorm_norm_mean) * s;
+}
+
+// dw[i] += sum_n norm[n][i] d[n][i], db[i] += sum_n d[n][i] over channels [i0, i0 + n_ch), rows in order.
+ZERO_VECTOR_CLONES void layernorm_params_chunk(float* dw, float* db, const float* dout, const float* inp, const float* mean,
+                                               const float* rstd, int N, int C, int i0, int n_ch) {
+  float sw[kChannelChunk] = {}, sb[kChannelChunk] = {};
+  for (int n = 0; n < N; ++n) {
+    const float* d = dout + static_cast<std::int64_t>(n) * C + i0;
+    const float* x = inp + static_cast<std::int64_t>(n) * C + i0;
+    const float m = mean[n], s = rstd[n];
+    for (int i = 0; i < n_ch; ++i) {
+      sw[i] += ((x[i] - m) * s) * d[i];
+      sb[i] += d[i];
+    }
+  }
+  for (int i = 0; i < n_ch; ++i) {
+    dw[i0 + i] += sw[i];
+    db[i0 + i] += sb[i];
+  }
+}
+
+// dbias[j] += sum_n dout[n][j] over columns [j0, j0 + n_ch), rows in order.
+ZERO_VECTOR_CLONES void column_sums_chunk(float* dbias, const float* dout, int N, int OC, int j0, int n_ch) {
+  float s[kChannelChunk] = {};
+  for (int n = 0; n < N; ++n) {
+    const float* d = dout + static_cast<std::int64_t>(n) * OC + j0;
+    for (int j = 0; j < n_ch; ++j) s[j] += d[j];
+  }
+  for (int j = 0; j < n_ch; ++j) dbias[j0 + j] += s[j];
+}
+
+ZERO_VECTOR_CLONES void bias_rows(float* out, const float* bias, int n_rows, int OC) {
+  for (int n = 0; n < n_rows; ++n) {
+    float* o = out + static_cast<std::int64_t>(n) * OC;
+    for (int j = 0; j < OC; ++j) o[j] += bias[j];
+  }
+}
+
+// a[0..n) = softmax(pre[0..n)), a[n..T) = 0: query t = n - 1 sees keys 0..t.
+ZERO_VECTOR_CLONES void softmax_causal_row(float* a, const float* pre, int n, int T) {
+  const float maxv = max_lanes(pre, n);
+  for (int i = 0; i < n; ++i) a[i] = exp_approx(pre[i] - maxv);
+  const float sum = sum_lanes(a, n);
+  const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+  for (int i = 0; i < n; ++i) a[i] *= inv;
+  for (int i = n; i < T; ++i) a[i] = 0.0f;
+}
+
+// dpre[i] = a[i] (da[i] - sum_j a[j] da[j]) for i < n, 0 beyond.
+ZERO_VECTOR_CLONES void softmax_causal_row_backward(float* dpre, const float* a, const float* da, int n, int T) {
+  const float dot = dot_lanes(a, da, n);
+  for (int i = 0; i < n; ++i) dpre[i] = a[i] * (da[i] - dot);
+  for (int i = n; i < T; ++i) dpre[i] = 0.0f;
+}
+
+}  // namespace
+
+void encoder_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T, int C) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int b = 0; b < B; ++b) {
+    for (int t = 0; t < T; ++t) {
+      float* o = out + (static_cast<std::int64_t>(b) * T + t) * C;
+      const float* e = wte + static_cast<std::int64_t>(tokens[b * T + t]) * C;
+      const float* p = wpe + static_cast<std::int64_t>(t) * C;
+      for (int i = 0; i < C; ++i) o[i] = e[i] + p[i];
+    }
+  }
+}
+
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T, int C) {
+  // Parallel over chunks of channels: every thread visits the positions in the same order, so a
+  // token that appears twice gets its contributions added in a fixed order; rows outermost keeps
+  // the reads contiguous.
+  const int chunks = (C + kChannelChunk - 1) / kChannelChunk;
+#pragma omp parallel for schedule(static)
+  for (int c = 0; c < chunks; ++c) {
+    const int i0 = c * kChannelChunk, i1 = std::min(C, i0 + kChannelChunk);
+    for (int b = 0; b < B; ++b) {
+      for (int t = 0; t < T; ++t) {
+        const float* d = dout + (static_cast<std::int64_t>(b) * T + t) * C;
+        float* e = dwte + static_cast<std::int64_t>(tokens[b * T + t]) * C;
+        float* p = dwpe + static_cast<std::int64_t>(t) * C;
+        for (int i = i0; i < i1; ++i) {
+          e[i] += d[i];
+          p[i] += d[i];
+        }
+      }
+    }
+  }
+}
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b, int N, int C) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const std::int64_t row = static_cast<std::int64_t>(n) * C;
+    layernorm_row_forward(out + row, mean + n, rstd + n, inp + row, w, b, C);
+  }
+}
+
+void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                        const float* mean, const float* rstd, int N, int C) {
+  // Parameter gradients: chunks of channels per thread, each channel's sum over the rows in order.
+  const int chunks = (C + kChannelChunk - 1) / kChannelChunk;
+#pragma omp parallel for schedule(static)
+  for (int c = 0; c < chunks; ++c) {
+    const int i0 = c * kChannelChunk;
+    layernorm_params_chunk(dw, db, dout, inp, mean, rstd, N, C, i0, std::min(C - i0, kChannelChunk));
+  }
+  // Input gradient: one row per thread.
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const std::int64_t row = static_cast<std::int64_t>(n) * C;
+    layernorm_row_backward(dinp + row, dout + row, inp + row, w, mean[n], rstd[n], C);
+  }
+}
+
+void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, w, C, 0.0f, out, OC);
+  if (bias == nullptr) return;
+  constexpr int kRows = 16;
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; n += kRows) bias_rows(out + static_cast<std::int64_t>(n) * OC, bias, std::min(kRows, N - n), OC);
+}
+
+void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int N,
+                     int C, int OC) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, w, C, 0.0f, dinp, C);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dw, C);
+  if (dbias == nullptr) return;
+  // Column sums: chunks of columns per thread, rows in order.
+  const int chunks = (OC + kChannelChunk - 1) / kChannelChunk;
+#pragma omp parallel for schedule(static)
+  for (int c = 0; c < chunks; ++c) {
+    const int j0 = c * kChannelChunk;
+    column_sums_chunk(dbias, dout, N, OC, j0, std::min(OC - j0, kChannelChunk));
+  }
+}
+
+// Causal attention as matrix products per (batch, head), with OpenBLAS; the softmax and its
+// backward run in between, one row per thread. Query rows are taken in blocks of
+// kAttentionBlock, and a block's products stop at its last key, so they skip most of the masked
+// upper triangle (at T = 4 blocks, 5/8 of the full T x T work). The few masked entries inside a
+// diagonal block are computed but never read (forward), or multiplied by att or dpreatt, which
+// are zero above the diagonal (backward).
+//
+// No product splits its summed index, so each element is one dot product in OpenBLAS's fixed
+// order whatever its thread count; the products run outside OpenMP regions.
+void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
+  const int hs = C / NH;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const std::int64_t TT = static_cast<std::int64_t>(T) * T, C3 = 3 * static_cast<std::int64_t>(C);
+  // preatt = scale q k^T: query rows [i0, i0 + m) against keys [0, i0 + m)
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      const float* q = qkv + b * T * C3 + h * hs;  // k = q + C
+      float* pre = preatt + (static_cast<std::int64_t>(b) * NH + h) * TT;
+      for (int i0 = 0; i0 < T; i0 += kAttentionBlock) {
+        const int m = std::min(kAttentionBlock, T - i0);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i0 + m, hs, scale, q + i0 * C3, C3, q + C, C3, 0.0f,
+                    pre + i0 * T, T);
+      }
+    }
+  }
+  const std::int64_t rows = static_cast<std::int64_t>(B) * NH * T;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) softmax_causal_row(att + r * T, preatt + r * T, static_cast<int>(r % T) + 1, T);
+  // out = att v
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      const float* v = qkv + b * T * C3 + h * hs + 2 * C;
+      const float* a = att + (static_cast<std::int64_t>(b) * NH + h) * TT;
+      float* o = out + static_cast<std::int64_t>(b) * T * C + h * hs;
+      for (int i0 = 0; i0 < T; i0 += kAttentionBlock) {
+        const int m = std::min(kAttentionBlock, T - i0);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i0 + m, 1.0f, a + i0 * T, T, v, C3, 0.0f,
+                    o + static_cast<std::int64_t>(i0) * C, C);
+      }
+    }
+  }
+}
+
+void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv, const float* att,
+                        int B, int T, int C, int NH) {
+  const int hs = C / NH;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const std::int64_t TT = static_cast<std::int64_t>(T) * T, C3 = 3 * static_cast<std::int64_t>(C);
+  // datt = dout v^T (query rows [i0, i0 + m) against keys [0, i0 + m));
+  // dv = att^T dout (key rows [i0, i0 + m), summed over the queries t >= i0 that see them)
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      const float* v = qkv + b * T * C3 + h * hs + 2 * C;
+      float* dv = dqkv + b * T * C3 + h * hs + 2 * C;
+      const float* d = dout + static_cast<std::int64_t>(b) * T * C + h * hs;
+      const float* a = att + (static_cast<std::int64_t>(b) * NH + h) * TT;
+      float* da = datt + (static_cast<std::int64_t>(b) * NH + h) * TT;
+      for (int i0 = 0; i0 < T; i0 += kAttentionBlock) {
+        const int m = std::min(kAttentionBlock, T - i0);
+        const std::int64_t di = static_cast<std::int64_t>(i0) * C;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i0 + m, hs, 1.0f, d + di, C, v, C3, 0.0f, da + i0 * T, T);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, hs, T - i0, 1.0f, a + i0 * T + i0, T, d + di, C, 0.0f,
+                    dv + i0 * C3, C3);
+      }
+    }
+  }
+  const std::int64_t rows = static_cast<std::int64_t>(B) * NH * T;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    softmax_causal_row_backward(dpreatt + r * T, att + r * T, datt + r * T, static_cast<int>(r % T) + 1, T);
+  }
+  // preatt = scale q k^T: dq = scale dpre k (keys [0, i0 + m)); dk = scale dpre^T q (queries t >= i0)
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      const float* q = qkv + b * T * C3 + h * hs;  // k = q + C
+      float* dq = dqkv + b * T * C3 + h * hs;      // dk = dq + C
+      const float* dpre = dpreatt + (static_cast<std::int64_t>(b) * NH + h) * TT;
+      for (int i0 = 0; i0 < T; i0 += kAttentionBlock) {
+        const int m = std::min(kAttentionBlock, T - i0);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i0 + m, scale, dpre + i0 * T, T, q + C, C3, 0.0f,
+                    dq + i0 * C3, C3);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, hs, T - i0, scale, dpre + i0 * T + i0, T, q + i0 * C3, C3,
+                    0.0f, dq + C + i0 * C3, C3);
+      }
+    }
+  }
+}
+
+void gelu_forward(float* out, const float* inp, std::int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; i += kSpan) gelu_forward_span(out + i, inp + i, std::min(kSpan, n - i));
+}
+
+void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; i += kSpan) gelu_backward_span(dinp + i, inp + i, dout + i, std::min(kSpan, n - i));
+}
+
+void residual_forward(float* out, const float* a, const float* b, std::int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+float softmax_crossentropy_forward(float* probs, float* losses, const float* logits, const std::int32_t* targets, int N,
+                                   int V) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const float* x = logits + static_cast<std::int64_t>(n) * V;
+    float* p = probs + static_cast<std::int64_t>(n) * V;
+    float maxv = -INFINITY;
+    for (int i = 0; i < V; ++i) maxv = x[i] > maxv ? x[i] : maxv;
+    double sum = 0.0;
+    for (int i = 0; i < V; ++i) {
+      p[i] = std::exp(x[i] - maxv);
+      sum += p[i];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int i = 0; i < V; ++i) p[i] *= inv;
+    losses[n] = -std::log(p[targets[n]]);
+  }
+  double total = 0.0;  // in order, in double: the loss the user reads
+  for (int n = 0; n < N; ++n) total += losses[n];
+  return static_cast<float>(total / N);
+}
+
+void softmax_crossentropy_backward(float* dlogits, const float* probs, const std::int32_t* targets, int N, int V) {
+  const float inv_n = 1.0f / static_cast<float>(N);
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const float* p = probs + static_cast<std::int64_t>(n) * V;
+    float* d = dlogits + static_cast<std::int64_t>(n) * V;
+    for (int i = 0; i < V; ++i) d[i] = (p[i] - (i == targets[n] ? 1.0f : 0.0f)) * inv_n;
+  }
+}
+
+}  // namespace zero::gpt

@@ -1,0 +1,65 @@
+#include "backends/registry.h"
+
+#include "common/error.h"
+
+namespace zero {
+
+// Each backend folder's registration (backends/<name>/*_backend.cpp).
+Backend cpu_backend();
+Backend strict_backend();
+Backend counting_backend();
+Backend cuda_backend();
+
+// In backend_facts()'s order.
+const std::vector<Backend>& backends() {
+  static const std::vector<Backend> all{cpu_backend(), cuda_backend(), strict_backend(), counting_backend()};
+  return all;
+}
+
+const Backend& find_backend(const std::string& name, const std::string& component) {
+  const BackendFacts& f = find_facts(name, component);  // the error for a name that is none
+  for (const Backend& b : backends()) {
+    if (b.facts.name == f.name) return b;
+  }
+  ZERO_CHECK(false, "backend ", name, " has facts but no registration");
+  return backends().front();
+}
+
+void require_backend_available(const std::string& name, const std::string& what) {
+  const Backend& b = find_backend(name, what.substr(0, what.find(' ')));
+  std::string why;
+  if (!b.available(&why)) {
+    throw ConfigError(cat(what, " ", name, ": ", b.facts.missing, " (", why, "): run on a machine with ", b.facts.needs,
+                          ", or use --device ", default_device()));
+  }
+}
+
+std::unique_ptr<Device> make_device(const std::string& name, Ledger& ledger) {
+  return find_backend(name).make_device(ledger);
+}
+
+std::unique_ptr<GptKernels> make_gpt_kernels(const GptCompute& compute) {
+  return find_backend(compute.device, "[model]").make_gpt_kernels(compute);
+}
+
+const Backend* backend_of_communicator(const std::string& comm) {
+  for (const Backend& b : backends()) {
+    if (!b.communicator.empty() && b.communicator == comm) return &b;
+  }
+  return nullptr;
+}
+
+std::string device_communicator_names() {
+  std::string out;
+  for (const Backend& b : backends()) {
+    if (!b.communicator.empty()) out += (out.empty() ? "" : ", ") + b.communicator;
+  }
+  return out;
+}
+
+std::unique_ptr<Communicator> make_named_communicator(const std::string& name, CommOptions options) {
+  if (const Backend* b = backend_of_communicator(name)) return b->make_communicator(options);
+  return make_communicator(name, options);
+}
+
+}  // namespace zero

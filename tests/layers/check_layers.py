@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Checks the shape of zero's house against its build (issue 28, parts 1 and 2).
+
+1. Layers: every `#include "X/..."` in src/ names a layer that the including file's layer links
+   (directly or through the layers it links), as src/CMakeLists.txt declares them with
+   zero_layer(NAME BELOW ...) and writes them to <build>/layers.txt. The build runs this part
+   (--includes-only) before any layer compiles, so a back-edge include fails the build.
+2. Docs: the table in docs/layers.md is the one these targets give (--write-docs rewrites it).
+3. Backends: no file outside src/backends/ names a backend (a quoted backend or device
+   communicator name, as the backends' facts and registrations declare them).
+
+Exit 0 when all hold; otherwise 1, with one line per problem saying where and what to do.
+"""
+import argparse
+import pathlib
+import re
+import sys
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"')
+DOC_BEGIN = "<!-- layers: begin (generated from src/CMakeLists.txt by tests/layers/check_layers.py --write-docs) -->"
+DOC_END = "<!-- layers: end -->"
+
+
+def read_graph(path):
+    """{layer: [layers it links]} in the order of the file (bottom up)."""
+    graph = {}
+    for line in pathlib.Path(path).read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, _, below = line.partition(":")
+        graph[name.strip()] = below.split()
+    return graph
+
+
+def reachable(graph, layer):
+    seen, todo = set(), list(graph.get(layer, []))
+    while todo:
+        x = todo.pop()
+        if x not in seen:
+            seen.add(x)
+            todo.extend(graph.get(x, []))
+    return seen
+
+
+def sources(root):
+    for p in sorted((root / "src").rglob("*")):
+        if p.suffix in (".h", ".cpp", ".cu", ".cuh") and p.is_file():
+            yield p
+
+
+def check_graph(graph):
+    problems, seen = [], set()
+    for layer, below in graph.items():
+        for b in below:
+            if b not in seen:
+                problems.append(f"layers.txt: layer {layer} links {b}, which is not below it: reorder src/CMakeLists.txt")
+        seen.add(layer)
+    return problems
+
+
+def check_includes(root, graph, pretend=()):
+    problems = []
+    files = [(p.relative_to(root / "src").as_posix(), p.read_text(errors="replace").splitlines()) for p in sources(root)]
+    files += [(f, [f'#include "{inc}"']) for f, inc in pretend]
+    for rel, lines in files:
+        layer = rel.split("/")[0]
+        if layer not in graph:
+            problems.append(f"src/{rel}: in folder {layer}/, which is no layer: add it with zero_layer() in src/CMakeLists.txt")
+            continue
+        allowed = reachable(graph, layer) | {layer}
+        for n, line in enumerate(lines, 1):
+            m = INCLUDE.match(line)
+            if m and m.group(1) in graph and m.group(1) not in allowed:
+                problems.append(f"src/{rel}:{n}: includes {m.group(1)}/, which layer {layer} does not link (it links "
+                                f"{', '.join(graph[layer]) or 'nothing'}): a back-edge; move the code down, or the include up")
+    return problems
+
+
+def doc_table(graph):
+    rows = ["| layer | links (the layers below it that it uses) |", "|---|---|"]
+    rows += [f"| {layer} | {', '.join(below) or '-'} |" for layer, below in graph.items()]
+    return "\n".join(rows)
+
+
+def check_docs(root, graph):
+    path = root / "docs" / "layers.md"
+    text = path.read_text() if path.exists() else ""
+    if DOC_BEGIN not in text or DOC_END not in text:
+        return [f"docs/layers.md: no generated layer table: run tests/layers/check_layers.py --write-docs"]
+    table = text.split(DOC_BEGIN, 1)[1].split(DOC_END, 1)[0].strip()
+    if table != doc_table(graph):
+        return ["docs/layers.md: the layer table differs from src/CMakeLists.txt's layers: run tests/layers/check_layers.py --write-docs"]
+    return []
+
+
+def backend_names(root):
+    names = set()
+    for p in (root / "src" / "backends").rglob("*.cpp"):
+        names.update(re.findall(r'\.(?:name|communicator)\s*=\s*"([^"]+)"', p.read_text()))
+    return names
+
+
+# "cpu" is also DeepSpeed's offload target (offload_optimizer.device = "cpu": host memory), which
+# is no backend; and the counting communicator (comm's own transport for the planner) shares
+# its name with the counting device.
+OFFLOAD = re.compile(r'offload|OffloadDevice|"none"', re.IGNORECASE)
+ALLOWED = {("comm/counting_comm.cpp", "counting")}
+
+
+def check_backend_names(root):
+    problems, names = [], backend_names(root)
+    if not {"cpu", "cuda", "nccl"} <= names:
+        return [f"src/backends: found backend names {sorted(names)}; expected cpu, cuda and nccl among them"]
+    for p in sources(root):
+        rel = p.relative_to(root / "src").as_posix()
+        if rel.startswith("backends/"):
+            continue
+        lines = p.read_text(errors="replace").splitlines()
+        for n, line in enumerate(lines, 1):
+            for name in names:
+                if f'"{name}"' not in line or (rel, name) in ALLOWED:
+                    continue
+                if name == "cpu" and (OFFLOAD.search(line) or (n > 1 and OFFLOAD.search(lines[n - 2]))):
+                    continue
+                problems.append(f'src/{rel}:{n}: names the backend "{name}" outside src/backends/: ask backends/registry.h or facts.h instead')
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", required=True, help="the source tree")
+    ap.add_argument("--graph", required=True, help="layers.txt, written by cmake into the build directory")
+    ap.add_argument("--includes-only", action="store_true", help="only the layer graph and the includes (the build's check)")
+    ap.add_argument("--write-docs", action="store_true", help="rewrite docs/layers.md's table from the graph")
+    ap.add_argument("--self-test", action="store_true", help="also check that a deliberate back-edge is caught")
+    a = ap.parse_args()
+    root = pathlib.Path(a.root)
+    graph = read_graph(a.graph)
+    if a.write_docs:
+        path = root / "docs" / "layers.md"
+        text = path.read_text()
+        head, rest = text.split(DOC_BEGIN, 1)
+        tail = rest.split(DOC_END, 1)[1]
+        path.write_text(f"{head}{DOC_BEGIN}\n{doc_table(graph)}\n{DOC_END}{tail}")
+    problems = check_graph(graph) + check_includes(root, graph)
+    if not a.includes_only:
+        problems += check_docs(root, graph) + check_backend_names(root)
+    if a.self_test:
+        caught = check_includes(root, graph, pretend=[("device/back_edge.h", "engine/engine.h")])
+        if not any(p.startswith("src/device/back_edge.h:1: includes engine/") for p in caught):
+            problems.append("self-test: an include of engine/ from device/ was not reported")
+    for p in problems:
+        print(p, file=sys.stderr)
+    if problems:
+        print(f"check_layers: {len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    print(f"check_layers: {len(graph)} layers; every include goes down" + ("" if a.includes_only else "; docs/layers.md matches; no backend named outside src/backends/"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
