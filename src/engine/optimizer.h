@@ -41,7 +41,7 @@ struct OptimizerContext {
   bool adam_waits_for_step = false;
   Dtype dtype = Dtype::kF32;     // of the parameters and gradients (Precision::compute)
   std::uint64_t seed = 0;
-  OffloadOptions offload;
+  OffloadOptions offload{};
   int local_ranks = 1;           // ranks sharing this node's host memory
   double predivide = 1.0;        // the reductions' inputs were divided by this (EngineConfig::gradient_predivide_factor)
 };

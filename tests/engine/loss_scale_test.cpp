@@ -118,7 +118,9 @@ TEST(LossScaling, AnOverflowOnOneRankSkipsTheStepOnAll) {
           model.mlp().set_batch(mlp_synthetic_batch(run.shape, run.seed, s, r * rows, rows));
           engine.forward_backward(true);
           skipped[r].push_back(engine.step().skipped);
-          if (static_scale > 0) EXPECT_EQ(engine.loss_scale(), static_scale) << "a static scale never changes";
+          if (static_scale > 0) {
+            EXPECT_EQ(engine.loss_scale(), static_scale) << "a static scale never changes";
+          }
         }
         params[r] = engine.full_parameters();
       });
