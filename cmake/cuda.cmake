@@ -2,7 +2,7 @@
 # (CMakeLists.txt). AUTO turns ON only where `nvidia-smi -L` lists a GPU, so that a CPU machine's
 # first build (scripts/demo.sh) does not compile the CUDA objects; the test command asks for ON.
 # ON stays ON only when all of them are found; otherwise it turns OFF here with a message saying
-# what is missing, and the build uses the stub files that say so at run time.
+# what is missing, and the build uses the no-CUDA files (no_cuda.cpp, gpt_kernels_no_cuda.cpp), which say so at run time.
 #
 # Where nvcc is not on the PATH (a fresh Debian 12 with CUDA installed at /usr/local/cuda), the
 # compiler is taken from there; CUDACXX or -DCMAKE_CUDA_COMPILER=... choose another one.

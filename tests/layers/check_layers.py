@@ -33,12 +33,12 @@ def read_graph(path):
 
 
 def reachable(graph, layer):
-    seen, todo = set(), list(graph.get(layer, []))
-    while todo:
-        x = todo.pop()
+    seen, pending = set(), list(graph.get(layer, []))
+    while pending:
+        x = pending.pop()
         if x not in seen:
             seen.add(x)
-            todo.extend(graph.get(x, []))
+            pending.extend(graph.get(x, []))
     return seen
 
 
