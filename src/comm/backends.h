@@ -1,4 +1,4 @@
-// Internal: constructors of the backends, for the factory. Not part of the public interface.
+// Internal: constructors of the transports, for the factory. Not part of the public interface.
 #pragma once
 
 #include <memory>
@@ -10,9 +10,9 @@
 
 namespace zero::detail {
 
-std::unique_ptr<Communicator> make_self_communicator(CommOptions options);
+std::unique_ptr<Transport> make_self_transport();
 // Defined by mpi_comm.cpp, or by no_mpi.cpp in a build without MPI (where it throws).
-std::unique_ptr<Communicator> make_mpi_communicator(CommOptions options);
+std::unique_ptr<Transport> make_mpi_transport();
 bool built_with_mpi();
 
 // The MPI backend's transport limits, shared with the counting backend that mimics it: an int

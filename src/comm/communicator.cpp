@@ -55,22 +55,29 @@ Traffic Traffic::operator-(const Traffic& earlier) const {
   return d;
 }
 
-Communicator::Communicator(int rank, int size, CommOptions options)
-    : rank_(rank),
-      size_(size),
+Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions options)
+    : transport_(std::move(transport)),
+      rank_(transport_->rank()),
+      size_(transport_->size()),
       options_(options),
       timeout_ms_(options.timeout.count()),
       determinism_(static_cast<int>(options.determinism)),
-      topology_{rank, size, 0, 1},  // one node until the backend knows better
-      worker_(std::make_unique<TaskQueue>()) {}
+      topology_(transport_->topology()),
+      worker_(std::make_unique<TaskQueue>()) {
+  transport_->attach(this);
+}
 
+// The comm thread stops (running what was queued) before the transport it calls is destroyed.
 Communicator::~Communicator() { stop_comm_thread(); }
 
 void Communicator::stop_comm_thread() {
   if (worker_) worker_->stop();
 }
 
-void Communicator::abort(int code) { std::_Exit(code); }
+void Communicator::abort(int code) {
+  transport_->abort(code);
+  std::_Exit(code);  // (a transport's abort does not return)
+}
 
 CommOptions Communicator::options() const {
   CommOptions o = options_;
@@ -86,29 +93,9 @@ void Communicator::set_timeout(std::chrono::milliseconds timeout) {
   timeout_ms_ = timeout.count();
 }
 
-std::size_t Communicator::max_transport_elements(std::size_t) const { return static_cast<std::size_t>(-1); }
-
-std::uint64_t Communicator::transport_scratch_bytes(Collective, std::size_t, std::size_t) const { return 0; }
-
-bool Communicator::native_reduction(Dtype) const { return false; }
-
-void Communicator::do_native_reduce_scatter(const void*, void*, std::size_t, Dtype) {
-  ZERO_CHECK(false, "the '", backend(), "' backend has no native reduce_scatter");
-}
-
-void Communicator::do_native_all_reduce(void*, std::size_t, Dtype) {
-  ZERO_CHECK(false, "the '", backend(), "' backend has no native all_reduce");
-}
-
-std::uint64_t Communicator::native_scratch_bytes(std::size_t, std::size_t) const { return 0; }
-
-std::unique_ptr<Communicator> Communicator::do_split(int, int) {
-  throw CommError(cat("[comm] the '", backend(), "' backend cannot split a communicator: use threads, mpi or self"));
-}
-
 std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   ZERO_CHECK(color >= 0, "split: color ", color, " must be >= 0");
-  std::unique_ptr<Communicator> child;
+  std::unique_ptr<Transport> child;
   CollectiveRecord record("split", 0, 0);
   record.label = CollectiveLabel::current();
   record.context = context();
@@ -118,9 +105,9 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
     running_ = Collective::kBarrier;
     TraceSpan span(tracer_, Lane::kComm, "split");
     if (checked) check_order(record);
-    child = do_split(color, key);
+    child = transport_->split(color, key);
   })).wait();
-  return child;
+  return std::make_unique<Communicator>(std::move(child), options());
 }
 
 void Communicator::set_context(std::string context) {
@@ -175,7 +162,7 @@ Handle Communicator::enqueue(CollectiveRecord record, Collective kind, std::uint
   // Counted when issued, so that a step's traffic includes the gathers it leaves running into
   // the next forward (a collective that then fails ends the run anyway).
   count(kind, sent, received);
-  if (!executes()) return Handle();  // counted, never run: complete at once
+  if (!transport_->executes()) return Handle();  // counted, never run: complete at once
   record.label = CollectiveLabel::current();
   record.context = context();
   const bool checked = determinism() == Determinism::kDeterministic;
@@ -189,7 +176,7 @@ Handle Communicator::enqueue(CollectiveRecord record, Collective kind, std::uint
 
 std::size_t Communicator::resolve_segment(std::size_t segment, std::size_t element_bytes) const {
   const std::size_t s = segment != 0 ? segment : options_.segment_elements;
-  const std::size_t limit = max_transport_elements(element_bytes);
+  const std::size_t limit = transport_->max_elements(element_bytes);
   return s == 0 || s > limit ? limit : s;
 }
 
@@ -278,7 +265,7 @@ Handle Communicator::broadcast_async(std::span<float> data, int root, std::size_
 Handle Communicator::barrier_async() {
   return enqueue({"barrier", 0, 0}, Collective::kBarrier, 0, 0, [this] {
     begin_piece(Collective::kBarrier, 0, 1);
-    do_barrier();
+    transport_->barrier();
   });
 }
 
@@ -286,7 +273,7 @@ Handle Communicator::barrier_async() {
 void Communicator::all_gather_bytes(const void* send, std::size_t bytes, void* recv) {
   const std::uint64_t b = bytes * static_cast<std::uint64_t>(size_ - 1);
   const std::size_t s = resolve_segment(0, 1);
-  if (!executes()) {  // every rank of a dry run describes the same thing: this one
+  if (!transport_->executes()) {  // every rank of a dry run describes the same thing: this one
     for (int r = 0; r < size_; ++r) std::memcpy(static_cast<char*>(recv) + static_cast<std::size_t>(r) * bytes, send, bytes);
   }
   enqueue({"all_gather", bytes, 1}, Collective::kAllGather, b, b, [this, send, bytes, recv, s] {

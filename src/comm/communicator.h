@@ -1,9 +1,12 @@
-// Communicator: the collectives the engine needs, over one of several backends.
+// Communicator: the collectives the engine needs, over one backend's Transport (transport.h).
 //
-// Backends, chosen by name in make_communicator():
-//   "self"    one rank; collectives are copies.
-//   "threads" N ranks as threads of one process (ThreadWorld), for fast tests.
-//   "mpi"     Open MPI processes, on one machine or many.
+// The communicator is one class: it decides everything below (segments, rank-order sums, the
+// order check, the comm thread, traffic, determinism) once, for every backend. A backend is a
+// Transport that only moves bytes. Transports, chosen by name in make_communicator():
+//   "self"    one rank; collectives are copies (self_comm.cpp).
+//   "threads" N ranks as threads of one process (ThreadWorld, thread_world.cpp), for fast tests.
+//   "mpi"     Open MPI processes, on one machine or many (mpi_comm.cpp).
+//   "nccl"    GPUs (backends/cuda/nccl_comm.cpp); the planner's counting one (counting_comm.cpp).
 //
 // Semantics shared by every backend (so that every backend gives the same bits):
 //   reduce_scatter(send: N*k, recv: k)  recv[i] = send_0[r*k+i] + send_1[r*k+i] + ... + send_{N-1}[r*k+i]
@@ -62,6 +65,7 @@
 #include <vector>
 
 #include "comm/order_check.h"
+#include "comm/transport.h"
 #include "common/dtype.h"
 #include "common/handle.h"
 #include "common/task_queue.h"
@@ -70,10 +74,6 @@ namespace zero {
 
 class Ledger;
 class Tracer;
-
-enum class Collective : int { kAllReduce = 0, kReduceScatter, kAllGather, kBroadcast, kBarrier };
-inline constexpr int kNumCollectives = 5;
-const char* collective_name(Collective c);
 
 struct Traffic {
   std::array<std::uint64_t, kNumCollectives> sent{};
@@ -103,23 +103,17 @@ struct CommOptions {
   Determinism determinism = Determinism::kDeterministic;
 };
 
-// Where the ranks of a communicator run: which machine ("node") and which of its ranks.
-struct NodeTopology {
-  int local_rank = 0;  // this rank's index among the ranks on its node, in rank order
-  int local_size = 1;  // ranks on this node
-  int node = 0;        // nodes numbered by the lowest rank on each, in rank order
-  int num_nodes = 1;
-};
-
-class Communicator {
+class Communicator final : private TransportHost {
  public:
-  virtual ~Communicator();
+  // Owns `transport` and attaches itself to it; starts the comm thread.
+  Communicator(std::unique_ptr<Transport> transport, CommOptions options = {});
+  ~Communicator() override;
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  virtual std::string backend() const = 0;
+  std::string backend() const { return transport_->backend(); }
 
   // The node this rank runs on (MPI: ranks sharing memory; threads and self: one node).
   int local_rank() const { return topology_.local_rank; }
@@ -185,7 +179,7 @@ class Communicator {
   Traffic traffic() const;
   // A copy: the timeout may change (set_timeout) while collectives run.
   CommOptions options() const;
-  std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(timeout_ms_.load()); }
+  std::chrono::milliseconds timeout() const override { return std::chrono::milliseconds(timeout_ms_.load()); }
   // Sets the collective timeout (CommOptions::timeout) for collectives that start from now on;
   // ConfigError unless positive.
   void set_timeout(std::chrono::milliseconds timeout);
@@ -195,68 +189,28 @@ class Communicator {
   void set_determinism(Determinism determinism) { determinism_ = static_cast<int>(determinism); }
 
   // True for a backend whose transport reads and writes GPU memory (nccl).
-  virtual bool reads_device_memory() const { return false; }
+  bool reads_device_memory() const { return transport_->reads_device_memory(); }
 
   // Ends every rank of the job after an unrecoverable error (MPI_Abort under MPI). Never returns.
-  [[noreturn]] virtual void abort(int code);
-
- protected:
-  Communicator(int rank, int size, CommOptions options);
-
-  // The transport: run on the comm thread, one at a time, in issue order. Byte counts are raw.
-  // k elements of `dtype` per rank, summed in rank order (comm/reduce.h).
-  virtual void do_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) = 0;
-  virtual void do_all_gather(const void* send, void* recv, std::size_t bytes_per_rank) = 0;
-  virtual void do_broadcast(void* data, std::size_t bytes, int root) = 0;
-  virtual void do_barrier() = 0;
-  // The most elements of `element_bytes` bytes one transport call may carry per rank (MPI: what
-  // an int count allows); the default is no limit.
-  virtual std::size_t max_transport_elements(std::size_t element_bytes) const;
-  // Scratch the backend allocates (comm_buffers) for one transport call of `k` elements per rank
-  // of `kind` (kReduceScatter, kAllGather or kBroadcast) of `element_bytes`-byte elements; the
-  // default is none.
-  virtual std::uint64_t transport_scratch_bytes(Collective kind, std::size_t k, std::size_t element_bytes) const;
-  // Fast mode (see "Determinism"): true where the transport has its own reductions for `dtype`;
-  // then do_native_* run instead of do_reduce_scatter (k elements per rank, recv may be this
-  // rank's slot of send) and instead of the two phases of all_reduce (count elements, in place).
-  // native_scratch_bytes: what the native reduce-scatter allocates (comm_buffers) for one call.
-  // The defaults: no native reductions.
-  virtual bool native_reduction(Dtype dtype) const;
-  virtual void do_native_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype);
-  virtual void do_native_all_reduce(void* data, std::size_t count, Dtype dtype);
-  virtual std::uint64_t native_scratch_bytes(std::size_t k, std::size_t element_bytes) const;
-  // False for a backend that only counts (the planner's dry run): collectives are counted when
-  // issued and never run; all_gather_bytes copies this rank's record into every slot.
-  virtual bool executes() const { return true; }
-  // The communicator of split(); runs on the comm thread. The default refuses (CommError).
-  virtual std::unique_ptr<Communicator> do_split(int color, int key);
-  // The memory the transport reads and writes, for segmented.cpp's packing: how to copy bytes
-  // within it and where its packing scratch lives. The defaults are host memory (memcpy, an
-  // accounted host Buffer); a backend on GPU memory (nccl) overrides both. local_scratch returns
-  // nullptr for the default.
-  virtual void copy_local(void* dst, const void* src, std::size_t bytes);
-  virtual std::shared_ptr<void> local_scratch(std::size_t bytes);
-  // Called by a backend's constructor when it knows more than "every rank on one node".
-  void set_topology(const NodeTopology& topology) { topology_ = topology; }
-
-  // Must be called by the most-derived destructor: stops the comm thread before the transport dies.
-  void stop_comm_thread();
-
-  std::string context() const;
-  // Names the collective for messages: "reduce_scatter of 4.0 KiB (step 3)"; inside an all_reduce,
-  // "all_reduce (reduce_scatter phase) of 4.0 KiB (step 3)", so the user sees what they issued;
-  // with pieces, "reduce_scatter of 4.0 KiB, piece 2 of 3 (step 3)".
-  std::string op_label(const char* op, std::size_t bytes) const;
+  [[noreturn]] void abort(int code);
 
  private:
   class Scratch;  // segmented.cpp: packing scratch of one collective
+  // TransportHost, for the transport's messages and scratch.
+  // Names the collective for messages: "reduce_scatter of 4.0 KiB (step 3)"; inside an all_reduce,
+  // "all_reduce (reduce_scatter phase) of 4.0 KiB (step 3)", so the user sees what they issued;
+  // with pieces, "reduce_scatter of 4.0 KiB, piece 2 of 3 (step 3)".
+  std::string op_label(const char* op, std::size_t bytes) const override;
+  Ledger* ledger() const override { return options_.ledger; }
+  std::string context() const;
+  void stop_comm_thread();
   // `record` (op and size; the label and context are filled in here) is checked on the comm
   // thread before `op` runs (check_order).
   // In fast mode the check is skipped (decided at issue, so a collective keeps its mode).
   Handle enqueue(CollectiveRecord record, Collective kind, std::uint64_t sent, std::uint64_t received,
                  std::function<void()> op);
   // Fast mode with a native reduction for `dtype`: the transport reduces (decided at issue).
-  bool native(Dtype dtype) const { return determinism() == Determinism::kFast && native_reduction(dtype); }
+  bool native(Dtype dtype) const { return determinism() == Determinism::kFast && transport_->native_reduction(dtype); }
   // order_check.cpp: folds `record` into order_ and compares the ranks' hashes; comm thread only.
   void check_order(const CollectiveRecord& record);
   void count(Collective kind, std::uint64_t sent, std::uint64_t received);
@@ -273,12 +227,13 @@ class Communicator {
   void run_pieces(const std::function<void(Scratch&)>& body);
   void begin_piece(Collective kind, std::size_t index, std::size_t count);
 
+  std::unique_ptr<Transport> transport_;  // the backend; called on the comm thread only
   int rank_;
   int size_;
   CommOptions options_;
   std::atomic<std::int64_t> timeout_ms_;  // options_.timeout, settable while collectives run
   std::atomic<int> determinism_;          // options_.determinism, settable (Determinism)
-  NodeTopology topology_;
+  NodeTopology topology_;                 // the transport's, at construction
   // The comm thread. Collectives must be issued in the same order on every rank; one thread per
   // rank executing them in issue order keeps that order even when compute overlaps them.
   std::unique_ptr<TaskQueue> worker_;

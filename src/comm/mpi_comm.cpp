@@ -20,8 +20,8 @@
 // becomes a CommError naming the operation instead of a hang.
 // reduce_scatter is an all-to-all of the pieces followed by the rank-order sum that every
 // backend shares (MPI's own reductions may add in any order, which would break bit-identity).
-// Counts are ints: the base class cuts collectives into pieces of at most
-// max_transport_elements() elements per rank (segmented.cpp), and a byte payload is counted in
+// Counts are ints: the communicator cuts collectives into pieces of at most
+// max_elements() elements per rank (segmented.cpp), and a byte payload is counted in
 // the widest of 8/4/2/1-byte units that divides it, so a piece of floats may hold INT_MAX of them.
 //
 // A failed collective (timeout or MPI error) leaves its request live: MPI cannot cancel a
@@ -112,7 +112,7 @@ std::string mpi_error_string(int code) {
   return std::string(msg, len);
 }
 
-// The segmenting of the base class keeps every piece within max_transport_elements().
+// The communicator's segmenting keeps every piece within max_elements().
 int checked_count(std::size_t n, const std::string& what) {
   ZERO_CHECK(n <= static_cast<std::size_t>(INT_MAX), what, ": a piece of ", n, " exceeds MPI's int count");
   return static_cast<int>(n);
@@ -144,20 +144,19 @@ NodeTopology topology_of(MPI_Comm comm, int rank, int size) {
   return node_topology(rank, leaders);
 }
 
-class MpiCommunicator final : public Communicator {
+class MpiTransport final : public Transport {
  public:
-  static std::unique_ptr<Communicator> create(CommOptions options) {
+  static std::unique_ptr<Transport> create() {
     auto session = mpi_session();
     MPI_Comm comm;
     {
       MpiLock lock;
       MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     }
-    return adopt(comm, std::move(session), options);
+    return adopt(comm, std::move(session));
   }
 
-  ~MpiCommunicator() override {
-    stop_comm_thread();
+  ~MpiTransport() override {
     if (!failure_.empty()) return;  // broken: see the top of this file
     MpiLock lock;
     MPI_Comm_free(&comm_);
@@ -171,15 +170,14 @@ class MpiCommunicator final : public Communicator {
     std::_Exit(code);
   }
 
- protected:
-  void do_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) override {
+  void reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) override {
     const std::size_t eb = dtype_bytes(dtype);
     const std::string what = op_label("reduce_scatter", k * eb * size());
     refuse_if_broken(what);
     const std::size_t n = static_cast<std::size_t>(size());
     // pieces[j] = rank j's piece for this rank: (size, k) elements of dtype, comm scratch (whole floats)
     Scratch scratch;
-    char* pieces = scratch.allocate(options().ledger, n * k * eb);
+    char* pieces = scratch.allocate(ledger(), n * k * eb);
     MPI_Request req;
     const MPI_Datatype type = dtype == Dtype::kF32 ? MPI_FLOAT : MPI_UINT16_T;  // 16-bit: moved as raw bits
     const int count = checked_count(k, what);
@@ -201,11 +199,11 @@ class MpiCommunicator final : public Communicator {
 
   // MPI_IN_PLACE would leave the sum at the start of send, not in this rank's slot (where the
   // engine's in-place reductions want it): MPI receives into scratch of k floats, copied out.
-  void do_native_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype) override {
+  void native_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype) override {
     const std::string what = op_label("reduce_scatter", k * sizeof(float) * size());
     refuse_if_broken(what);
     Scratch scratch;
-    char* sum = scratch.allocate(options().ledger, k * sizeof(float));
+    char* sum = scratch.allocate(ledger(), k * sizeof(float));
     MPI_Request req;
     const int count = checked_count(k, what);
     try {
@@ -218,7 +216,7 @@ class MpiCommunicator final : public Communicator {
     if (k != 0) std::memcpy(recv, sum, k * sizeof(float));
   }
 
-  void do_native_all_reduce(void* data, std::size_t count, Dtype) override {
+  void native_all_reduce(void* data, std::size_t count, Dtype) override {
     const std::string what = op_label("all_reduce", count * sizeof(float));
     refuse_if_broken(what);
     MPI_Request req;
@@ -231,7 +229,7 @@ class MpiCommunicator final : public Communicator {
     return mpi_native_scratch_bytes(k, element_bytes);
   }
 
-  void do_all_gather(const void* send, void* recv, std::size_t bytes) override {
+  void all_gather(const void* send, void* recv, std::size_t bytes) override {
     const std::string what = op_label("all_gather", bytes * size());
     refuse_if_broken(what);
     const void* src = send;
@@ -243,7 +241,7 @@ class MpiCommunicator final : public Communicator {
     wait(req, what);
   }
 
-  void do_broadcast(void* data, std::size_t bytes, int root) override {
+  void broadcast(void* data, std::size_t bytes, int root) override {
     const std::string what = op_label("broadcast", bytes);
     refuse_if_broken(what);
     MPI_Request req;
@@ -253,7 +251,7 @@ class MpiCommunicator final : public Communicator {
     wait(req, what);
   }
 
-  void do_barrier() override {
+  void barrier() override {
     const std::string what = op_label("barrier", 0);
     refuse_if_broken(what);
     MPI_Request req;
@@ -261,17 +259,17 @@ class MpiCommunicator final : public Communicator {
     wait(req, what);
   }
 
-  std::size_t max_transport_elements(std::size_t element_bytes) const override {
+  std::size_t max_elements(std::size_t element_bytes) const override {
     return mpi_max_transport_elements(element_bytes);
   }
 
-  std::uint64_t transport_scratch_bytes(Collective kind, std::size_t k, std::size_t element_bytes) const override {
+  std::uint64_t scratch_bytes(Collective kind, std::size_t k, std::size_t element_bytes) const override {
     return mpi_transport_scratch_bytes(kind, k, element_bytes, size());
   }
 
   // Every rank shows up first, in a timed all-gather of (color, key): a missing rank is a
   // CommError here, and the blocking MPI_Comm_split after it cannot hang on one.
-  std::unique_ptr<Communicator> do_split(int color, int key) override {
+  std::unique_ptr<Transport> split(int color, int key) override {
     const std::string what = op_label("split", 0);
     refuse_if_broken(what);
     const int mine[2] = {color, key};
@@ -281,16 +279,15 @@ class MpiCommunicator final : public Communicator {
     wait(req, what);
     MPI_Comm child;
     check(locked([&] { return MPI_Comm_split(comm_, color, key, &child); }), what);
-    return adopt(child, session_, options());
+    return adopt(child, session_);
   }
 
  private:
-  MpiCommunicator(MPI_Comm comm, MPI_Comm roll_call, int rank, int size, std::shared_ptr<MpiSession> session,
-                  CommOptions options)
-      : Communicator(rank, size, options), comm_(comm), roll_call_(roll_call), session_(std::move(session)) {}
+  MpiTransport(MPI_Comm comm, MPI_Comm roll_call, int rank, int size, std::shared_ptr<MpiSession> session)
+      : Transport(rank, size), comm_(comm), roll_call_(roll_call), session_(std::move(session)) {}
 
-  // A communicator over `comm` (which it then owns), with its roll-call twin and its topology.
-  static std::unique_ptr<Communicator> adopt(MPI_Comm comm, std::shared_ptr<MpiSession> session, CommOptions options) {
+  // A transport over `comm` (which it then owns), with its roll-call twin and its topology.
+  static std::unique_ptr<Transport> adopt(MPI_Comm comm, std::shared_ptr<MpiSession> session) {
     MPI_Comm roll_call;
     int rank = 0, size = 1;
     {
@@ -302,7 +299,7 @@ class MpiCommunicator final : public Communicator {
       MPI_Comm_size(comm, &size);
     }
     const NodeTopology topology = topology_of(comm, rank, size);
-    std::unique_ptr<MpiCommunicator> c(new MpiCommunicator(comm, roll_call, rank, size, std::move(session), options));
+    std::unique_ptr<MpiTransport> c(new MpiTransport(comm, roll_call, rank, size, std::move(session)));
     c->set_topology(topology);
     return c;
   }
@@ -408,7 +405,7 @@ class MpiCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_mpi_communicator(CommOptions options) { return MpiCommunicator::create(options); }
+std::unique_ptr<Transport> make_mpi_transport() { return MpiTransport::create(); }
 bool built_with_mpi() { return true; }
 
 }  // namespace zero::detail

@@ -4,7 +4,7 @@
 
 namespace zero::detail {
 
-std::unique_ptr<Communicator> make_mpi_communicator(CommOptions) {
+std::unique_ptr<Transport> make_mpi_transport() {
   throw CommError("[comm] this zero was built without MPI: install Open MPI (scripts/setup.sh) and rebuild");
 }
 bool built_with_mpi() { return false; }

@@ -105,7 +105,7 @@ void Communicator::check_order(const CollectiveRecord& record) {
     const CollectiveRecord*& checking;
     ~Done() { checking = nullptr; }
   } done{checking_};
-  do_all_gather(&mine, all.data(), sizeof mine);
+  transport_->all_gather(&mine, all.data(), sizeof mine);
   const bool agree = std::all_of(all.begin(), all.end(), [&](const Header& h) {
     return h.count == mine.count && h.running == mine.running;
   });
@@ -114,7 +114,7 @@ void Communicator::check_order(const CollectiveRecord& record) {
   // was about to run, so the message can name it for every rank.
   const Description text = to_description(record.describe());
   std::vector<Description> texts(all.size());
-  do_all_gather(text.data(), texts.data(), sizeof text);
+  transport_->all_gather(text.data(), texts.data(), sizeof text);
   std::vector<std::string> issued;
   for (const Description& d : texts) issued.emplace_back(d.data());
   std::string variants;

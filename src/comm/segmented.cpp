@@ -43,7 +43,7 @@ class Communicator::Scratch {
   void* bytes(std::size_t bytes) {
     const std::size_t numel = (bytes + sizeof(float) - 1) / sizeof(float);
     if (numel <= size_) return data_;
-    if (auto local = comm_.local_scratch(numel * sizeof(float))) {  // the backend's own memory (GPU)
+    if (auto local = comm_.transport_->local_scratch(numel * sizeof(float))) {  // the backend's own memory (GPU)
       local_ = std::move(local);
       data_ = static_cast<float*>(local_.get());
     } else if (ledger_) {
@@ -99,9 +99,9 @@ void Communicator::segmented_reduce_scatter(const void* send, void* recv, std::s
                                             Scratch& scratch, bool native) {
   const auto reduce = [&](const void* in, void* out, std::size_t len) {
     if (native) {
-      do_native_reduce_scatter(in, out, len, dtype);
+      transport_->native_reduce_scatter(in, out, len, dtype);
     } else {
-      do_reduce_scatter(in, out, len, dtype);
+      transport_->reduce_scatter(in, out, len, dtype);
     }
   };
   const Pieces p = split_into_pieces(k, s);
@@ -117,7 +117,7 @@ void Communicator::segmented_reduce_scatter(const void* send, void* recv, std::s
   auto* packed = static_cast<char*>(scratch.bytes(n * p.s * eb));  // (N, len) elements, piece j of every slice
   for (std::size_t j = 0; j < p.count; ++j) {
     const std::size_t off = p.offset(j), len = p.length(j);
-    for (std::size_t r = 0; r < n; ++r) copy_local(packed + r * len * eb, src + (r * k + off) * eb, len * eb);
+    for (std::size_t r = 0; r < n; ++r) transport_->copy_local(packed + r * len * eb, src + (r * k + off) * eb, len * eb);
     begin_piece(running_, j, p.count);
     reduce(packed, dst + off * eb, len);
   }
@@ -128,12 +128,12 @@ void Communicator::segmented_reduce_scatter(const void* send, void* recv, std::s
 // rank-order path take, within the transport's limit per call); no packing, no scratch.
 void Communicator::segmented_native_all_reduce(void* data, std::size_t count, Dtype dtype, std::size_t s) {
   const std::size_t eb = dtype_bytes(dtype), n = static_cast<std::size_t>(size_);
-  const std::size_t limit = max_transport_elements(eb);
+  const std::size_t limit = transport_->max_elements(eb);
   const Pieces p = split_into_pieces(count, s > limit / n ? limit : s * n);
   run_pieces([&](Scratch&) {
     for (std::size_t j = 0; j < p.count; ++j) {
       begin_piece(Collective::kAllReduce, j, p.count);
-      do_native_all_reduce(static_cast<char*>(data) + p.offset(j) * eb, p.length(j), dtype);
+      transport_->native_all_reduce(static_cast<char*>(data) + p.offset(j) * eb, p.length(j), dtype);
     }
   });
 }
@@ -149,7 +149,7 @@ void Communicator::segmented_all_gather(const void* send, void* recv, std::size_
   const Pieces p = split_into_pieces(k, s);
   if (p.count == 1) {
     begin_piece(running_, 0, 1);
-    do_all_gather(send, recv, k * element_bytes);
+    transport_->all_gather(send, recv, k * element_bytes);
     return;
   }
   const std::size_t n = static_cast<std::size_t>(size_);
@@ -159,10 +159,10 @@ void Communicator::segmented_all_gather(const void* send, void* recv, std::size_
   for (std::size_t j = 0; j < p.count; ++j) {
     const std::size_t off = p.offset(j) * element_bytes, len = p.length(j) * element_bytes;  // bytes
     char* mine = packed + static_cast<std::size_t>(rank_) * len;
-    copy_local(mine, src + off, len);
+    transport_->copy_local(mine, src + off, len);
     begin_piece(running_, j, p.count);
-    do_all_gather(mine, packed, len);
-    for (std::size_t r = 0; r < n; ++r) copy_local(dst + r * k * element_bytes + off, packed + r * len, len);
+    transport_->all_gather(mine, packed, len);
+    for (std::size_t r = 0; r < n; ++r) transport_->copy_local(dst + r * k * element_bytes + off, packed + r * len, len);
   }
 }
 
@@ -173,12 +173,10 @@ void Communicator::segmented_broadcast(void* data, std::size_t k, std::size_t el
   auto* bytes = static_cast<char*>(data);
   for (std::size_t j = 0; j < p.count; ++j) {
     begin_piece(running_, j, p.count);
-    do_broadcast(bytes + p.offset(j) * element_bytes, p.length(j) * element_bytes, root);
+    transport_->broadcast(bytes + p.offset(j) * element_bytes, p.length(j) * element_bytes, root);
   }
 }
 
-void Communicator::copy_local(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
-std::shared_ptr<void> Communicator::local_scratch(std::size_t) { return nullptr; }
 
 std::uint64_t Communicator::scratch_bytes(Collective kind, std::size_t k, std::size_t segment, Dtype dtype) const {
   const std::size_t eb = dtype_bytes(dtype);
@@ -187,15 +185,15 @@ std::uint64_t Communicator::scratch_bytes(Collective kind, std::size_t k, std::s
   const std::uint64_t packing = p.count > 1 ? (static_cast<std::uint64_t>(size_) * p.s * eb + 3) / 4 * 4 : 0;
   const std::size_t len = p.largest();  // the backend's scratch is largest for the first piece
   if (native(dtype) && kind == Collective::kAllReduce) return 0;  // in place, in the transport
-  if (native(dtype) && kind == Collective::kReduceScatter) return packing + native_scratch_bytes(len, eb);
+  if (native(dtype) && kind == Collective::kReduceScatter) return packing + transport_->native_scratch_bytes(len, eb);
   switch (kind) {
     case Collective::kBarrier: return 0;
-    case Collective::kBroadcast: return transport_scratch_bytes(Collective::kBroadcast, len, eb);
-    case Collective::kReduceScatter: return packing + transport_scratch_bytes(Collective::kReduceScatter, len, eb);
-    case Collective::kAllGather: return packing + transport_scratch_bytes(Collective::kAllGather, len, eb);
+    case Collective::kBroadcast: return transport_->scratch_bytes(Collective::kBroadcast, len, eb);
+    case Collective::kReduceScatter: return packing + transport_->scratch_bytes(Collective::kReduceScatter, len, eb);
+    case Collective::kAllGather: return packing + transport_->scratch_bytes(Collective::kAllGather, len, eb);
     case Collective::kAllReduce:
-      return packing + std::max(transport_scratch_bytes(Collective::kReduceScatter, len, eb),
-                                transport_scratch_bytes(Collective::kAllGather, len, eb));
+      return packing + std::max(transport_->scratch_bytes(Collective::kReduceScatter, len, eb),
+                                transport_->scratch_bytes(Collective::kAllGather, len, eb));
   }
   return 0;
 }

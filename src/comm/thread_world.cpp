@@ -118,11 +118,9 @@ struct ThreadWorld::State {
 
 namespace {
 
-class ThreadCommunicator final : public Communicator {
+class ThreadTransport final : public Transport {
  public:
-  ThreadCommunicator(std::shared_ptr<ThreadWorld::State> world, int rank, CommOptions options)
-      : Communicator(rank, world->size, options), world_(std::move(world)) {}
-  ~ThreadCommunicator() override { stop_comm_thread(); }
+  ThreadTransport(std::shared_ptr<ThreadWorld::State> world, int rank) : Transport(rank, world->size), world_(std::move(world)) {}
   std::string backend() const override { return "threads"; }
 
   [[noreturn]] void abort(int code) override {
@@ -130,8 +128,7 @@ class ThreadCommunicator final : public Communicator {
     throw CommError(cat("[comm] rank ", rank(), " aborted the job (code ", code, ")"));
   }
 
- protected:
-  void do_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) override {
+  void reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) override {
     const std::size_t bytes = k * dtype_bytes(dtype);
     const std::string what = op_label("reduce_scatter", bytes * size());
     post_and_meet(send, what, {"reduce_scatter", bytes, -1});
@@ -142,7 +139,7 @@ class ThreadCommunicator final : public Communicator {
     world_->rendezvous(rank(), what, timeout());
   }
 
-  void do_all_gather(const void* send, void* recv, std::size_t bytes) override {
+  void all_gather(const void* send, void* recv, std::size_t bytes) override {
     const std::string what = op_label("all_gather", bytes * size());
     post_and_meet(send, what, {"all_gather", bytes, -1});
     auto* out = static_cast<char*>(recv);
@@ -154,14 +151,14 @@ class ThreadCommunicator final : public Communicator {
     world_->rendezvous(rank(), what, timeout());
   }
 
-  void do_broadcast(void* data, std::size_t bytes, int root) override {
+  void broadcast(void* data, std::size_t bytes, int root) override {
     const std::string what = op_label("broadcast", bytes);
     post_and_meet(data, what, {"broadcast", bytes, root});
     if (bytes != 0 && rank() != root) std::memcpy(data, world_->posted[root], bytes);
     world_->rendezvous(rank(), what, timeout());
   }
 
-  void do_barrier() override {
+  void barrier() override {
     post_and_meet(nullptr, op_label("barrier", 0), {"barrier", 0, -1});
   }
 
@@ -169,7 +166,7 @@ class ThreadCommunicator final : public Communicator {
   // (color, key); the lowest rank of each color makes the sub-world's state and stores it in its
   // own request; the others of its color copy it; the last rendezvous keeps the leader's request
   // alive until all have copied it.
-  std::unique_ptr<Communicator> do_split(int color, int key) override {
+  std::unique_ptr<Transport> split(int color, int key) override {
     struct Request {
       int color, key;
       std::shared_ptr<ThreadWorld::State> child;
@@ -192,7 +189,7 @@ class ThreadCommunicator final : public Communicator {
     std::shared_ptr<ThreadWorld::State> child = request(leader)->child;
     world_->rendezvous(rank(), what, timeout());
     const int new_rank = static_cast<int>(std::find(members.begin(), members.end(), rank()) - members.begin());
-    return std::make_unique<ThreadCommunicator>(std::move(child), new_rank, options());
+    return std::make_unique<ThreadTransport>(std::move(child), new_rank);
   }
 
  private:
@@ -219,7 +216,7 @@ std::unique_ptr<Communicator> ThreadWorld::communicator(int rank, Ledger* ledger
   ZERO_CHECK(rank >= 0 && rank < state_->size, "rank ", rank, " outside world of ", state_->size);
   CommOptions o = state_->options;
   o.ledger = ledger;
-  return std::make_unique<ThreadCommunicator>(state_, rank, o);
+  return std::make_unique<Communicator>(std::make_unique<ThreadTransport>(state_, rank), o);
 }
 
 void ThreadWorld::abort(const std::string& reason) { state_->abort(reason); }

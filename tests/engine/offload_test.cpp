@@ -156,21 +156,18 @@ TEST(Offload, DelayedUpdateWithClipping) {
   }
 }
 
-// A communicator whose reduce-scatter fails: offload must surface the error, not run Adam on a
-// partial gradient.
-class FailingReduceScatter final : public Communicator {
+// A one-rank transport whose reduce-scatter fails: offload must surface the error, not run Adam
+// on a partial gradient.
+class FailingReduceScatter final : public Transport {
  public:
-  FailingReduceScatter() : Communicator(0, 1, {}) {}
-  ~FailingReduceScatter() override { stop_comm_thread(); }
+  FailingReduceScatter() : Transport(0, 1) {}
   std::string backend() const override { return "failing"; }
-
- protected:
-  void do_reduce_scatter(const void*, void*, std::size_t, Dtype) override { throw CommError("[comm] injected failure"); }
-  void do_all_gather(const void* send, void* recv, std::size_t bytes) override {
+  void reduce_scatter(const void*, void*, std::size_t, Dtype) override { throw CommError("[comm] injected failure"); }
+  void all_gather(const void* send, void* recv, std::size_t bytes) override {
     if (send != recv) std::memmove(recv, send, bytes);
   }
-  void do_broadcast(void*, std::size_t, int) override {}
-  void do_barrier() override {}
+  void broadcast(void*, std::size_t, int) override {}
+  void barrier() override {}
 };
 
 TEST(Offload, AFailedReductionSurfaces) {
@@ -180,7 +177,7 @@ TEST(Offload, AFailedReductionSurfaces) {
     run.offload.optimizer = true;
     run.offload.delayed_update = delayed;
     Ledger ledger;
-    FailingReduceScatter comm;
+    Communicator comm(std::make_unique<FailingReduceScatter>());
     EXPECT_THROW(testing::train_mlp(run, comm, ledger), CommError) << "delayed=" << delayed;
   }
 }

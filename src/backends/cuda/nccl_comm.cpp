@@ -1,10 +1,10 @@
-// The "nccl" backend: one rank per process, each on its GPU, collectives over NCCL on device
+// The "nccl" transport: one rank per process, each on its GPU, collectives over NCCL on device
 // memory (the cuda device's transport addresses). Bootstrapped over MPI: rank 0's ncclUniqueId
 // reaches every rank through the mpi communicator's timed all-gather, which also proves every
 // rank is there before the (blocking) ncclCommInitRank; the mpi communicator then serves the
 // barrier and abort.
 //
-// The contract of every backend (communicator.h), so NCCL's results equal the others' bits:
+// The contract of every transport (transport.h), so NCCL's results equal the others' bits:
 // reduce_scatter is an all-to-all (grouped ncclSend/ncclRecv) into device scratch followed by
 // the rank-order sum kernel (cuda_ops::sum_in_rank_order, comm/reduce.h's order and rounding),
 // never ncclReduceScatter, whose order of addition is NCCL's. all_gather and broadcast move bytes.
@@ -13,7 +13,7 @@
 // Host-memory arguments (all_gather_bytes' start-up checks) are staged through device memory.
 //
 // Every NCCL call is issued to this communicator's CUDA stream on its comm thread and then
-// polled (cudaStreamQuery, ncclCommGetAsyncError) until a deadline: a dead or stuck peer becomes
+// polled (cudaStreamQuery, ncclCommGetAsyncError) until the communicator's timeout: a dead or stuck peer becomes
 // a CommError naming the operation, and the NCCL communicator is aborted (ncclCommAbort) so no
 // kernel waits on it forever; later collectives are refused.
 #include <cuda_runtime_api.h>
@@ -79,15 +79,15 @@ ncclDataType_t nccl_type(Dtype d) {
   return ncclUint8;
 }
 
-class NcclCommunicator final : public Communicator {
+class NcclTransport final : public Transport {
  public:
-  static std::unique_ptr<Communicator> create(CommOptions options) {
+  static std::unique_ptr<Transport> create(CommOptions options) {
     std::string why;
     if (!cuda_device_present(&why)) {  // before MPI starts: a clear error, once
       throw ConfigError(cat("[comm] the nccl backend needs a CUDA GPU per rank, and this machine has none (", why, "): use --comm mpi"));
     }
     const int ordinal = cuda_device_ordinal();
-    std::unique_ptr<Communicator> mpi = make_mpi_communicator(options);
+    auto mpi = std::make_unique<Communicator>(make_mpi_transport(), options);
     cuda_check(cudaSetDevice(ordinal), "selecting the GPU for nccl");
     ncclUniqueId id{};
     if (mpi->rank() == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -95,11 +95,10 @@ class NcclCommunicator final : public Communicator {
     mpi->all_gather_bytes(&id, sizeof(id), ids.data());  // timed: every rank is here, or a CommError
     ncclComm_t comm = nullptr;
     nccl_check(ncclCommInitRank(&comm, mpi->size(), ids[0], mpi->rank()), "ncclCommInitRank");
-    return std::unique_ptr<Communicator>(new NcclCommunicator(std::move(mpi), comm, ordinal, options));
+    return std::unique_ptr<Transport>(new NcclTransport(std::move(mpi), comm, ordinal));
   }
 
-  ~NcclCommunicator() override {
-    stop_comm_thread();
+  ~NcclTransport() override {
     if (failure_.empty()) ncclCommDestroy(comm_);
     cudaStreamDestroy(stream_);
   }
@@ -111,14 +110,13 @@ class NcclCommunicator final : public Communicator {
     std::_Exit(code);  // (the mpi communicator does not return)
   }
 
- protected:
-  void do_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) override {
+  void reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) override {
     select_gpu();  // the comm thread's current device
     const std::size_t eb = dtype_bytes(dtype), n = static_cast<std::size_t>(size());
     const std::string what = op_label("reduce_scatter", k * eb * n);
     refuse_if_broken(what);
     Staged in(*this, send, n * k * eb, true), out(*this, recv, k * eb, false);
-    DeviceScratch pieces(options().ledger, n * k * eb, "nccl reduce_scatter scratch");
+    DeviceScratch pieces(ledger(), n * k * eb, "nccl reduce_scatter scratch");
     nccl_check(ncclGroupStart(), what);
     for (std::size_t r = 0; r < n; ++r) {
       nccl_check(ncclSend(in.device() + r * k * eb, k, nccl_type(dtype), static_cast<int>(r), comm_, stream_), what);
@@ -132,7 +130,7 @@ class NcclCommunicator final : public Communicator {
 
   bool native_reduction(Dtype) const override { return true; }
 
-  void do_native_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) override {
+  void native_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) override {
     select_gpu();
     const std::size_t eb = dtype_bytes(dtype), n = static_cast<std::size_t>(size());
     const std::string what = op_label("reduce_scatter", k * eb * n);
@@ -149,7 +147,7 @@ class NcclCommunicator final : public Communicator {
     }
   }
 
-  void do_native_all_reduce(void* data, std::size_t count, Dtype dtype) override {
+  void native_all_reduce(void* data, std::size_t count, Dtype dtype) override {
     select_gpu();
     const std::string what = op_label("all_reduce", count * dtype_bytes(dtype));
     refuse_if_broken(what);
@@ -159,7 +157,7 @@ class NcclCommunicator final : public Communicator {
     d.write_back(stream_);
   }
 
-  void do_all_gather(const void* send, void* recv, std::size_t bytes) override {
+  void all_gather(const void* send, void* recv, std::size_t bytes) override {
     select_gpu();  // the comm thread's current device
     const std::string what = op_label("all_gather", bytes * size());
     refuse_if_broken(what);
@@ -173,7 +171,7 @@ class NcclCommunicator final : public Communicator {
     out.write_back(stream_);
   }
 
-  void do_broadcast(void* data, std::size_t bytes, int root) override {
+  void broadcast(void* data, std::size_t bytes, int root) override {
     select_gpu();  // the comm thread's current device
     const std::string what = op_label("broadcast", bytes);
     refuse_if_broken(what);
@@ -183,9 +181,9 @@ class NcclCommunicator final : public Communicator {
     d.write_back(stream_);
   }
 
-  void do_barrier() override { mpi_->barrier(); }
+  void barrier() override { mpi_->barrier(); }
 
-  std::uint64_t transport_scratch_bytes(Collective kind, std::size_t k, std::size_t element_bytes) const override {
+  std::uint64_t scratch_bytes(Collective kind, std::size_t k, std::size_t element_bytes) const override {
     return kind == Collective::kReduceScatter ? static_cast<std::uint64_t>(size()) * k * element_bytes : 0;
   }
 
@@ -196,13 +194,13 @@ class NcclCommunicator final : public Communicator {
   }
   std::shared_ptr<void> local_scratch(std::size_t bytes) override {
     select_gpu();
-    auto s = std::make_shared<DeviceScratch>(options().ledger, bytes, "nccl segment scratch");
+    auto s = std::make_shared<DeviceScratch>(ledger(), bytes, "nccl segment scratch");
     return std::shared_ptr<void>(s, s->data());
   }
 
  private:
-  NcclCommunicator(std::unique_ptr<Communicator> mpi, ncclComm_t comm, int ordinal, CommOptions options)
-      : Communicator(mpi->rank(), mpi->size(), options), mpi_(std::move(mpi)), comm_(comm), ordinal_(ordinal) {
+  NcclTransport(std::unique_ptr<Communicator> mpi, ncclComm_t comm, int ordinal)
+      : Transport(mpi->rank(), mpi->size()), mpi_(std::move(mpi)), comm_(comm), ordinal_(ordinal) {
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the nccl stream");
     set_topology({mpi_->local_rank(), mpi_->local_size(), mpi_->node(), mpi_->num_nodes()});
   }
@@ -211,9 +209,9 @@ class NcclCommunicator final : public Communicator {
   // device copy, read in first if `read` and written back by write_back().
   class Staged {
    public:
-    Staged(NcclCommunicator& c, const void* p, std::size_t bytes, bool read) : p_(const_cast<void*>(p)), bytes_(bytes) {
+    Staged(NcclTransport& c, const void* p, std::size_t bytes, bool read) : p_(const_cast<void*>(p)), bytes_(bytes) {
       if (p == nullptr || !on_host(p)) return;
-      scratch_ = std::make_unique<DeviceScratch>(c.options().ledger, bytes, "nccl staging of host memory");
+      scratch_ = std::make_unique<DeviceScratch>(c.ledger(), bytes, "nccl staging of host memory");
       if (read) c.copy_local(scratch_->data(), p, bytes);
     }
     char* device() const { return scratch_ ? scratch_->data() : static_cast<char*>(p_); }
@@ -277,6 +275,8 @@ class NcclCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_nccl_communicator(CommOptions options) { return NcclCommunicator::create(options); }
+std::unique_ptr<Communicator> make_nccl_communicator(CommOptions options) {
+  return std::make_unique<Communicator>(NcclTransport::create(options), options);
+}
 
 }  // namespace zero::detail
