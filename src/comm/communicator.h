@@ -6,7 +6,8 @@
 //   "self"    one rank; collectives are copies (self_comm.cpp).
 //   "threads" N ranks as threads of one process (ThreadWorld, thread_world.cpp), for fast tests.
 //   "mpi"     Open MPI processes, on one machine or many (mpi_comm.cpp).
-//   "nccl"    GPUs (backends/cuda/nccl_comm.cpp); the planner's counting one (counting_comm.cpp).
+// and a device backend's own (its folder under src/backends/), and the planner's counting one
+// (counting_comm.cpp).
 //
 // Semantics shared by every backend (so that every backend gives the same bits):
 //   reduce_scatter(send: N*k, recv: k)  recv[i] = send_0[r*k+i] + send_1[r*k+i] + ... + send_{N-1}[r*k+i]
