@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "common/output_file.h"
 #include "common/sha256.h"
+#include "common/work_clock.h"
 #include "engine/engine.h"
 #include "model/gpt.h"
 #include "partition/init.h"
@@ -128,6 +129,19 @@ struct StageRun {
                                    // reduction, averaging, Adam, zeroing the gradients
   std::uint64_t state_bytes = 0;   // this engine's model state on this rank (ledger), after construction
   std::uint64_t sent_bytes = 0;    // bytes this rank sent in the last step
+  // This rank's compute thread's work clock (common/work_clock.h) over the timed steps, summed:
+  // during forward + backward, and during Engine::step().
+  WorkSeconds fb_work, step_work;
+};
+
+// Where one step's time went on rank 0's compute thread, in ms per timed step (the parts add up
+// to forward + backward + optimizer step), and the step's GEMM-bound limit: the tokens per second
+// if a step took only its own matrix products, timed in the same steps (both cores busy).
+struct Breakdown {
+  double step = 0, matmul = 0, attention = 0, norm = 0, pointwise = 0, loss = 0, embedding = 0, optimizer = 0;
+  double wait_fb = 0, wait_step = 0, rest = 0;
+  double gemm_limit = 0;           // tokens/s, all ranks
+  double other_kernels() const { return attention + norm + pointwise + loss + embedding; }
 };
 
 // A stage's figures for one model, as printed and written to JSON (rank 0's view).
@@ -150,6 +164,7 @@ struct StageResult {
   bool losses_match = true;        // every step's loss, on every rank, the same bits as the first stage's
   std::string weights_sha256;      // of the final full parameters
   std::uint64_t state_bytes = 0, sent_bytes = 0;  // rank 0's, as in StageRun
+  Breakdown breakdown;             // rank 0's
 };
 
 struct ModelResult {
@@ -177,12 +192,15 @@ void fill_tokens(std::uint64_t step, int rank, int V, std::vector<std::int32_t>&
 void run_step(StageRun& run, const std::vector<std::int32_t>& in, const std::vector<std::int32_t>& tgt,
               bool timed, int steps, Communicator& comm) {
   Gpt& gpt = *run.gpt;
+  const WorkSeconds w0 = work_seconds();
   const auto t0 = Clock::now();
   gpt.set_batch(in.data(), tgt.data());
   run.losses.push_back(run.engine->forward_backward(true));
   const auto t1 = Clock::now();
+  const WorkSeconds w1 = work_seconds();
   run.engine->step();
   const auto t2 = Clock::now();
+  const WorkSeconds w2 = work_seconds();
   run.sent_bytes = run.engine->last_step_traffic().total_sent();
   comm.barrier();
   const auto t3 = Clock::now();
@@ -192,6 +210,31 @@ void run_step(StageRun& run, const std::vector<std::int32_t>& in, const std::vec
   run.window_ms.push_back(ms(t3 - t0));
   run.compute_ms += ms(t1 - t0) / steps;
   run.optimizer_ms += ms(t2 - t1) / steps;
+  for (int w = 0; w < kNumWork; ++w) {
+    run.fb_work.seconds[w] += (w1 - w0).seconds[w];
+    run.step_work.seconds[w] += (w2 - w1).seconds[w];
+  }
+}
+
+// The run's timed steps as rank 0's compute thread spent them (see Breakdown); `tokens_per_step`
+// counts every rank's.
+Breakdown breakdown_of(const StageRun& run, int steps, double tokens_per_step) {
+  const auto ms = [&](double seconds) { return seconds * 1e3 / steps; };
+  const WorkSeconds& f = run.fb_work;
+  Breakdown b;
+  b.step = run.compute_ms + run.optimizer_ms;
+  b.matmul = ms(f[Work::kMatmul] + run.step_work[Work::kMatmul]);
+  b.attention = ms(f[Work::kAttention]);
+  b.norm = ms(f[Work::kNorm]);
+  b.pointwise = ms(f[Work::kPointwise]);
+  b.loss = ms(f[Work::kLoss]);
+  b.embedding = ms(f[Work::kEmbedding]);
+  b.optimizer = ms(f[Work::kOptimizer] + run.step_work[Work::kOptimizer]);
+  b.wait_fb = ms(f[Work::kWait]);
+  b.wait_step = ms(run.step_work[Work::kWait]);
+  b.rest = b.step - b.matmul - b.other_kernels() - b.optimizer - b.wait_fb - b.wait_step;
+  b.gemm_limit = b.matmul > 0 ? tokens_per_step / (b.matmul / 1e3) : 0;
+  return b;
 }
 
 // Every step: each stage in turn, in the listed order, on the same batch. Alternating step by step
@@ -232,6 +275,7 @@ std::vector<StageResult> collect(std::vector<StageRun>& runs, int B, int T, int 
     r.tokens_per_second = static_cast<double>(steps) * B * T * n / r.seconds;
     r.compute_ms = run.compute_ms;
     r.optimizer_ms = run.optimizer_ms;
+    r.breakdown = breakdown_of(run, steps, static_cast<double>(B) * T * n);
     r.state_bytes = run.state_bytes;
     r.sent_bytes = run.sent_bytes;
     r.first_loss = run.losses.front();
@@ -326,6 +370,22 @@ std::string figures(const StageResult& r, int steps) {
 
 std::string run_name(const StageResult& r) { return cat("stage ", r.stage, r.checkpointing ? " +ckpt" : ""); }
 
+// "stage 0: 694 ms = matmul 420 (61%) + other kernels 120 (...) + optimizer 40 + waiting 60 (...) + rest 54 |
+//  GEMM-bound limit 1270 tokens/s, this stage at 0.68 of it"
+void print_breakdown(const std::vector<StageResult>& stages) {
+  std::printf("  where rank 0's step went (ms per step on its compute thread; rest = the engine's copies, casts, packing):\n");
+  for (const StageResult& r : stages) {
+    const Breakdown& b = r.breakdown;
+    const auto pct = [&](double x) { return b.step > 0 ? 100 * x / b.step : 0.0; };
+    std::printf("    %s: %.0f ms = matmul %.0f (%.0f%%) + other kernels %.0f (attention %.0f, norm %.0f, pointwise %.0f, loss %.0f, "
+                "embedding %.0f) + optimizer %.0f + waiting %.0f (forward+backward %.0f, step %.0f) + rest %.0f | GEMM-bound "
+                "limit %.0f tokens/s, at %.2f of it\n",
+                run_name(r).c_str(), b.step, b.matmul, pct(b.matmul), b.other_kernels(), b.attention, b.norm, b.pointwise, b.loss,
+                b.embedding, b.optimizer, b.wait_fb + b.wait_step, b.wait_fb, b.wait_step, b.rest, b.gemm_limit,
+                b.gemm_limit > 0 ? r.tokens_per_second / b.gemm_limit : 0.0);
+  }
+}
+
 // One stage: the line as it always was. Several: a line per stage with its ratios to the first,
 // then the bit-identity verdict.
 // In fast mode (--determinism fast) stages may differ in the last bits: not an error, and said so.
@@ -335,6 +395,7 @@ void print_model(const ModelResult& m, int steps, Determinism determinism) {
               format_bytes(m.activation_bytes).c_str());
   if (m.stages.size() == 1) {
     std::printf(": %s | loss %.3f -> %.3f\n", figures(first, steps).c_str(), first.first_loss, first.last_loss);
+    print_breakdown(m.stages);
     std::fflush(stdout);
     return;
   }
@@ -352,6 +413,7 @@ void print_model(const ModelResult& m, int steps, Determinism determinism) {
                 first.first_loss, first.last_loss, first.weights_sha256.c_str(), join(listed).c_str(),
                 m.stages.size() > listed.size() ? ", without and with activation checkpointing" : "");
   }
+  print_breakdown(m.stages);
   if (!m.identical && determinism == Determinism::kFast) {
     std::printf("  losses and weights not compared bit for bit: --determinism fast sums in the transport's order\n");
     std::fflush(stdout);
@@ -364,6 +426,12 @@ void print_model(const ModelResult& m, int steps, Determinism determinism) {
     }
   }
   std::fflush(stdout);
+}
+
+nlohmann::json breakdown_json(const Breakdown& b) {
+  return {{"step", b.step}, {"matmul", b.matmul}, {"attention", b.attention}, {"norm", b.norm}, {"pointwise", b.pointwise},
+          {"loss", b.loss}, {"embedding", b.embedding}, {"optimizer", b.optimizer}, {"wait_forward_backward", b.wait_fb},
+          {"wait_step", b.wait_step}, {"rest", b.rest}};
 }
 
 // A flat list, one entry per (model, stage), so that a single-stage run's results[0] reads as before.
@@ -381,6 +449,7 @@ void append_json(const ModelResult& m, nlohmann::json& results) {
                                            {"step_ratios", r.step_ratios}, {"median_step_ratio", r.median_step_ratio},
                                            {"best_step_ratio", r.best_step_ratio}, {"losses_bit_identical", r.losses_match},
                                            {"weights_bit_identical", r.weights_sha256 == m.stages[0].weights_sha256}}},
+                       {"breakdown_ms", breakdown_json(r.breakdown)}, {"gemm_bound_tokens_per_second", r.breakdown.gemm_limit},
                        {"weights_sha256", r.weights_sha256}});
   }
 }
@@ -422,6 +491,7 @@ int bench_train_main(const std::vector<std::string>& args) {
   check_output_paths({{"--json", json_path}});
   if (wants_mpi_job(flags)) return relaunch_under_mpirun(flags, {"bench", "train"}, args);
   return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
+    set_work_clock(true);  // this rank's compute thread: the breakdown of its steps
     nlohmann::json results = nlohmann::json::array();
     comm.set_determinism(determinism);
     if (comm.rank() == 0) {

@@ -5,15 +5,20 @@
 #include <future>
 #include <utility>
 
+#include "common/work_clock.h"
+
 namespace zero {
 
-// Completion of an asynchronous operation. wait() rethrows the operation's error, if any.
+// Completion of an asynchronous operation. wait() rethrows the operation's error, if any; the
+// time it blocks is the waiting thread's Work::kWait (work_clock.h).
 class Handle {
  public:
   Handle() = default;
   explicit Handle(std::shared_future<void> f) : f_(std::move(f)) {}
   void wait() const {
-    if (f_.valid()) f_.get();
+    if (!f_.valid()) return;
+    WorkSpan span(Work::kWait);
+    f_.get();
   }
   bool valid() const { return f_.valid(); }
 

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/trace.h"
+#include "common/work_clock.h"
 #include "device/device.h"
 #include "device/host_ops.h"
 
@@ -72,6 +73,7 @@ class HostMemoryDevice : public Device, private KernelMemory {
     if (!copy.empty()) same_size(p, copy, "adam");
     s.run([this, step, segments, p, g, m, v, copy] {
       TraceSpan span(p.tier() == Tier::kHost ? tracer() : nullptr, Lane::kOptimizer, "adam");
+      WorkSpan work(Work::kOptimizer);
       host_ops::adam(step, segments, run_of(p), run_of(g), run_of(m), run_of(v), run_of(copy));
     });
   }
@@ -84,6 +86,7 @@ class HostMemoryDevice : public Device, private KernelMemory {
     std::vector<LambNorms> out;
     s.run([this, &out, step, segments, p, g, m, v, norm_begin, norm_numel] {
       TraceSpan span(p.tier() == Tier::kHost ? tracer() : nullptr, Lane::kOptimizer, "lamb moments");
+      WorkSpan work(Work::kOptimizer);
       out = host_ops::lamb_moments(step, segments, run_of(p), run_of(g), run_of(m), run_of(v), norm_begin, norm_numel);
     });
     s.synchronize();
@@ -96,6 +99,7 @@ class HostMemoryDevice : public Device, private KernelMemory {
     if (!copy.empty()) same_size(p, copy, "lamb_update");
     s.run([this, step, segments, coef, p, m, v, copy] {
       TraceSpan span(p.tier() == Tier::kHost ? tracer() : nullptr, Lane::kOptimizer, "lamb update");
+      WorkSpan work(Work::kOptimizer);
       host_ops::lamb_update(step, segments, coef, run_of(p), run_of(m), run_of(v), run_of(copy));
     });
   }

@@ -1,10 +1,12 @@
 // The cpu table (gpt_kernels.cpp on host memory through the ledger), the cpu, strict and counting
-// backends' (the one factory is the registry's).
+// backends' (the one factory is the registry's). Each kernel is a span of the calling thread's
+// work clock (common/work_clock.h), for `zero bench train`'s breakdown of the step.
 #include "backends/gpt_kernel_table.h"
 
 #include <cstring>
 
 #include "common/error.h"
+#include "common/work_clock.h"
 #include "backends/cpu/gpt_kernels.h"
 
 namespace zero {
@@ -31,47 +33,62 @@ class CpuGptKernels final : public GptKernels {
 
   void encoder_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
                        int C) override {
+    WorkSpan span(Work::kEmbedding);
     gpt::encoder_forward(out, tokens, wte, wpe, B, T, C);
   }
   void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
                         int C) override {
+    WorkSpan span(Work::kEmbedding);
     gpt::encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
   }
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b, int N,
                          int C) override {
+    WorkSpan span(Work::kNorm);
     gpt::layernorm_forward(out, mean, rstd, inp, w, b, N, C);
   }
   void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
                           const float* mean, const float* rstd, int N, int C) override {
+    WorkSpan span(Work::kNorm);
     gpt::layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
   }
   void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) override {
+    WorkSpan span(Work::kMatmul);
     gpt::matmul_forward(out, inp, w, bias, N, C, OC);
   }
   void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int N,
                        int C, int OC) override {
+    WorkSpan span(Work::kMatmul);
     gpt::matmul_backward(dinp, dw, dbias, dout, inp, w, N, C, OC);
   }
   void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) override {
+    WorkSpan span(Work::kAttention);
     gpt::attention_forward(out, preatt, att, qkv, B, T, C, NH);
   }
   void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv, const float* att,
                           int B, int T, int C, int NH) override {
+    WorkSpan span(Work::kAttention);
     gpt::attention_backward(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
   }
-  void gelu_forward(float* out, const float* inp, std::int64_t n) override { gpt::gelu_forward(out, inp, n); }
+  void gelu_forward(float* out, const float* inp, std::int64_t n) override {
+    WorkSpan span(Work::kPointwise);
+    gpt::gelu_forward(out, inp, n);
+  }
   void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) override {
+    WorkSpan span(Work::kPointwise);
     gpt::gelu_backward(dinp, inp, dout, n);
   }
   void residual_forward(float* out, const float* a, const float* b, std::int64_t n) override {
+    WorkSpan span(Work::kPointwise);
     gpt::residual_forward(out, a, b, n);
   }
   float softmax_crossentropy_forward(float* probs, float* losses, const float* logits, const std::int32_t* targets, int N,
                                      int V) override {
+    WorkSpan span(Work::kLoss);
     return gpt::softmax_crossentropy_forward(probs, losses, logits, targets, N, V);
   }
   void softmax_crossentropy_backward(float* dlogits, const float* probs, const std::int32_t* targets, int N,
                                      int V) override {
+    WorkSpan span(Work::kLoss);
     gpt::softmax_crossentropy_backward(dlogits, probs, targets, N, V);
   }
 };
