@@ -1,5 +1,10 @@
 // zero: the command-line tool. Thin: parse, build, run.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -11,6 +16,7 @@
 #include "cli/bench_offload.h"
 #include "cli/train.h"
 #include "cli/use_model.h"
+#include "backends/cpu/blas_core.h"
 #include "common/error.h"
 
 namespace {
@@ -34,9 +40,23 @@ const std::string kUsage =
     "\n"
     "Run `zero COMMAND --help` for a command's flags. Multi-process: mpirun -np N zero COMMAND ...\n";
 
+// Where OpenBLAS fell back to its SSE3 kernels on a CPU it does not know (backends/cpu/blas_core.h),
+// zero starts itself again, the same process with the same arguments, with the kernels the CPU has.
+// Only if that fails does it go on with the slow ones, saying so.
+void choose_blas_kernels(char** argv) {
+  const std::string core = zero::blas_core_to_choose();
+  if (core.empty()) return;
+  setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+  execv("/proc/self/exe", argv);
+  std::fprintf(stderr, "zero: note: OpenBLAS chose its slow Prescott kernels on this CPU and restarting with "
+                       "OPENBLAS_CORETYPE=%s failed (%s); set OPENBLAS_CORETYPE=%s yourself\n",
+               core.c_str(), std::strerror(errno), core.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  choose_blas_kernels(argv);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::printf("%s", kUsage.c_str());
