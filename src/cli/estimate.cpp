@@ -185,7 +185,7 @@ Setup setup_from(const Flags& flags) {
   }
   // The file's settings as zero train reads them ("auto" bucket sizes from the planned model's
   // hidden size, as the Hugging Face Trainer fills them in); the flags override.
-  const std::int64_t hidden = in.model.gpt ? in.model.gpt->channels : in.model.llama ? in.model.llama->channels : 0;
+  const std::int64_t hidden = in.model.gpt ? in.model.gpt->channels : in.model.llama ? in.model.llama->hidden : 0;
   in.settings = engine_settings(config, in.ranks, hidden);
   if (flags.has("dtype")) in.settings.precision.compute = parse_dtype(flags.get("dtype"));
   if (flags.has("delayed-update")) in.settings.offload.delayed_update = true;

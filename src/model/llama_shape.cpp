@@ -27,7 +27,6 @@ void LlamaShape::validate() const {
   }
   if (!(rms_norm_eps > 0.0f) || !std::isfinite(rms_norm_eps)) throw ConfigError(cat("[model] rms_norm_eps must be a positive number, not ", rms_norm_eps));
   if (!(rope_theta > 1.0) || !std::isfinite(rope_theta)) throw ConfigError(cat("[model] rope_theta must be a number above 1, not ", rope_theta));
-  if (vocab_size > 65536) throw ConfigError(cat("[model] vocab_size ", vocab_size, " exceeds 65536 (tokens are uint16)"));
 }
 
 std::int64_t LlamaShape::num_parameters() const {
@@ -66,8 +65,8 @@ std::vector<UnitSpec> LlamaShape::units() const {
 }
 
 std::string LlamaShape::describe() const {
-  return cat("V=", vocab_size, " T=", seq_len, " C=", hidden, " F=", intermediate, " L=", layers, " H=", heads, " KV=", kv_heads,
-             tie_word_embeddings ? " tied" : " untied");
+  return cat("V=", vocab_size, " T=", seq_len, " C=", hidden, " L=", layers, " H=", heads, " KV=", kv_heads, " F=", intermediate,
+             tie_word_embeddings ? " tied" : "");
 }
 
 }  // namespace zero

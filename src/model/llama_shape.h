@@ -40,7 +40,7 @@ struct LlamaShape {
   void validate() const;
   std::int64_t num_parameters() const;
   std::vector<UnitSpec> units() const;  // as listed above
-  std::string describe() const;         // "V=256 T=64 C=128 F=344 L=4 H=4 KV=4 untied"
+  std::string describe() const;         // "V=256 T=64 C=128 L=4 H=4 KV=4 F=344" (+ " tied")
 };
 
 }  // namespace zero
