@@ -19,13 +19,14 @@
 #include "backends/gpt_kernel_table.h"
 #include "backends/llama_kernel_table.h"
 #include "engine/module.h"
+#include "model/language_model.h"
 #include "memory/ledger.h"
 #include "model/llama_activations.h"
 #include "model/llama_shape.h"
 
 namespace zero {
 
-class Llama final : public Module {
+class Llama final : public LanguageModel {
  public:
   Llama(const LlamaShape& shape, int micro_batch, Ledger& ledger, const GptCheckpointing& checkpointing = {},
         const GptCompute& compute = {});
@@ -34,7 +35,7 @@ class Llama final : public Module {
   static ActivationBytes activation_bytes(const LlamaShape& shape, int micro_batch, const GptCheckpointing& checkpointing = {});
 
   // This rank's micro-batch: inputs and next-token targets, (B, T) each, token ids < V.
-  void set_batch(const std::int32_t* inputs, const std::int32_t* targets);
+  void set_batch(const std::int32_t* inputs, const std::int32_t* targets) override;
 
   std::vector<UnitSpec> units() const override { return shape_.units(); }
   void forward(int unit, const UnitViews& views) override;
@@ -44,9 +45,10 @@ class Llama final : public Module {
   // After a forward: the logits and the next-token distribution at sequence b, position t, (V)
   // f32 each, in host memory (valid until the next call).
   const float* logits(int b, int t) const { return row(llama::kLogits, b, t); }
-  const float* probs(int b, int t) const { return row(llama::kProbs, b, t); }
+  const float* probs(int b, int t) const override { return row(llama::kProbs, b, t); }
   const LlamaShape& shape() const { return shape_; }
-  int micro_batch() const { return B_; }
+  int micro_batch() const override { return B_; }
+  int seq_len() const override { return shape_.seq_len; }
 
  private:
   void block_forward(int l, const UnitViews& v, bool recompute = false);

@@ -8,6 +8,7 @@
 
 #include "comm/thread_world.h"
 #include "common/error.h"
+#include "backends/registry.h"
 #include "model/gpt.h"
 #include "partition/init.h"
 #include "../engine/gpt_run.h"
@@ -122,6 +123,20 @@ TEST(ModelCheckpointing, LlamaHoldsOneBlockAndRefusesCpuCheckpointing) {
     ADD_FAILURE() << "cpu checkpointing accepted for the LLaMA";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("cpu_checkpointing is not implemented for model.type llama"), std::string::npos) << e.what();
+  }
+}
+
+// A backend without LLaMA kernels (cuda, for now) is refused by the registry, naming those that
+// have them; the cpu backends have them.
+TEST(ModelCheckpointing, LlamaKernelsOnlyWhereRegistered) {
+  EXPECT_NO_THROW(require_llama_kernels("cpu", "[config] model.type llama"));
+  EXPECT_NO_THROW(require_llama_kernels("strict", "[config] model.type llama"));
+  try {
+    require_llama_kernels("cuda", "[config] model.type llama");
+    ADD_FAILURE() << "cuda has no LLaMA kernels, but was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("[config] model.type llama: device cuda has no LLaMA kernels yet; the devices that have them: cpu"),
+              std::string::npos) << e.what();
   }
 }
 
