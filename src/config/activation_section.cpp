@@ -34,13 +34,14 @@ void read_activation_checkpointing(const Section& top, ModelSection& m) {
                                 "model.checkpoint_activations to true (or pass --activation-checkpointing)");
   }
   // DeepSpeed: how many checkpoints the forward stores, to size the contiguous buffer. zero's
-  // GPT checkpoints every block: n_layer of them. false or null (DeepSpeed's "unset") are accepted.
+  // GPT and LLaMA checkpoint every block: n_layer (num_hidden_layers) of them. false or null (DeepSpeed's "unset") are accepted.
   const int layers = m.is_llama() ? m.llama.layers : m.shape.layers;
   if (s.has("number_checkpoints")) {
     const nlohmann::json& v = s.at("number_checkpoints");
     if (v.is_number_integer()) {
       if (v.get<std::int64_t>() != layers) {
-        s.fail("number_checkpoints", cat("= ", v.dump(), ", but zero checkpoints every block: the layer count = ", layers,
+        s.fail("number_checkpoints", cat("= ", v.dump(), ", but zero's ", m.is_llama() ? "LLaMA" : "GPT", " checkpoints every block: ",
+                                         m.is_llama() ? "num_hidden_layers" : "n_layer", " = ", layers,
                                          " checkpoints; set it to ", layers, " or remove it"));
       }
     } else if (!v.is_boolean() || v.get<bool>()) {

@@ -162,7 +162,7 @@ void check_model(const TrainOptions& o) {
     throw ConfigError("[config] checkpoints of model.type llama are not implemented yet (the manifest records a GPT shape): "
                       "leave out --save/--resume and train_checkpoints");
   }
-  if (o.sample_requested) throw ConfigError("[config] --sample generates with the GPT's decoder; model.type llama has none yet: leave --sample out");
+  if (o.sample_requested && o.sample_chars > 0) throw ConfigError("[config] --sample generates with the GPT's decoder; model.type llama has none yet: leave --sample out");
 }
 
 // The settings this run's engine runs with, and the start-up check plans with: the config's, and
