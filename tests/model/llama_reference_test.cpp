@@ -42,6 +42,32 @@ void write_raw(const std::filesystem::path& path, const T* data, std::size_t n) 
   ZERO_CHECK(out.good(), "writing ", path.string());
 }
 
+// shape.txt, params.txt and every parameter and gradient as <name>.f32 / grad.<name>.f32 (the
+// layout llama_reference.py reads).
+void write_model(const std::filesystem::path& dir, const LlamaShape& s, int B, const std::vector<UnitSpec>& specs,
+                 const FlatLayout& layout, const std::vector<float>& params, const std::vector<float>& grads) {
+  const int T = s.seq_len, V = s.vocab_size;
+  {
+    std::ofstream shape(dir / "shape.txt");
+    shape << "batch " << B << "\nvocab_size " << V << "\nmax_position_embeddings " << T << "\nhidden_size " << s.hidden
+          << "\nnum_hidden_layers " << s.layers << "\nnum_attention_heads " << s.heads << "\nnum_key_value_heads "
+          << s.kv_heads << "\nrms_norm_eps " << std::scientific << s.rms_norm_eps << "\nrope_theta " << s.rope_theta
+          << "\ntie_word_embeddings " << (s.tie_word_embeddings ? 1 : 0) << "\n";
+    std::ofstream list(dir / "params.txt");
+    for (int u = 0; u < layout.num_units(); ++u) {
+      for (std::size_t i = 0; i < layout.unit(u).params.size(); ++i) {
+        const ParamSpec& spec = specs[u].params[i];
+        const std::size_t at = layout.unit(u).flat_offset + layout.unit(u).params[i].offset;
+        list << spec.name;
+        for (std::int64_t d : spec.shape) list << ' ' << d;
+        list << '\n';
+        write_raw(dir / (spec.name + ".f32"), params.data() + at, static_cast<std::size_t>(spec.numel()));
+        write_raw(dir / ("grad." + spec.name + ".f32"), grads.data() + at, static_cast<std::size_t>(spec.numel()));
+      }
+    }
+  }
+}
+
 class LlamaReference : public ::testing::TestWithParam<Case> {};
 
 TEST_P(LlamaReference, LogitsLossAndGradientsMatchNumpy) {
@@ -86,25 +112,7 @@ TEST_P(LlamaReference, LogitsLossAndGradientsMatchNumpy) {
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / cat("llama_ref_", GetParam().name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  {
-    std::ofstream shape(dir / "shape.txt");
-    shape << "batch " << B << "\nvocab_size " << V << "\nmax_position_embeddings " << T << "\nhidden_size " << s.hidden
-          << "\nnum_hidden_layers " << s.layers << "\nnum_attention_heads " << s.heads << "\nnum_key_value_heads "
-          << s.kv_heads << "\nrms_norm_eps " << std::scientific << s.rms_norm_eps << "\nrope_theta " << s.rope_theta
-          << "\ntie_word_embeddings " << (s.tie_word_embeddings ? 1 : 0) << "\n";
-    std::ofstream list(dir / "params.txt");
-    for (int u = 0; u < layout.num_units(); ++u) {
-      for (std::size_t i = 0; i < layout.unit(u).params.size(); ++i) {
-        const ParamSpec& spec = specs[u].params[i];
-        const std::size_t at = layout.unit(u).flat_offset + layout.unit(u).params[i].offset;
-        list << spec.name;
-        for (std::int64_t d : spec.shape) list << ' ' << d;
-        list << '\n';
-        write_raw(dir / (spec.name + ".f32"), params.data() + at, static_cast<std::size_t>(spec.numel()));
-        write_raw(dir / ("grad." + spec.name + ".f32"), grads.data() + at, static_cast<std::size_t>(spec.numel()));
-      }
-    }
-  }
+  write_model(dir, s, B, specs, layout, params, grads);
   write_raw(dir / "inputs.i32", inputs.data(), inputs.size());
   write_raw(dir / "targets.i32", targets.data(), targets.size());
   write_raw(dir / "logits.f32", logits.data(), logits.size());
