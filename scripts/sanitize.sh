@@ -26,7 +26,7 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # are separate processes, each single-threaded apart from Open MPI's own (uninstrumented) threads.
 tsan_targets=(thread_comm_test segmented_comm_test comm_split_test half_comm_test device_test engine_test
               offload_test divergence_test lifecycle_test task_queue_test data_sizes_test)
-tsan_tests='^(Worlds/|WorldsAndSegments/|ThreadComm|SelfComm|CommFactory|CommSplit|CommTimeout|CommTopology|Segment|HalfCollectives|All/Devices|CountingDevice|DeviceFactory|StrictDevice|Offload\.|Dtypes/Offload|Divergence|RanksAndStages/Divergence|Stages/Lifecycle|Buckets|OverlapComm|StageTraffic|Stage3Schedule|GptStages|EngineErrors|TaskQueue|DataSizes)'
+tsan_tests='^(Worlds/|WorldsAndSegments/|ThreadComm|SelfComm|CommFactory|CommSplit|CommTimeout|CommTopology|Segment|HalfCollectives|All/Devices|CountingDevice|DeviceFactory|StrictDevice|Offload\.|Dtypes/Offload|Divergence|RanksAndStages/Divergence|Stages/Lifecycle|Buckets|OverlapComm|StageTraffic|Stage3Schedule|ModelStages|EngineErrors|TaskQueue|DataSizes)'
 
 # Sanitizer reports in a CTest log: the SUMMARY line of each (kind, file:line, function), and
 # UBSan's "file:line:col: runtime error: ..." lines (with halt_on_error it may stop before its SUMMARY).

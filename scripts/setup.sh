@@ -17,6 +17,7 @@ packages=(
   iproute2                      # network namespaces for the two-host test
   e2fsprogs                     # chattr, for the test of a checkpoint --keep cannot remove
   python3                       # the checkpoint tests read safetensors and metrics with a reader of their own
+  python3-numpy                 # the LLaMA reference test (tests/model/llama_reference.py), run with /usr/bin/python3
 )
 
 missing=()

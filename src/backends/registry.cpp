@@ -42,6 +42,21 @@ std::unique_ptr<GptKernels> make_gpt_kernels(const GptCompute& compute) {
   return find_backend(compute.device, "[model]").make_gpt_kernels(compute);
 }
 
+void require_llama_kernels(const std::string& device, const std::string& what) {
+  if (find_backend(device, "[model]").make_llama_kernels != nullptr) return;
+  std::string have;
+  for (const Backend& b : backends()) {
+    if (b.make_llama_kernels != nullptr) have += (have.empty() ? "" : ", ") + b.facts.name;
+  }
+  throw ConfigError(cat(what, ": device ", device, " has no LLaMA kernels yet; the devices that have them: ", have,
+                        " (--device or \"device\")"));
+}
+
+std::unique_ptr<LlamaKernels> make_llama_kernels(const GptCompute& compute) {
+  require_llama_kernels(compute.device, "[model] a LLaMA");
+  return find_backend(compute.device, "[model]").make_llama_kernels(compute);
+}
+
 const Backend* backend_of_communicator(const std::string& comm) {
   for (const Backend& b : backends()) {
     if (!b.communicator.empty() && b.communicator == comm) return &b;

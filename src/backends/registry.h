@@ -14,6 +14,7 @@
 
 #include "backends/facts.h"
 #include "backends/gpt_kernel_table.h"
+#include "backends/llama_kernel_table.h"
 #include "comm/communicator.h"
 #include "device/device.h"
 
@@ -23,6 +24,8 @@ struct Backend {
   BackendFacts facts;
   std::unique_ptr<Device> (*make_device)(Ledger&) = nullptr;
   std::unique_ptr<GptKernels> (*make_gpt_kernels)(const GptCompute&) = nullptr;
+  // The LLaMA's own kernels (llama_kernel_table.h); null where the backend has none yet.
+  std::unique_ptr<LlamaKernels> (*make_llama_kernels)(const GptCompute&) = nullptr;
   // The backend's own device-memory communicator (--comm NAME), if any: one rank per process,
   // launched and bootstrapped as the mpi backend's.
   std::string communicator;

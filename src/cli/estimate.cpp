@@ -100,7 +100,7 @@ ModelDescription model_from(const Flags& flags, const EstimateConfig& config) {
   // description they would be ignored without a word.
   const std::string other = named    ? cat("--model ", flags.get("model"), " has its own")
                             : counts   ? std::string("--params describes no shape")
-                            : config.gpt ? cat("the model section of ", flags.get("config"), " gives the shape")
+                            : config.gpt || config.llama ? cat("the model section of ", flags.get("config"), " gives the shape")
                                          : std::string();
   for (const char* f : {"vocab", "seq-len"}) {
     if (flags.has(f) && !shape && !other.empty()) {
@@ -140,6 +140,7 @@ ModelDescription model_from(const Flags& flags, const EstimateConfig& config) {
     check_gpt_limits(*config.gpt, cat(flags.get("config"), " (its model section)"));
     return describe_gpt(*config.gpt, "config");
   }
+  if (config.llama) return describe_llama(*config.llama, "config");
   std::string known;
   for (const auto& n : named_model_names()) known += (known.empty() ? "" : ", ") + n;
   throw ConfigError(cat("[estimate] no model given: use --model NAME (", known,
@@ -173,6 +174,9 @@ Setup setup_from(const Flags& flags) {
   Setup s;
   PlanInput& in = s.input;
   in.model = model_from(flags, config);
+  // A LLaMA of a config is one zero trains: its activations are its own (as a GPT's always are);
+  // the named LLaMA shapes are planned with a GPU trainer's fused attention (planner.h).
+  if (config.llama && !flags.has("model")) in.llama_activation_bytes = llama_model_activation_hook();
   in.ranks = int_flag(flags, "ranks");
   in.ranks_per_node = flags.has("ranks-per-node") ? int_flag(flags, "ranks-per-node") : std::min(in.ranks, 8);
   in.micro_batch = flags.has("micro-batch") ? int_flag(flags, "micro-batch") : config.micro_batch.value_or(1);
@@ -185,7 +189,7 @@ Setup setup_from(const Flags& flags) {
   }
   // The file's settings as zero train reads them ("auto" bucket sizes from the planned model's
   // hidden size, as the Hugging Face Trainer fills them in); the flags override.
-  const std::int64_t hidden = in.model.gpt ? in.model.gpt->channels : in.model.llama ? in.model.llama->channels : 0;
+  const std::int64_t hidden = in.model.gpt ? in.model.gpt->channels : in.model.llama ? in.model.llama->hidden : 0;
   in.settings = engine_settings(config, in.ranks, hidden);
   if (flags.has("dtype")) in.settings.precision.compute = parse_dtype(flags.get("dtype"));
   if (flags.has("delayed-update")) in.settings.offload.delayed_update = true;

@@ -43,10 +43,38 @@ int small_integer(const json& obj, const std::string& key, const std::string& pa
   return static_cast<int>(integer(obj, key, path, 1, 1 << 30).value_or(fallback));
 }
 
+// A number key of the model section, or the fallback when absent or "auto".
+double number(const json& obj, const std::string& key, double fallback) {
+  if (!obj.contains(key) || is_auto(obj[key])) return fallback;
+  if (!obj[key].is_number()) throw ConfigError(cat("[estimate] model.", key, " must be a number, not ", brief(obj[key])));
+  return obj[key].get<double>();
+}
+
+LlamaShape read_llama_model(const json& m) {
+  LlamaShape l;
+  auto get = [&](const char* key, int& out) { out = small_integer(m, key, "model.", out); };
+  get("vocab_size", l.vocab_size);
+  get("max_position_embeddings", l.seq_len);
+  get("hidden_size", l.hidden);
+  get("intermediate_size", l.intermediate);
+  get("num_attention_heads", l.heads);
+  l.kv_heads = l.heads;  // Hugging Face's default
+  get("num_key_value_heads", l.kv_heads);
+  get("num_hidden_layers", l.layers);
+  l.rms_norm_eps = static_cast<float>(number(m, "rms_norm_eps", l.rms_norm_eps));
+  l.rope_theta = number(m, "rope_theta", l.rope_theta);
+  if (m.contains("tie_word_embeddings") && !is_auto(m["tie_word_embeddings"])) {
+    if (!m["tie_word_embeddings"].is_boolean()) throw ConfigError(cat("[estimate] model.tie_word_embeddings must be true or false, not ", brief(m["tie_word_embeddings"])));
+    l.tie_word_embeddings = m["tie_word_embeddings"].get<bool>();
+  }
+  l.validate();
+  return l;
+}
+
 GptShape read_model(const json& m) {
   if (!m.is_object()) throw ConfigError(cat("[estimate] model must be an object, not ", brief(m)));
   if (m.contains("type") && m["type"] != "gpt") {
-    throw ConfigError(cat("[estimate] model.type is ", brief(m["type"]), "; only \"gpt\" is known"));
+    throw ConfigError(cat("[estimate] model.type is ", brief(m["type"]), "; zero trains \"gpt\" and \"llama\""));
   }
   GptShape g;
   auto get = [&](const char* key, int& out) { out = small_integer(m, key, "model.", out); };
@@ -77,7 +105,14 @@ EstimateConfig read_estimate_config(const std::string& path) {
   c.has_zero = root.contains("zero_optimization");
   if (root.contains("train_micro_batch_size_per_gpu")) c.micro_batch = small_integer(root, "train_micro_batch_size_per_gpu", "", 1);
   if (root.contains("gradient_accumulation_steps")) c.gradient_accumulation_steps = small_integer(root, "gradient_accumulation_steps", "", 1);
-  if (root.contains("model")) c.gpt = read_model(root["model"]);
+  if (root.contains("model")) {
+    const json& m = root["model"];
+    if (m.is_object() && m.contains("type") && m["type"] == "llama") {
+      c.llama = read_llama_model(m);
+    } else {
+      c.gpt = read_model(m);
+    }
+  }
   c.document = std::move(root);
   return c;
 }

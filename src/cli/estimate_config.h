@@ -6,7 +6,8 @@
 // what is planned is what the trainer would run. The batch is not checked against a world size
 // (an estimate plans other rank counts too): only train_micro_batch_size_per_gpu and
 // gradient_accumulation_steps are read here, with our own "model" section {vocab_size, n_ctx |
-// seq_len, n_embd, n_layer, n_head}; "auto" counts as absent for those. ConfigError
+// seq_len, n_embd, n_layer, n_head}, or {"type": "llama"} with Hugging Face's LlamaConfig names
+// (config/config.h); "auto" counts as absent for those. ConfigError
 // ("[estimate] ...") for a missing or malformed file or a wrong type of those keys.
 #pragma once
 
@@ -17,6 +18,7 @@
 
 #include "engine/settings.h"
 #include "model/gpt_shape.h"
+#include "model/llama_shape.h"
 
 namespace zero::cli {
 
@@ -27,6 +29,7 @@ struct EstimateConfig {
   std::optional<int> micro_batch;
   std::optional<int> gradient_accumulation_steps;
   std::optional<GptShape> gpt;
+  std::optional<LlamaShape> llama;  // model.type "llama"
 };
 
 EstimateConfig read_estimate_config(const std::string& path);

@@ -272,9 +272,9 @@ void print_summary(const TrainConfig& c, const TrainResult& r, const std::string
   const BackendFacts& facts = find_facts(c.device);
   if (facts.peak_bf16 > 0) {  // cli/mfu.h: one device per rank
     std::printf("\nmodel FLOPs utilisation: %.1f%% of %s dense bf16 peak (%.0f TFLOP/s; 6N + 12LCT = %.3g FLOPs a token)",
-                100 * model_flops_utilisation(r.tokens_per_second / static_cast<double>(std::max<std::size_t>(1, r.final_ranks.size())), c.model.shape,
+                100 * model_flops_utilisation(r.tokens_per_second / static_cast<double>(std::max<std::size_t>(1, r.final_ranks.size())), c.model,
                                               facts.peak_bf16),
-                facts.peak_label.c_str(), facts.peak_bf16 / 1e12, model_flops_per_token(c.model.shape));
+                facts.peak_label.c_str(), facts.peak_bf16 / 1e12, model_flops_per_token(c.model));
   }
   if (r.final_val_loss >= 0) std::printf("; validation loss %.4f -> %.4f", r.first_val_loss, r.final_val_loss);
   if (c.fp16()) std::printf("\nfp16: %lld steps skipped on gradient overflow; final loss scale %g", static_cast<long long>(r.skipped_steps),
@@ -331,8 +331,8 @@ std::vector<NamedPath> run_outputs(const Flags& flags) {
 }
 
 void print_header(const TrainConfig& c, const Communicator& comm) {
-  std::printf("zero train: GPT %s (%lld parameters), ZeRO stage %d, %d ranks (%s), batch %d = %d x %d x %d ranks, %lld steps, %s, optimizer %s\n",
-              c.model.shape.describe().c_str(), static_cast<long long>(c.model.shape.num_parameters()), c.engine.stage,
+  std::printf("zero train: %s (%lld parameters), ZeRO stage %d, %d ranks (%s), batch %d = %d x %d x %d ranks, %lld steps, %s, optimizer %s\n",
+              c.model.describe().c_str(), static_cast<long long>(c.model.num_parameters()), c.engine.stage,
               comm.size(), comm.backend().c_str(), c.train_batch_size, c.micro_batch_size, c.gradient_accumulation_steps,
               comm.size(), static_cast<long long>(c.train_steps), precision_label(c).c_str(), c.optimizer_type.c_str());
   for (const std::string& k : c.ignored_keys) std::printf("config: %s has no effect here and is ignored\n", k.c_str());

@@ -34,13 +34,15 @@ void read_activation_checkpointing(const Section& top, ModelSection& m) {
                                 "model.checkpoint_activations to true (or pass --activation-checkpointing)");
   }
   // DeepSpeed: how many checkpoints the forward stores, to size the contiguous buffer. zero's
-  // GPT checkpoints every block: n_layer of them. false or null (DeepSpeed's "unset") are accepted.
+  // GPT and LLaMA checkpoint every block: n_layer (num_hidden_layers) of them. false or null (DeepSpeed's "unset") are accepted.
+  const int layers = m.is_llama() ? m.llama.layers : m.shape.layers;
   if (s.has("number_checkpoints")) {
     const nlohmann::json& v = s.at("number_checkpoints");
     if (v.is_number_integer()) {
-      if (v.get<std::int64_t>() != m.shape.layers) {
-        s.fail("number_checkpoints", cat("= ", v.dump(), ", but zero's GPT checkpoints every block: n_layer = ", m.shape.layers,
-                                         " checkpoints; set it to ", m.shape.layers, " or remove it"));
+      if (v.get<std::int64_t>() != layers) {
+        s.fail("number_checkpoints", cat("= ", v.dump(), ", but zero's ", m.is_llama() ? "LLaMA" : "GPT", " checkpoints every block: ",
+                                         m.is_llama() ? "num_hidden_layers" : "n_layer", " = ", layers,
+                                         " checkpoints; set it to ", layers, " or remove it"));
       }
     } else if (!v.is_boolean() || v.get<bool>()) {
       s.fail("number_checkpoints", cat("must be an integer (the number of checkpoints), false or null, found ", describe_value(v)));

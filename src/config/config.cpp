@@ -315,16 +315,61 @@ void read_communication(const Section& top, const TrainConfig& c) {
   check_data_type(d, "grad_accum_dtype", c, "accumulates gradients");
 }
 
+// The shape's own checks (GptShape/LlamaShape::validate), as a [config] problem in "model".
+template <typename Shape>
+void validate_shape(const Section& s, const Shape& shape) {
+  try {
+    shape.validate();
+  } catch (const ConfigError& e) {
+    std::string what = e.what();
+    if (what.rfind("[model] ", 0) == 0) what = what.substr(8);
+    s.log().problem(cat("[config] in \"model\": ", what));
+  }
+}
+
+// "model": {"type": "llama", ...} with Hugging Face's LlamaConfig names (config.h).
+ModelSection read_llama_model(const Section& top) {
+  ModelSection m;
+  m.type = "llama";
+  const std::size_t before = top.log().problems.size();
+  const Use R = Use::read;
+  const Section s = top.child("model", {{"type", R, kStr, ""}, {"vocab_size", R, kInt, ""}, {"max_position_embeddings", R, kInt, ""},
+                                        {"hidden_size", R, kInt, ""}, {"intermediate_size", R, kInt, ""},
+                                        {"num_attention_heads", R, kInt, ""}, {"num_key_value_heads", R, kInt, ""},
+                                        {"num_hidden_layers", R, kInt, ""}, {"rms_norm_eps", R, kNum, ""}, {"rope_theta", R, kNum, ""},
+                                        {"tie_word_embeddings", R, kBool, ""}, {"checkpoint_activations", R, kBool, ""}});
+  LlamaShape& l = m.llama;
+  l.vocab_size = static_cast<int>(s.get_int("vocab_size", l.vocab_size, 1, 65536));
+  l.seq_len = static_cast<int>(s.get_int("max_position_embeddings", l.seq_len, 1, kMaxInt));
+  l.hidden = static_cast<int>(s.get_int("hidden_size", l.hidden, 1, kMaxInt));
+  l.intermediate = static_cast<int>(s.get_int("intermediate_size", l.intermediate, 1, kMaxInt));
+  l.heads = static_cast<int>(s.get_int("num_attention_heads", l.heads, 1, kMaxInt));
+  l.kv_heads = static_cast<int>(s.get_int("num_key_value_heads", l.heads, 1, kMaxInt));  // Hugging Face's default
+  l.layers = static_cast<int>(s.get_int("num_hidden_layers", l.layers, 1, kMaxInt));
+  const double eps = s.get_number("rms_norm_eps", l.rms_norm_eps);
+  if (s.has("rms_norm_eps") && !(eps > 0 && eps < 1)) s.fail("rms_norm_eps", cat("= ", eps, " must be above 0 and below 1 (Llama 2 uses 1e-5)"));
+  else l.rms_norm_eps = static_cast<float>(eps);
+  const double theta = s.get_number("rope_theta", l.rope_theta);
+  if (s.has("rope_theta") && !(theta > 1 && theta < 1e12)) s.fail("rope_theta", cat("= ", theta, " must be above 1 (Llama 2 uses 10000)"));
+  else l.rope_theta = theta;
+  l.tie_word_embeddings = s.get_bool("tie_word_embeddings", false);
+  m.checkpointing.enabled = s.get_bool("checkpoint_activations", false);
+  if (s.log().problems.size() == before) validate_shape(s, l);
+  return m;
+}
+
 ModelSection read_model(const Section& top) {
   ModelSection m;
   if (!top.has("model")) return m;
+  const nlohmann::json& j = top.at("model");
+  if (j.is_object() && j.contains("type") && j["type"] == "llama") return read_llama_model(top);
   const std::size_t before = top.log().problems.size();
   const Use R = Use::read;
   const Section s = top.child("model", {{"type", R, kStr, ""}, {"vocab_size", R, kInt, ""}, {"n_ctx", R, kInt, ""},
                                         {"seq_len", R, kInt, ""}, {"n_embd", R, kInt, ""}, {"n_layer", R, kInt, ""},
                                         {"n_head", R, kInt, ""}, {"checkpoint_activations", R, kBool, ""}});
   m.type = s.get_string("type", "gpt");
-  if (m.type != "gpt") s.fail("type", cat("is \"", m.type, "\"; the only model is \"gpt\""));
+  if (m.type != "gpt") s.fail("type", cat("is \"", m.type, "\"; zero trains \"gpt\" and \"llama\""));
   if (s.has("n_ctx") && s.has("seq_len")) s.fail("seq_len", "and n_ctx are the same (the context length); keep one");
   GptShape& g = m.shape;
   g.vocab_size = static_cast<int>(s.get_int("vocab_size", g.vocab_size, 1, 65536));
@@ -334,13 +379,7 @@ ModelSection read_model(const Section& top) {
   g.heads = static_cast<int>(s.get_int("n_head", g.heads, 1, kMaxInt));
   m.checkpointing.enabled = s.get_bool("checkpoint_activations", false);
   if (s.log().problems.size() != before) return m;  // a shape from reported values would only repeat them
-  try {
-    g.validate();
-  } catch (const ConfigError& e) {
-    std::string what = e.what();
-    if (what.rfind("[model] ", 0) == 0) what = what.substr(8);
-    s.log().problem(cat("[config] in \"model\": ", what));
-  }
+  validate_shape(s, g);
   return m;
 }
 
@@ -468,7 +507,7 @@ TrainConfig parse_config(const nlohmann::json& j, int world_size, const ConfigOp
   attempt(log, [&] { read_activation_checkpointing(top, c.model); });
   attempt(log, [&] { read_batch(top, world_size, c); });
   attempt(log, [&] { read_optimizer(top, c.engine, c.optimizer_type); });
-  ctx.train_steps = c.train_steps, ctx.lr = c.engine.adam.lr, ctx.hidden = c.model.shape.channels;
+  ctx.train_steps = c.train_steps, ctx.lr = c.engine.adam.lr, ctx.hidden = c.model.is_llama() ? c.model.llama.hidden : c.model.shape.channels;
   attempt(log, [&] { c.scheduler = read_scheduler(top, ctx); });
   attempt(log, [&] { read_zero(top, ctx, c.engine); });
   attempt(log, [&] { read_precision(top, c.engine.precision); });

@@ -37,6 +37,7 @@
 #include "backends/facts.h"
 #include "model/gpt_activations.h"
 #include "model/gpt_shape.h"
+#include "model/llama_shape.h"
 
 namespace zero {
 
@@ -68,12 +69,23 @@ struct Schedule {
 };
 
 // Our own "model" section: {"type": "gpt", "vocab_size", "n_ctx" (or "seq_len"), "n_embd",
-// "n_layer", "n_head", "checkpoint_activations"}. The checkpointing's settings come from
-// DeepSpeed's "activation_checkpointing" section (cpu_checkpointing).
+// "n_layer", "n_head", "checkpoint_activations"}, or {"type": "llama"} with Hugging Face's
+// LlamaConfig names: "vocab_size", "max_position_embeddings" (the context trained at),
+// "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads" (default: the
+// heads), "num_hidden_layers", "rms_norm_eps", "rope_theta", "tie_word_embeddings", and
+// "checkpoint_activations". The checkpointing's settings come from DeepSpeed's
+// "activation_checkpointing" section (cpu_checkpointing).
 struct ModelSection {
-  std::string type = "gpt";
-  GptShape shape;  // defaults V=256 T=64 C=128 L=4 H=4
+  std::string type = "gpt";  // "gpt" or "llama"
+  GptShape shape;  // type gpt; defaults V=256 T=64 C=128 L=4 H=4
+  LlamaShape llama;  // type llama; defaults V=256 T=64 C=128 F=344 L=4 H=4 KV=4, untied
   GptCheckpointing checkpointing;  // enabled: checkpoint_activations (or the CLI's --activation-checkpointing)
+
+  bool is_llama() const { return type == "llama"; }
+  int seq_len() const { return is_llama() ? llama.seq_len : shape.seq_len; }
+  int vocab_size() const { return is_llama() ? llama.vocab_size : shape.vocab_size; }
+  std::int64_t num_parameters() const { return is_llama() ? llama.num_parameters() : shape.num_parameters(); }
+  std::string describe() const { return is_llama() ? "LLaMA " + llama.describe() : "GPT " + shape.describe(); }
 };
 
 enum class DataFormat { auto_detect, text, bin };  // "auto": by extension, .bin is llm.c's format

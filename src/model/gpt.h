@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/module.h"
+#include "model/language_model.h"
 #include "memory/ledger.h"
 #include "model/gpt_activations.h"
 #include "backends/gpt_kernel_table.h"
@@ -24,7 +25,7 @@
 
 namespace zero {
 
-class Gpt final : public Module {
+class Gpt final : public LanguageModel {
  public:
   Gpt(const GptShape& shape, int micro_batch, Ledger& ledger, const GptCheckpointing& checkpointing = {},
       const GptCompute& compute = {});
@@ -34,7 +35,7 @@ class Gpt final : public Module {
   static ActivationBytes activation_bytes(const GptShape& shape, int micro_batch, const GptCheckpointing& checkpointing = {});
 
   // This rank's micro-batch: inputs and next-token targets, (B, T) each, token ids < V.
-  void set_batch(const std::int32_t* inputs, const std::int32_t* targets);
+  void set_batch(const std::int32_t* inputs, const std::int32_t* targets) override;
 
   std::vector<UnitSpec> units() const override { return shape_.units(); }
   void forward(int unit, const UnitViews& views) override;
@@ -43,10 +44,11 @@ class Gpt final : public Module {
 
   // After a forward: the next-token distribution at sequence b, position t: (V) f32, in host
   // memory (the cuda table's is read back into a row of the model's, valid until the next call).
-  const float* probs(int b, int t) const;
+  const float* probs(int b, int t) const override;
   const GptKernels& kernels() const { return *k_; }
   const GptShape& shape() const { return shape_; }
-  int micro_batch() const { return B_; }
+  int micro_batch() const override { return B_; }
+  int seq_len() const override { return shape_.seq_len; }
   const GptCheckpointing& checkpointing() const { return ckpt_; }
 
  private:

@@ -8,7 +8,7 @@ ActivationBytes llama_activation_bytes(const LlamaShape& s, int B, const GptChec
   if (ckpt.cpu && !ckpt.enabled) {
     throw ConfigError("[planner] cpu checkpointing moves the kept block inputs to the host: it needs activation checkpointing on");
   }
-  const std::int64_t L = s.layers, T = s.seq_len, C = s.channels, V = s.vocab_size, H = s.heads, F = s.ffn_hidden;
+  const std::int64_t L = s.layers, T = s.seq_len, C = s.hidden, V = s.vocab_size, H = s.heads, F = s.intermediate;
   const std::int64_t kv = static_cast<std::int64_t>(s.kv_heads) * C / H, BT = B * T, BTC = BT * C;
   // One block's forward tensors (the list in activation_counts.h).
   const std::int64_t block = BTC + BT + BT * (C + 2 * kv) + BTC + B * H * T + BTC + BTC + BTC + BT + 3 * BT * F + BTC + BTC;

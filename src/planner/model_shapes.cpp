@@ -8,57 +8,6 @@
 
 namespace zero {
 
-void LlamaShape::validate() const {
-  auto positive = [](const char* name, int v) {
-    if (v <= 0) throw ConfigError(cat("[planner] ", name, " must be positive, not ", v));
-  };
-  positive("vocab_size", vocab_size);
-  positive("seq_len", seq_len);
-  positive("n_embd", channels);
-  positive("n_layer", layers);
-  positive("n_head", heads);
-  positive("n_kv_head", kv_heads);
-  positive("ffn_hidden", ffn_hidden);
-  if (channels % heads != 0) throw ConfigError(cat("[planner] n_embd (", channels, ") must divide by n_head (", heads, ")"));
-  if (heads % kv_heads != 0) throw ConfigError(cat("[planner] n_head (", heads, ") must divide by n_kv_head (", kv_heads, ")"));
-}
-
-std::int64_t LlamaShape::num_parameters() const {
-  const std::int64_t V = vocab_size, C = channels, L = layers, F = ffn_hidden;
-  const std::int64_t kv = static_cast<std::int64_t>(kv_heads) * (C / heads);
-  return 2 * V * C + L * (2 * C * C + 2 * C * kv + 3 * C * F + 2 * C) + C;
-}
-
-std::vector<UnitSpec> LlamaShape::units() const {
-  validate();
-  const std::int64_t V = vocab_size, C = channels, F = ffn_hidden;
-  const std::int64_t kv = static_cast<std::int64_t>(kv_heads) * (C / heads);
-  // Only sizes matter to the planner; initialisation is left at its default.
-  std::vector<UnitSpec> units;
-  units.push_back({"embedding", {{"tok_embeddings", {V, C}, {}, true}}, {}});
-  for (int l = 0; l < layers; ++l) {
-    const std::string p = cat("h.", l, ".");
-    units.push_back({cat("h.", l),
-                     {{p + "attention_norm", {C}, {}, false},
-                      {p + "wq", {C, C}, {}, true},
-                      {p + "wk", {kv, C}, {}, true},
-                      {p + "wv", {kv, C}, {}, true},
-                      {p + "wo", {C, C}, {}, true},
-                      {p + "ffn_norm", {C}, {}, false},
-                      {p + "w1", {F, C}, {}, true},
-                      {p + "w2", {C, F}, {}, true},
-                      {p + "w3", {F, C}, {}, true}},
-                     {}});
-  }
-  units.push_back({"head", {{"norm", {C}, {}, false}, {"output", {V, C}, {}, true}}, {}});
-  return units;
-}
-
-std::string LlamaShape::describe() const {
-  return cat("V=", vocab_size, " T=", seq_len, " C=", channels, " L=", layers, " H=", heads, " KV=", kv_heads,
-             " F=", ffn_hidden);
-}
-
 std::int64_t ModelDescription::num_parameters() const {
   std::int64_t n = 0;
   for (const UnitSpec& u : units)
@@ -128,6 +77,14 @@ struct NamedShape {
 
 GptShape gpt2(int C, int L, int H) { return {50257, 1024, C, L, H}; }
 
+// A LLaMA of Hugging Face's config.json fields, untied (every preset here is).
+LlamaShape llama(int V, int T, int C, int F, int L, int H, int KV, float eps, double theta) {
+  LlamaShape s;
+  s.vocab_size = V, s.seq_len = T, s.hidden = C, s.intermediate = F, s.layers = L, s.heads = H, s.kv_heads = KV;
+  s.rms_norm_eps = eps, s.rope_theta = theta, s.tie_word_embeddings = false;
+  return s;
+}
+
 // Published dimensions (the models' config files on the Hugging Face hub, which match the papers).
 const std::map<std::string, NamedShape>& table() {
   static const std::map<std::string, NamedShape> shapes = {
@@ -139,17 +96,19 @@ const std::map<std::string, NamedShape>& table() {
                       "GPT-2 large (openai-community/gpt2-large): 774,030,080 parameters"}},
       {"gpt2-xl", {[](const std::string& n) { return describe_gpt(gpt2(1600, 48, 25), n); },
                    "GPT-2 XL (openai-community/gpt2-xl): 1,557,611,200 parameters"}},
-      {"llama2-7b", {[](const std::string& n) { return describe_llama({32000, 4096, 4096, 32, 32, 32, 11008}, n); },
+      {"llama2-7b", {[](const std::string& n) { return describe_llama(llama(32000, 4096, 4096, 11008, 32, 32, 32, 1e-5f, 10000.0), n); },
                      "Llama 2 7B (meta-llama/Llama-2-7b-hf): 6,738,415,616 parameters"}},
-      {"llama2-13b", {[](const std::string& n) { return describe_llama({32000, 4096, 5120, 40, 40, 40, 13824}, n); },
+      {"llama2-13b", {[](const std::string& n) { return describe_llama(llama(32000, 4096, 5120, 13824, 40, 40, 40, 1e-5f, 10000.0), n); },
                       "Llama 2 13B (meta-llama/Llama-2-13b-hf): 13,015,864,320 parameters"}},
-      {"llama-33b", {[](const std::string& n) { return describe_llama({32000, 2048, 6656, 60, 52, 52, 17920}, n); },
+      {"llama-33b", {[](const std::string& n) { return describe_llama(llama(32000, 2048, 6656, 17920, 60, 52, 52, 1e-6f, 10000.0), n); },
                      "LLaMA 33B (LLaMA 1, \"30B\" on the hub): 32,528,943,616 parameters"}},
-      {"llama2-70b", {[](const std::string& n) { return describe_llama({32000, 4096, 8192, 80, 64, 8, 28672}, n); },
+      {"llama2-70b", {[](const std::string& n) { return describe_llama(llama(32000, 4096, 8192, 28672, 80, 64, 8, 1e-5f, 10000.0), n); },
                       "Llama 2 70B (meta-llama/Llama-2-70b-hf, grouped-query, 8 KV heads): 68,976,648,192 parameters"}},
-      {"llama3-8b", {[](const std::string& n) { return describe_llama({128256, 8192, 4096, 32, 32, 8, 14336}, n); },
+      {"llama3-8b", {[](const std::string& n) { return describe_llama(llama(128256, 8192, 4096, 14336, 32, 32, 8, 1e-5f, 500000.0), n); },
                      "Llama 3 8B (meta-llama/Meta-Llama-3-8B, 8 KV heads): 8,030,261,248 parameters"}},
-      {"llama3-70b", {[](const std::string& n) { return describe_llama({128256, 8192, 8192, 80, 64, 8, 28672}, n); },
+      {"tinyllama-1.1b", {[](const std::string& n) { return describe_llama(llama(32000, 2048, 2048, 5632, 22, 32, 4, 1e-5f, 10000.0), n); },
+                          "TinyLlama 1.1B (TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T, 4 KV heads): 1,100,048,384 parameters"}},
+      {"llama3-70b", {[](const std::string& n) { return describe_llama(llama(128256, 8192, 8192, 28672, 80, 64, 8, 1e-5f, 500000.0), n); },
                       "Llama 3 70B (meta-llama/Meta-Llama-3-70B, 8 KV heads): 70,553,706,496 parameters"}},
   };
   return shapes;

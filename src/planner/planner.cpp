@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "model/gpt.h"
+#include "model/llama.h"
 #include "partition/layout.h"
 #include "planner/activation_counts.h"
 #include "planner/dry_run.h"
@@ -23,6 +24,12 @@ Dtype parse_dtype(const std::string& text) {
 ActivationBytesFn gpt_activation_hook() {
   return [](const GptShape& shape, int micro_batch, const GptCheckpointing& ckpt) {
     return Gpt::activation_bytes(shape, micro_batch, ckpt);
+  };
+}
+
+LlamaActivationBytesFn llama_model_activation_hook() {
+  return [](const LlamaShape& shape, int micro_batch, const GptCheckpointing& ckpt) {
+    return Llama::activation_bytes(shape, micro_batch, ckpt);
   };
 }
 
@@ -99,6 +106,9 @@ Plan plan(const PlanInput& in) {
   ActivationBytes activations;
   if (in.model.gpt && in.activation_bytes) {
     activations = in.activation_bytes(*in.model.gpt, in.micro_batch, in.checkpointing);
+    p.activations_modelled = true;
+  } else if (in.model.llama && in.llama_activation_bytes) {
+    activations = in.llama_activation_bytes(*in.model.llama, in.micro_batch, in.checkpointing);
     p.activations_modelled = true;
   } else if (in.model.llama) {
     activations = llama_activation_bytes(*in.model.llama, in.micro_batch, in.checkpointing, z.precision.mixed() ? 2 : 4);

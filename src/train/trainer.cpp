@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "model/gpt.h"
 #include "model/gpt_decoder.h"
+#include "model/llama.h"
 #include "partition/init.h"
 #include "planner/byte_size.h"
 #include "planner/host_fit.h"
@@ -31,7 +32,7 @@ using Clock = std::chrono::steady_clock;
 data::TokenData load_data(const TrainOptions& o) {
   const char* formats[] = {"auto", "text", "bin"};
   data::TokenData d = data::load_tokens(o.data_path, formats[static_cast<int>(o.config.data.format)]);
-  const int V = o.config.model.shape.vocab_size;
+  const int V = o.config.model.vocab_size();
   if (d.vocab_size > V) {
     const int largest = d.tokens.max_token();
     throw ConfigError(cat("[train] ", o.data_path, " is read with a vocabulary of ", d.vocab_size,
@@ -99,8 +100,8 @@ RankFigures figures(const Ledger& ledger, const Traffic& traffic, float loss) {
 
 // Summed next-token loss of the first `rows` sequences of the micro-batch just evaluated, each
 // position's -log p(target) computed as the model's loss computes it.
-double summed_loss(const Gpt& gpt, const std::vector<std::int32_t>& targets, int rows) {
-  const int T = gpt.shape().seq_len;
+double summed_loss(const LanguageModel& gpt, const std::vector<std::int32_t>& targets, int rows) {
+  const int T = gpt.seq_len();
   double sum = 0;
   for (int b = 0; b < rows; ++b)
     for (int t = 0; t < T; ++t) sum += -std::log(gpt.probs(b, t)[targets[static_cast<std::size_t>(b) * T + t]]);
@@ -137,6 +138,32 @@ void check_device(const std::string& device) { require_backend_available(device,
 // the engine scales the gradients after backward, not the loss before it, so backward's small
 // gradients would underflow in fp16 operands.
 GptCompute gpt_compute(const TrainConfig& c) { return {c.device, c.bf16() ? Dtype::kBf16 : Dtype::kF32}; }
+
+// The config's model: the GPT, or the LLaMA (model.type "llama").
+std::unique_ptr<LanguageModel> make_model(const TrainConfig& c, Ledger& ledger) {
+  if (c.model.is_llama()) return std::make_unique<Llama>(c.model.llama, c.micro_batch_size, ledger, c.model.checkpointing, gpt_compute(c));
+  return std::make_unique<Gpt>(c.model.shape, c.micro_batch_size, ledger, c.model.checkpointing, gpt_compute(c));
+}
+
+// What a LLaMA run cannot do yet, refused before any rank starts: a device without LLaMA kernels,
+// cpu checkpointing, checkpoints (their manifest records a GPT shape) and the generated sample
+// (the KV-cached decoder is the GPT's).
+void check_model(const TrainOptions& o) {
+  const TrainConfig& c = o.config;
+  if (!c.model.is_llama()) return;
+  require_llama_kernels(c.device, "[config] model.type llama");
+  if (c.model.checkpointing.cpu) {
+    throw ConfigError("[config] activation_checkpointing.cpu_checkpointing is not implemented for model.type llama yet: "
+                      "set it false (model.checkpoint_activations alone works)");
+  }
+  const bool saves = !o.checkpoints.save_dir.empty() || !o.checkpoints.resume.empty() ||
+                     !c.checkpoints.save.empty() || !c.checkpoints.resume.empty();
+  if (saves) {
+    throw ConfigError("[config] checkpoints of model.type llama are not implemented yet (the manifest records a GPT shape): "
+                      "leave out --save/--resume and train_checkpoints");
+  }
+  if (o.sample_requested && o.sample_chars > 0) throw ConfigError("[config] --sample generates with the GPT's decoder; model.type llama has none yet: leave --sample out");
+}
 
 // The settings this run's engine runs with, and the start-up check plans with: the config's, and
 // the norm reported every step.
@@ -193,7 +220,8 @@ StepEnd step_end(Communicator& comm, double seconds, int stop_signal) {
 // The planner's view of this run, for the start-up check.
 PlanInput plan_input(const TrainConfig& c, int world_size, const std::string& backend) {
   PlanInput in;
-  in.model = describe_gpt(c.model.shape);
+  in.model = c.model.is_llama() ? describe_llama(c.model.llama) : describe_gpt(c.model.shape);
+  in.llama_activation_bytes = llama_model_activation_hook();  // the LLaMA zero builds, as the ledger counts it
   in.ranks = world_size;
   in.ranks_per_node = backend == "threads" ? world_size : 1;
   in.micro_batch = c.micro_batch_size;
@@ -253,10 +281,11 @@ void check_host_memory(const TrainConfig& c, int world_size, const std::string& 
 
 void check_train_options(const TrainOptions& o, int world_size, const std::string& backend) {
   check_device(o.config.device);
+  check_model(o);
   check_checkpoint_options(o.checkpoints, o.config);
   const HostMemory memory = host_memory();  // before the data: a decompressed copy is part of the need
   const data::TokenData tokens = load_data(o);
-  const data::TokenSplit split = data::split_tokens(tokens, o.config.data.val_fraction, o.config.model.shape.seq_len);  // throws if too short
+  const data::TokenSplit split = data::split_tokens(tokens, o.config.data.val_fraction, o.config.model.seq_len());  // throws if too short
   if (o.eval_every > 0 && split.validation.empty()) {
     throw ConfigError(cat("[train] --eval-every (train_eval.every) ", o.eval_every, " evaluates the held-out split, but ",
                           "data.val_fraction is 0, so nothing is held out: set data.val_fraction (e.g. 0.05) or leave --eval-every out"));
@@ -269,8 +298,8 @@ void check_train_options(const TrainOptions& o, int world_size, const std::strin
 // Mean loss over every validation window, spread over the ranks B at a time (validation_pass:
 // every rank runs the same number of forward passes, padding where its share is short; stage 3
 // gathers in each). The sum over ranks is taken in rank order: the same on every rank.
-float validation_loss(const data::ValidationWindows& windows, Gpt& gpt, Engine& engine, Communicator& comm) {
-  const int B = gpt.micro_batch(), T = gpt.shape().seq_len, n = windows.count();
+float validation_loss(const data::ValidationWindows& windows, LanguageModel& gpt, Engine& engine, Communicator& comm) {
+  const int B = gpt.micro_batch(), T = gpt.seq_len(), n = windows.count();
   std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
   double sum = 0;
   for (int p = 0; p < data::validation_passes(n, comm.size(), B); ++p) {
@@ -301,7 +330,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   agreed.available = *std::min_element(measured.begin(), measured.end());
   const data::TokenData tokens = load_data(o);
   check_ranks_agree_on_data(tokens.tokens, o.data_path, comm);
-  const int T = c.model.shape.seq_len, B = c.micro_batch_size, A = c.gradient_accumulation_steps;
+  const int T = c.model.seq_len(), B = c.micro_batch_size, A = c.gradient_accumulation_steps;
   const data::TokenSplit split = data::split_tokens(tokens, c.data.val_fraction, T);
   const data::TokenBatches batches(split.train, T, c.data.seed);
 
@@ -317,7 +346,9 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     ~Untrace() { comm.set_tracer(nullptr); }
   } untrace{comm};
   check_device(c.device);
-  Gpt gpt(c.model.shape, B, ledger, c.model.checkpointing, gpt_compute(c));
+  check_model(o);
+  const std::unique_ptr<LanguageModel> model = make_model(c, ledger);
+  LanguageModel& gpt = *model;
   Engine engine(engine_config(c, tracer.get()), gpt, comm, ledger);
 
   std::unique_ptr<data::ValidationWindows> windows;
@@ -424,7 +455,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     throw diverged(cat("the weights after the last step (", result.last_step, ") are not all finite"), c.engine.adam.lr);
   }
   result.weights_sha256 = sha256_hex(weights.data(), weights.size() * sizeof(float));
-  if (o.sample_chars > 0 && tokens.format == "text" && comm.rank() == 0 && !result.stopped_by_signal) {  // byte-level text: the sample is readable
+  if (o.sample_chars > 0 && !c.model.is_llama() && tokens.format == "text" && comm.rank() == 0 && !result.stopped_by_signal) {  // byte-level text: the sample is readable
     const std::vector<std::uint16_t> prompt = (split.validation.empty() ? split.train : split.validation).first(T / 2).to_vector();
     result.sample = data::printable_text(data::ByteTokenizer::decode(prompt)) +
                     generate(c.model.shape, std::move(weights), prompt, o.sample_chars, c.seed);

@@ -84,13 +84,13 @@ struct TrainResult {
 };
 
 class Engine;
-class Gpt;
+class LanguageModel;
 namespace data {
 class ValidationWindows;
 }
 // The mean loss over the windows, spread over the ranks a micro-batch at a time (a collective:
 // every rank runs the same number of forward passes). zero eval runs it on one rank.
-float validation_loss(const data::ValidationWindows& windows, Gpt& gpt, Engine& engine, Communicator& comm);
+float validation_loss(const data::ValidationWindows& windows, LanguageModel& model, Engine& engine, Communicator& comm);
 
 // Trains as the options say. Before allocating anything, a run the planner says will not fit
 // the configured device memory is refused with the planner's table (OutOfMemoryError).

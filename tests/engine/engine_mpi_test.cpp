@@ -107,11 +107,15 @@ INSTANTIATE_TEST_SUITE_P(Models, MpiStages, ::testing::Combine(::testing::Bool()
                            return std::string(std::get<0>(p.param) ? "tied_" : "plain_") + dtype_label(std::get<1>(p.param));
                          });
 
-// The GPT under MPI: stages bit-identical, and identical to the threads backend.
-TEST(MpiGpt, BitIdenticalAcrossStagesAndBackends) {
+// The GPT and the LLaMA (untied, tied) under MPI: stages bit-identical, and identical to the
+// threads backend.
+TEST(MpiModels, BitIdenticalAcrossStagesAndBackends) {
   Communicator& comm = world();
   testing::GptRun run;
+  const std::optional<LlamaShape> models[] = {std::nullopt, testing::tiny_llama(false), testing::tiny_llama(true)};
+  for (const std::optional<LlamaShape>& model : models)
   for (Dtype dtype : {Dtype::kF32, Dtype::kBf16}) {
+  run.llama = model;
   run.dtype = dtype;
   std::vector<float> stage0;
   for (int stage = 0; stage <= 3; ++stage) {
@@ -128,9 +132,9 @@ TEST(MpiGpt, BitIdenticalAcrossStagesAndBackends) {
         auto p = testing::train_gpt(run, *c, l);
         if (r == 0) on_threads = p;
       });
-      EXPECT_TRUE(same_bits(stage0, on_threads)) << "GPT: mpi and threads backends differ";
+      EXPECT_TRUE(same_bits(stage0, on_threads)) << run.model_label() << ": mpi and threads backends differ";
     }
-    EXPECT_TRUE(same_bits(params, stage0)) << dtype_label(dtype) << " GPT stage " << stage << " differs from stage 0 under MPI";
+    EXPECT_TRUE(same_bits(params, stage0)) << dtype_label(dtype) << " " << run.model_label() << " stage " << stage << " differs from stage 0 under MPI";
   }
   }
 }

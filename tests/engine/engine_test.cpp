@@ -321,22 +321,34 @@ TEST(Stage3Schedule, SettingsChangeNoBitsAndMoveBytesAsTheySay) {
     }
 }
 
-// The GPT, with its tied embedding (the head borrows unit 0): stages 0-3 bit-identical at a
-// fixed world size, with gradient clipping on.
-TEST(GptStages, BitIdenticalAcrossStages) {
+// The models: the GPT, with its tied embedding (the head borrows unit 0), and the LLaMA untied
+// and tied: stages 0-3 and offload (stage 2 + optimizer, stage 3 + optimizer + parameters)
+// bit-identical at a fixed world size, with gradient clipping on.
+TEST(ModelStages, BitIdenticalAcrossStagesAndOffload) {
+  struct Placement { int stage; bool opt, param; };
+  const Placement placements[] = {{0, false, false}, {1, false, false}, {2, false, false}, {3, false, false},
+                                  {2, true, false},  {3, true, true}};
+  const std::optional<LlamaShape> models[] = {std::nullopt, testing::tiny_llama(false), testing::tiny_llama(true)};
+  for (const std::optional<LlamaShape>& model : models)
   for (Dtype dtype : {Dtype::kF32, Dtype::kBf16, Dtype::kF16})
-  for (int n : {2, 4}) {
+  for (int n : {2, 3, 4}) {
     testing::GptRun run;
+    run.llama = model;
     run.dtype = dtype;
     if (n == 4) run.device = "strict";
     std::vector<float> stage0;
-    for (int stage = 0; stage <= 3; ++stage) {
-      run.stage = stage;
+    for (const Placement& p : placements) {
+      run.stage = p.stage, run.offload_optimizer = p.opt, run.offload_params = p.param;
       const std::vector<std::vector<float>> params = testing::train_gpt_threads(run, n);
-      for (int r = 1; r < n; ++r) ASSERT_TRUE(same_bits(params[r], params[0])) << "N=" << n << " stage " << stage << " rank " << r;
-      if (stage == 0) stage0 = params[0];
-      EXPECT_TRUE(same_bits(params[0], stage0)) << dtype_label(dtype) << " N=" << n << ": stage " << stage << " differs from stage 0";
+      const std::string what = cat(run.model_label(), " ", dtype_label(dtype), " N=", n, " stage ", p.stage,
+                                   p.opt ? "+opt" : "", p.param ? "+param" : "");
+      for (int r = 1; r < n; ++r) ASSERT_TRUE(same_bits(params[r], params[0])) << what << " rank " << r;
+      if (p.stage == 0) stage0 = params[0];
+      EXPECT_TRUE(same_bits(params[0], stage0)) << what << " differs from stage 0";
     }
+    testing::GptRun untrained = run;
+    untrained.steps = 0;
+    EXPECT_FALSE(same_bits(testing::train_gpt_threads(untrained, n)[0], stage0)) << run.model_label() << ": training moved nothing";
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "comm/thread_world.h"
 #include "common/error.h"
+#include "backends/registry.h"
 #include "model/gpt.h"
 #include "partition/init.h"
 #include "../engine/gpt_run.h"
@@ -80,24 +81,62 @@ TEST(GptCheckpointing, CpuWithoutCheckpointingIsAConfigError) {
 }
 
 // Engine runs (4 steps of AdamW with clipping): every stage, with offload, with and without
-// checkpointing, on 2 thread ranks: the same weights, bit for bit.
-TEST(GptCheckpointing, BitIdenticalInEveryStageAndWithOffload) {
+// checkpointing, on 2 thread ranks: the same weights, bit for bit; for the GPT and for the LLaMA
+// (whose checkpointing has no cpu mode yet: Llama refuses it).
+TEST(ModelCheckpointing, BitIdenticalInEveryStageAndWithOffload) {
   struct Placement { int stage; bool opt, param; };
   const Placement placements[] = {{0, false, false}, {1, false, false}, {2, false, false}, {3, false, false},
                                   {2, true, false},  {3, true, true}};
   const int n = 2;
+  for (bool llama : {false, true})
   for (const Placement& p : placements) {
     std::vector<float> reference;
     for (const GptCheckpointing& c : kModes) {
+      if (llama && c.cpu) continue;
       testing::GptRun run;
       run.shape = {48, 12, 16, 3, 2};
+      if (llama) run.llama = testing::tiny_llama(false);
       run.stage = p.stage, run.offload_optimizer = p.opt, run.offload_params = p.param, run.checkpointing = c;
       const std::vector<std::vector<float>> params = testing::train_gpt_threads(run, n);
-      ASSERT_TRUE(same_bits(params[1], params[0])) << "stage " << p.stage << " " << mode_name(c);
+      ASSERT_TRUE(same_bits(params[1], params[0])) << run.model_label() << " stage " << p.stage << " " << mode_name(c);
       if (!c.enabled) reference = params[0];
-      EXPECT_TRUE(same_bits(params[0], reference)) << "stage " << p.stage << (p.opt ? "+opt" : "") << (p.param ? "+param" : "")
+      EXPECT_TRUE(same_bits(params[0], reference)) << run.model_label() << " stage " << p.stage << (p.opt ? "+opt" : "") << (p.param ? "+param" : "")
                                                    << ": " << mode_name(c) << " differs from no checkpointing";
     }
+  }
+}
+
+// The LLaMA's checkpointing keeps less: its activation bytes with it are below those without, by
+// the L-1 blocks of internals it does not hold; cpu checkpointing is refused with a clear error.
+TEST(ModelCheckpointing, LlamaHoldsOneBlockAndRefusesCpuCheckpointing) {
+  const LlamaShape s = testing::tiny_llama(false);
+  for (const GptCheckpointing& c : {kModes[0], kModes[1]}) {
+    Ledger ledger;
+    Llama model(s, 2, ledger, c);
+    EXPECT_EQ(ledger.usage(Tier::kDevice).current[static_cast<int>(Category::kActivations)], Llama::activation_bytes(s, 2, c).device)
+        << mode_name(c);
+  }
+  EXPECT_LT(Llama::activation_bytes(s, 2, kModes[1]).total(), Llama::activation_bytes(s, 2, kModes[0]).total());
+  Ledger ledger;
+  try {
+    Llama model(s, 2, ledger, kModes[2]);
+    ADD_FAILURE() << "cpu checkpointing accepted for the LLaMA";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("cpu_checkpointing is not implemented for model.type llama"), std::string::npos) << e.what();
+  }
+}
+
+// A backend without LLaMA kernels (cuda, for now) is refused by the registry, naming those that
+// have them; the cpu backends have them.
+TEST(ModelCheckpointing, LlamaKernelsOnlyWhereRegistered) {
+  EXPECT_NO_THROW(require_llama_kernels("cpu", "[config] model.type llama"));
+  EXPECT_NO_THROW(require_llama_kernels("strict", "[config] model.type llama"));
+  try {
+    require_llama_kernels("cuda", "[config] model.type llama");
+    ADD_FAILURE() << "cuda has no LLaMA kernels, but was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("[config] model.type llama: device cuda has no LLaMA kernels yet; the devices that have them: cpu"),
+              std::string::npos) << e.what();
   }
 }
 

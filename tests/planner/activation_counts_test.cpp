@@ -12,7 +12,8 @@ namespace {
 
 // A tiny LLaMA counted by hand from the list in activation_counts.h.
 TEST(LlamaActivations, TinyShapeByHand) {
-  const LlamaShape s{100, 8, 16, 3, 4, 2, 40};  // V T C L H KV F
+  LlamaShape s;
+  s.vocab_size = 100, s.seq_len = 8, s.hidden = 16, s.layers = 3, s.heads = 4, s.kv_heads = 2, s.intermediate = 40;
   const std::int64_t B = 2, BT = 16, C = 16, kv = 8, F = 40, V = 100, H = 4, T = 8, L = 3;
   const std::int64_t block = BT * C /*rms1*/ + BT + BT * (C + 2 * kv) + BT * C /*attn out*/ + B * H * T /*lse*/ +
                              BT * C /*o*/ + BT * C /*res*/ + BT * C /*rms2*/ + BT + 3 * BT * F + BT * C /*w2*/ + BT * C /*res*/;

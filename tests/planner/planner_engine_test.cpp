@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "engine/mlp_run.h"
 #include "model/gpt.h"
+#include "model/llama.h"
 #include "planner/placement.h"
 #include "planner/planner.h"
 
@@ -82,6 +83,26 @@ std::function<void(Gpt&, int)> gpt_random_batches(const GptShape& shape, int bat
   };
 }
 
+// The same for a LLaMA.
+std::function<void(Llama&, int)> llama_random_batches(const LlamaShape& shape, int batch) {
+  return [shape, batch](Llama& llama, int seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::int32_t> in(batch * shape.seq_len), tgt(in.size());
+    for (auto& t : in) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
+    for (auto& t : tgt) t = static_cast<std::int32_t>(rng() % shape.vocab_size);
+    llama.set_batch(in.data(), tgt.data());
+  };
+}
+
+// Tiny LLaMAs: grouped-query (4 heads, 2 key/value heads) untied, and multi-head tied.
+std::vector<LlamaShape> tiny_llamas() {
+  LlamaShape a;
+  a.vocab_size = 40, a.seq_len = 9, a.hidden = 24, a.intermediate = 36, a.layers = 2, a.heads = 4, a.kv_heads = 2;
+  LlamaShape b = a;
+  b.heads = b.kv_heads = 2, b.layers = 3, b.tie_word_embeddings = true;
+  return {a, b};
+}
+
 void expect_prediction(const PlanInput& in, const Measured& m, const std::string& what, std::uint64_t slack = 0) {
   const Plan p = plan(in);
   if (slack == 0) {
@@ -139,6 +160,32 @@ std::vector<OffloadCase> every_configuration() {
   for (int stage = 0; stage <= 3; ++stage) cases.push_back({placement(stage), OffloadOptions{}});
   for (const OffloadCase& oc : offload_cases()) cases.push_back(oc);
   return cases;
+}
+
+// The LLaMA as zero trains it (its units from the same LlamaShape, its activations its own count
+// through llama_model_activation_hook): every stage and offload configuration, with and without
+// checkpointing, tied and untied: the planner's peak, traffic, host and link bytes are the ledger's.
+TEST(AgainstEngine, LlamaEveryStageAndOffloadActivationsIncluded) {
+  const int batch = 2;
+  for (const LlamaShape& shape : tiny_llamas()) {
+    for (const GptCheckpointing ckpt : {GptCheckpointing{}, GptCheckpointing{true, false}}) {
+      auto make = [&](Ledger& ledger) { return std::make_unique<Llama>(shape, batch, ledger, ckpt); };
+      const auto set_batch = llama_random_batches(shape, batch);
+      for (int n : {2, 3}) {
+        for (const OffloadCase& oc : every_configuration()) {
+          const Measured m = measure(n, oc.zero.stage, 2, make, set_batch, oc.engine);
+          PlanInput in = threads_input(describe_llama(shape), n, oc.zero.stage, 2);
+          in.settings = oc.zero;
+          in.micro_batch = batch;
+          in.checkpointing = ckpt;
+          in.llama_activation_bytes = llama_model_activation_hook();
+          expect_prediction(in, m, cat("LLaMA ", shape.describe(), ckpt.enabled ? " ckpt" : "", " N=", n, " ", plan_label(oc.zero)));
+          const Plan p = plan(in);
+          EXPECT_EQ(p.device[Category::kActivations], Llama::activation_bytes(shape, batch, ckpt).device);
+        }
+      }
+    }
+  }
 }
 
 TEST(AgainstEngine, MlpPlainAndTiedEveryStage) {

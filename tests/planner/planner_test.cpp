@@ -120,7 +120,7 @@ TEST(NamedShapes, ParameterCountsMatchThePublishedFigures) {
       {"gpt2", 124'439'808},           {"gpt2-medium", 354'823'168},   {"gpt2-large", 774'030'080},
       {"gpt2-xl", 1'557'611'200},      {"llama2-7b", 6'738'415'616},   {"llama2-13b", 13'015'864'320},
       {"llama-33b", 32'528'943'616},   {"llama2-70b", 68'976'648'192}, {"llama3-8b", 8'030'261'248},
-      {"llama3-70b", 70'553'706'496},
+      {"llama3-70b", 70'553'706'496},  {"tinyllama-1.1b", 1'100'048'384},
   };
   ASSERT_EQ(named_model_names().size(), std::size(known));
   for (const auto& [name, count] : known) {
@@ -131,8 +131,15 @@ TEST(NamedShapes, ParameterCountsMatchThePublishedFigures) {
     }
     EXPECT_NE(m.source.find(" parameters"), std::string::npos) << m.source;
   }
-  const LlamaShape l{32000, 4096, 4096, 32, 32, 32, 11008};
-  EXPECT_EQ(l.num_parameters(), describe_llama(l).num_parameters());
+  for (const char* name : {"llama2-7b", "llama2-70b", "tinyllama-1.1b", "llama3-8b"}) {
+    const ModelDescription m = named_model(name);
+    ASSERT_TRUE(m.llama) << name;
+    EXPECT_EQ(m.llama->num_parameters(), m.num_parameters()) << name;
+  }
+  LlamaShape tied = *named_model("tinyllama-1.1b").llama;
+  tied.tie_word_embeddings = true;  // the head borrows the embedding: V*C fewer parameters
+  EXPECT_EQ(describe_llama(tied).num_parameters(), named_model("tinyllama-1.1b").num_parameters() - 32000LL * 2048);
+  EXPECT_EQ(describe_llama(tied).units.back().borrows, std::vector<int>{0});
   // The GPT head borrows the embedding (tied); the LLaMA head does not.
   EXPECT_EQ(named_model("gpt2").units.back().borrows, std::vector<int>{0});
   EXPECT_TRUE(named_model("llama2-7b").units.back().borrows.empty());
@@ -317,7 +324,11 @@ TEST(BadInput, MemorySizes) {
 
 TEST(BadInput, UnknownModelListsTheKnown) {
   expect_error([] { named_model("gpt5"); }, "unknown model 'gpt5'; known models: gpt2, gpt2-large");
-  expect_error([] { describe_llama({32000, 4096, 4096, 32, 32, 5, 11008}); }, "must divide by n_kv_head");
+  expect_error([] {
+    LlamaShape s = *named_model("llama2-7b").llama;
+    s.kv_heads = 5;
+    describe_llama(s);
+  }, "num_key_value_heads (5) must divide num_attention_heads (32)");
 }
 
 }  // namespace
