@@ -13,10 +13,10 @@
 namespace zero {
 
 enum class Work : int {
-  kMatmul = 0,  // matrix products (BLAS): the GPT's linear layers, forward and backward
-  kAttention,   // attention's scores, causal softmax and weighted sum
-  kNorm,        // LayerNorm / RMSNorm
-  kPointwise,   // GELU, residual additions
+  kMatmul = 0,  // matrix products (BLAS): the models' linear layers, forward and backward
+  kAttention,   // attention's scores, causal softmax and weighted sum (and the LLaMA's rotary embedding)
+  kNorm,        // LayerNorm, RMSNorm
+  kPointwise,   // GELU, SwiGLU, residual additions
   kLoss,        // the head's softmax and cross-entropy
   kEmbedding,   // token and position embeddings
   kOptimizer,   // Adam / Lamb over the shard
