@@ -75,7 +75,7 @@ int generate_main(const std::vector<std::string>& args) {
                           ": zero generate reads text prompts for byte-level models (vocabulary 256) only"));
   }
   const std::string prompt = flags.get("prompt");
-  const std::vector<std::uint16_t> tokens = data::ByteTokenizer::encode(prompt);
+  const std::vector<std::uint16_t> tokens = data::ByteTokenizer::encode_bytes(prompt);
   if (tokens.empty()) throw ConfigError("[cli] --prompt is empty: give some text to continue");
   checkpoint::ParameterReader reader(ck.dir, ck.manifest);
   GptDecoder decoder(ck.shape, reader.read_all());
@@ -89,7 +89,7 @@ int generate_main(const std::vector<std::string>& args) {
     p = decoder.feed(tok);
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%s%s\n", data::printable_text(prompt).c_str(), data::printable_text(data::ByteTokenizer::decode(out)).c_str());
+  std::printf("%s%s\n", data::printable_text(prompt).c_str(), data::printable_text(data::ByteTokenizer::decode_bytes(out)).c_str());
   std::fprintf(stderr, "zero generate: %d tokens in %.0f ms (%.0f tokens/s) from %s, step %lld\n", n, s * 1e3, n / std::max(s, 1e-9),
                ck.dir.c_str(), static_cast<long long>(ck.manifest.step));
   return 0;

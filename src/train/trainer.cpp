@@ -120,7 +120,7 @@ std::string generate(const GptShape& shape, std::vector<float> weights, std::spa
     out.push_back(static_cast<std::uint16_t>(tok));
     p = decoder.feed(tok);
   }
-  return data::printable_text(data::ByteTokenizer::decode(out));
+  return data::printable_text(data::ByteTokenizer::decode_bytes(out));
 }
 
 // The error for a run that diverged: `what` happened; the advice fits the learning rate in use
@@ -426,7 +426,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   result.weights_sha256 = sha256_hex(weights.data(), weights.size() * sizeof(float));
   if (o.sample_chars > 0 && tokens.format == "text" && comm.rank() == 0 && !result.stopped_by_signal) {  // byte-level text: the sample is readable
     const std::vector<std::uint16_t> prompt = (split.validation.empty() ? split.train : split.validation).first(T / 2).to_vector();
-    result.sample = data::printable_text(data::ByteTokenizer::decode(prompt)) +
+    result.sample = data::printable_text(data::ByteTokenizer::decode_bytes(prompt)) +
                     generate(c.model.shape, std::move(weights), prompt, o.sample_chars, c.seed);
   }
   if (tracer) gather_trace(*tracer, comm, result);
