@@ -5,7 +5,11 @@
 // before it; whitespace, leaving its last space to the word after it).
 //
 // The regex is PCRE2's (Debian's libpcre2-8, UTF + UCP, JIT-compiled), so \p{L}, \p{N} and \s
-// follow PCRE2's Unicode tables rather than tables written here.
+// follow PCRE2's Unicode tables rather than tables written here. Regex engines disagree on \s at
+// three code points, so GPT-2 implementations do too: PCRE2 (so zero) counts U+0085 (NEL) and
+// U+180E (Mongolian vowel separator) as whitespace and not U+FEFF (BOM); OpenAI's Python `regex`
+// counts U+0085 only; JavaScript's /u regexes (gpt-3-encoder, js-tiktoken) count U+FEFF only.
+// Text with those characters can tokenize differently from one implementation to another.
 //
 // Invalid UTF-8: a regex sees characters, so bytes that do not form UTF-8 cannot be matched. The
 // text is cut into maximal runs of valid UTF-8 and maximal runs of invalid bytes; each valid run
