@@ -17,6 +17,7 @@ packages=(
   iproute2                      # network namespaces for the two-host test
   e2fsprogs                     # chattr, for the test of a checkpoint --keep cannot remove
   libpcre2-dev                  # GPT-2 pre-tokenisation regex (Unicode-aware, JIT)
+  libsentencepiece-dev sentencepiece  # SentencePiece models; spm_train and spm_encode for its test
   python3                       # the checkpoint tests read safetensors and metrics with a reader of their own
 )
 

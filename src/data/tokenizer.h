@@ -39,10 +39,10 @@ class Tokenizer {
   virtual std::vector<std::string> files() const = 0;
 };
 
-// The tokenizer a spec names: "bytes" or "" (the byte tokenizer); a GPT-2 vocabulary
+// The tokenizer a spec names: "bytes" or "" (the byte tokenizer); a SentencePiece *.model; a GPT-2 vocabulary
 // (vocab.json with merges.txt beside it, or encoder.json with vocab.bpe), a merges file (its
-// vocabulary found beside it), or a directory holding one of those pairs (a Hugging Face model
-// directory). Throws zero::Error ("[data] ...") naming the file and what to do.
+// vocabulary found beside it), or a directory holding tokenizer.model or one of those pairs (a
+// Hugging Face model directory). Throws zero::Error ("[data] ...") naming the file and what to do.
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& spec);
 
 // The ids of the documents in order, end_of_text() between each two (zero::Error if the

@@ -3,6 +3,7 @@
 
 #include "common/error.h"
 #include "data/gpt2_bpe.h"
+#include "data/sentencepiece_tokenizer.h"
 #include "data/tokenizer.h"
 
 namespace zero::data {
@@ -23,14 +24,15 @@ bool is_file(const fs::path& p) {
 }
 
 std::unique_ptr<Tokenizer> open_directory(const fs::path& dir) {
+  if (is_file(dir / "tokenizer.model")) return std::make_unique<SentencePieceTokenizer>((dir / "tokenizer.model").string());
   for (const FilePair& pair : kGpt2Pairs) {
     if (is_file(dir / pair.vocab) && is_file(dir / pair.merges)) {
       return std::make_unique<Gpt2Bpe>((dir / pair.vocab).string(), (dir / pair.merges).string());
     }
   }
-  throw Error(cat("[data] the directory ", dir.string(), " holds no tokenizer: looked for vocab.json + merges.txt and "
-                  "encoder.json + vocab.bpe (GPT-2's files, see scripts/get-gpt2-tokenizer.sh); pass a directory "
-                  "with one of those pairs, or a file"));
+  throw Error(cat("[data] the directory ", dir.string(), " holds no tokenizer: looked for tokenizer.model "
+                  "(SentencePiece), vocab.json + merges.txt and encoder.json + vocab.bpe (GPT-2's files, see "
+                  "scripts/get-gpt2-tokenizer.sh); pass a directory with one of those, or a file"));
 }
 
 // The GPT-2 pair that `file` (one of the two) belongs to: its partner is looked for beside it.
@@ -54,8 +56,9 @@ std::unique_ptr<Tokenizer> open_gpt2_file(const fs::path& file) {
       if (is_file(dir / pair.merges)) return std::make_unique<Gpt2Bpe>(file.string(), (dir / pair.merges).string());
     }
   }
-  throw Error(cat("[data] ", file.string(), " is not a tokenizer file zero knows by its name: pass GPT-2's vocab.json "
-                  "or encoder.json (with merges.txt or vocab.bpe beside it), the directory holding them, or 'bytes'"));
+  throw Error(cat("[data] ", file.string(), " is not a tokenizer file zero knows by its name: pass a SentencePiece "
+                  "*.model, GPT-2's vocab.json or encoder.json (with merges.txt or vocab.bpe beside it), the "
+                  "directory holding them, or 'bytes'"));
 }
 
 }  // namespace
@@ -69,6 +72,7 @@ std::unique_ptr<Tokenizer> open_tokenizer(const std::string& spec) {
     throw Error(cat("[data] tokenizer ", spec, " does not exist: pass 'bytes', a GPT-2 vocab.json or encoder.json, or "
                     "a directory holding one (scripts/get-gpt2-tokenizer.sh fetches GPT-2's)"));
   }
+  if (path.extension() == ".model") return std::make_unique<SentencePieceTokenizer>(path.string());
   return open_gpt2_file(path);
 }
 
