@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "common/input_file.h"
 #include "common/sha256.h"
@@ -157,7 +158,9 @@ nlohmann::json tokenizer_record(const std::string& spec, const data::Tokenizer& 
     const std::string bytes = read_input_file({file, "data", "tokenizer file", std::uint64_t{1} << 30});
     files.push_back({{"path", file}, {"sha256", sha256_hex(bytes.data(), bytes.size())}});
   }
-  return {{"spec", spec.empty() ? "bytes" : spec}, {"description", tokenizer.describe()}, {"files", files}};
+  // An absolute spec, so that generate and eval find the files from any working directory.
+  const std::string where = files.empty() ? "bytes" : std::filesystem::absolute(spec).lexically_normal().string();
+  return {{"spec", where}, {"description", tokenizer.describe()}, {"files", files}};
 }
 
 namespace {

@@ -16,32 +16,14 @@
 #include "data/load.h"
 #include "data/token_file.h"
 #include "data/tokenizer.h"
+#include "data/temp_dir_test.h"
 
 namespace zero::data {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Each test gets its own empty directory, removed afterwards.
-class DataTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) / cat("zero_data_test_", ::getpid(), "_", info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string write(const std::string& name, std::string_view bytes) const {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return path;
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
-};
+using DataTest = testing::TempDirTest;
 
 using testing::error_of;
 

