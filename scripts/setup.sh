@@ -16,6 +16,8 @@ packages=(
   clang-14 libclang-rt-14-dev  # the libFuzzer harnesses (scripts/fuzz.sh)
   iproute2                      # network namespaces for the two-host test
   e2fsprogs                     # chattr, for the test of a checkpoint --keep cannot remove
+  libpcre2-dev                  # GPT-2 pre-tokenisation regex (Unicode-aware, JIT)
+  libsentencepiece-dev sentencepiece  # SentencePiece models; spm_train and spm_encode for its test
   python3                       # the checkpoint tests read safetensors and metrics with a reader of their own
   python3-numpy                 # the LLaMA reference test (tests/model/llama_reference.py), run with /usr/bin/python3
 )

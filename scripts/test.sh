@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/get-gpt2-tokenizer.sh  # GPT-2's files and the JavaScript tokenizers the BPE is tested against
 bash scripts/build.sh -DZERO_CUDA=ON  # everything, the CUDA objects included where the toolkit is (no GPU needed to compile)
 bash scripts/fuzz.sh
 cd build

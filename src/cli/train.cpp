@@ -33,6 +33,8 @@ std::vector<FlagSpec> train_flags() {
           {"stage", "ZeRO stage 0-3 (overrides zero_optimization.stage)", true, ""},
           {"steps", "optimizer steps (overrides train_steps)", true, ""},
           {"data", "text file (UTF-8, byte-level tokens) or llm.c .bin tokens (overrides data.path)", true, ""},
+          {"tokenizer", "how a text file becomes tokens: bytes, a GPT-2 vocab.json / encoder.json, a SentencePiece "
+                        "tokenizer.model, or a directory holding one (overrides data.tokenizer)", true, "bytes"},
           {"micro-batch", "sequences per rank per micro-batch (overrides train_micro_batch_size_per_gpu)", true, ""},
           {"gradient-accumulation-steps", "micro-batches per optimizer step (overrides gradient_accumulation_steps)", true, ""},
           {"dtype", "fp32, or bf16 / fp16 mixed precision: 16-bit parameters, gradients and collectives, fp32 master and Adam "
@@ -53,7 +55,7 @@ std::vector<FlagSpec> train_flags() {
           {"device-memory", "device tier capacity per rank, e.g. 16GiB (overrides device_memory)", true, ""},
           {"host-memory", "host memory of one node, shared by the ranks on it, e.g. 512GiB (overrides host_memory)", true, ""},
           {"trace", "write a Chrome trace (compute, communication, copies, CPU optimizer per rank) to this file", true, ""},
-          {"sample", "bytes of text to generate after training (text data only)", true, "300"},
+          {"sample", "tokens of text to generate after training (text data only; bytes with the byte tokenizer)", true, "300"},
           {"eval-every", "also print and record (--metrics) the validation loss after every N steps", true, "0"},
           {"eval-batches", "validation micro-batches per rank in each evaluation", true, "64 windows over all ranks"},
           {"save", "save sharded checkpoints into this directory (DIR/step-N/, DIR/latest); always a final one", true, ""},
@@ -121,6 +123,7 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
     flag_keys.emplace_back(key, flag);
   }
   if (flags.has("data")) set_from_flag("data", "data.path", flags.get("data"));
+  if (flags.has("tokenizer")) set_from_flag("tokenizer", "data.tokenizer", flags.get("tokenizer"));
   if (flags.has("activation-checkpointing")) {
     apply_override(j, "model.checkpoint_activations=true");
     flag_keys.emplace_back("model.checkpoint_activations", "activation-checkpointing");

@@ -40,12 +40,28 @@ Opened open_checkpoint(const std::string& path) {
   return o;
 }
 
+// The tokenizer to read and print text with: --tokenizer, else the one the checkpoint records,
+// else bytes. Its vocabulary must fit the model's.
+std::unique_ptr<data::Tokenizer> open_model_tokenizer(const Flags& flags, const Opened& ck) {
+  std::string spec = flags.has("tokenizer") ? flags.get("tokenizer") : ck.manifest.info.value("/data/tokenizer/spec"_json_pointer, std::string());
+  std::unique_ptr<data::Tokenizer> tokenizer = data::open_tokenizer(spec);
+  if (tokenizer->vocab_size() > static_cast<std::size_t>(ck.shape.vocab_size)) {
+    throw ConfigError(cat("[cli] the tokenizer ", tokenizer->describe(), " has ", tokenizer->vocab_size(), " tokens but the checkpoint's GPT has a "
+                          "vocabulary of ", ck.shape.vocab_size, ": give --tokenizer the tokenizer the checkpoint was trained with"));
+  }
+  return tokenizer;
+}
+
+const char* kTokenizerHelp = "how text becomes tokens: bytes, a GPT-2 vocab.json / encoder.json, a SentencePiece tokenizer.model, "
+                             "or a directory holding one";
+
 }  // namespace
 
 std::vector<FlagSpec> generate_flags() {
   return {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
-          {"prompt", "the text to continue (byte-level models)", true, ""},
-          {"tokens", "how many tokens (bytes) to generate", true, "200"},
+          {"prompt", "the text to continue", true, ""},
+          {"tokenizer", kTokenizerHelp, true, "the checkpoint's, recorded at training; bytes"},
+          {"tokens", "how many tokens to generate (bytes with the byte tokenizer)", true, "200"},
           {"temperature", "sampling temperature; 0 picks the most likely token", true, "1"},
           {"top-k", "sample among the K most likely tokens only (0: all)", true, "0"},
           {"seed", "the sampling seed", true, "1"}};
@@ -70,26 +86,31 @@ int generate_main(const std::vector<std::string>& args) {
     throw ConfigError(cat("[cli] --temperature must be a number >= 0, not '", flags.get("temperature"), "'"));
   }
   const Opened ck = open_checkpoint(flags.get("checkpoint"));
-  if (ck.shape.vocab_size != 256) {
-    throw ConfigError(cat("[cli] this checkpoint's GPT has a vocabulary of ", ck.shape.vocab_size,
-                          ": zero generate reads text prompts for byte-level models (vocabulary 256) only"));
-  }
+  const std::unique_ptr<data::Tokenizer> tokenizer = open_model_tokenizer(flags, ck);
   const std::string prompt = flags.get("prompt");
-  const std::vector<std::uint16_t> tokens = data::ByteTokenizer::encode(prompt);
+  const std::vector<data::TokenId> tokens = tokenizer->encode(prompt);
   if (tokens.empty()) throw ConfigError("[cli] --prompt is empty: give some text to continue");
   checkpoint::ParameterReader reader(ck.dir, ck.manifest);
   GptDecoder decoder(ck.shape, reader.read_all());
   const auto t0 = std::chrono::steady_clock::now();
   const float* p = nullptr;
-  for (std::uint16_t t : tokens) p = decoder.feed(t);
-  std::vector<std::uint16_t> out;
+  for (data::TokenId t : tokens) p = decoder.feed(static_cast<int>(t));
+  std::vector<data::TokenId> out;
   for (int i = 0; i < n; ++i) {
     const int tok = sample_token(p, ck.shape.vocab_size, temperature, top_k, counter_uniform(seed, static_cast<std::uint64_t>(i)));
-    out.push_back(static_cast<std::uint16_t>(tok));
+    out.push_back(static_cast<data::TokenId>(tok));
     p = decoder.feed(tok);
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%s%s\n", data::printable_text(prompt).c_str(), data::printable_text(data::ByteTokenizer::decode(out)).c_str());
+  // A token the model samples beyond the tokenizer's vocabulary (the model's may be larger) has no text.
+  const std::size_t known = static_cast<std::size_t>(std::find_if(out.begin(), out.end(), [&](data::TokenId t) {
+                              return t >= tokenizer->vocab_size(); }) - out.begin());
+  if (known < out.size()) {
+    std::fprintf(stderr, "zero generate: token %u (beyond the tokenizer's %zu) ends the text after %zu tokens\n", out[known],
+                 tokenizer->vocab_size(), known);
+    out.resize(known);
+  }
+  std::printf("%s%s\n", data::printable_text(prompt).c_str(), data::printable_text(tokenizer->decode(out)).c_str());
   std::fprintf(stderr, "zero generate: %d tokens in %.0f ms (%.0f tokens/s) from %s, step %lld\n", n, s * 1e3, n / std::max(s, 1e-9),
                ck.dir.c_str(), static_cast<long long>(ck.manifest.step));
   return 0;
@@ -98,6 +119,7 @@ int generate_main(const std::vector<std::string>& args) {
 std::vector<FlagSpec> eval_flags() {
   return {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
           {"data", "the file to evaluate (default: the file the checkpoint was trained on)", true, ""},
+          {"tokenizer", kTokenizerHelp, true, "the checkpoint's, recorded at training; bytes"},
           {"split", "all (the whole file) or val (the held-out windows training evaluated)", true, "all"},
           {"batches", "evaluate at most this many micro-batches (0: all windows of the split)", true, "0"},
           {"json", "also write the result (loss, bits per byte, windows, step) as JSON to this file", true, ""}};
@@ -119,7 +141,10 @@ int eval_main(const std::vector<std::string>& args) {
   if (path.empty()) throw ConfigError("[cli] the checkpoint does not name its data file: give --data FILE");
   const NamedPath json{"--json", flags.get("json")};
   if (flags.has("json")) check_output_path(json, {{"the data file", path}, {"--checkpoint", ck.dir}});  // before the evaluation
-  const data::TokenData tokens = data::load_tokens(path);
+  const std::unique_ptr<data::Tokenizer> tokenizer = open_model_tokenizer(flags, ck);
+  const bool by_bytes = tokenizer->files().empty();
+  const data::TokenData tokens = by_bytes ? data::load_tokens(path) : data::tokenize_file(path, *tokenizer);
+  const bool per_byte = by_bytes && tokens.format == "text";  // a token is a byte: the loss gives bits per byte
   const int T = ck.shape.seq_len;
   const int B = info.value("/validation/micro_batch"_json_pointer, 8);
   data::TokenSpan text = tokens.tokens;
@@ -156,12 +181,12 @@ int eval_main(const std::vector<std::string>& args) {
   }
   std::printf("loss %.4f on %s (%s, %d windows of %d tokens) at step %lld", loss, path.c_str(), split_name.c_str(),
               win.count(), T, static_cast<long long>(ck.manifest.step));
-  if (tokens.format == "text") std::printf("; %.4f bits per byte", loss / std::log(2.0));
+  if (per_byte) std::printf("; %.4f bits per byte", loss / std::log(2.0));
   std::printf("\n");
   if (flags.has("json")) {
     const nlohmann::json j = {{"checkpoint", ck.dir}, {"step", ck.manifest.step}, {"data", path}, {"split", split_name},
                               {"windows", win.count()}, {"seq_len", T}, {"loss", loss},
-                              {"bits_per_byte", tokens.format == "text" ? nlohmann::json(loss / std::log(2.0)) : nlohmann::json()}};
+                              {"bits_per_byte", per_byte ? nlohmann::json(loss / std::log(2.0)) : nlohmann::json()}};
     write_output_file(json, j.dump(2) + "\n", {{"the data file", path}});
   }
   return 0;

@@ -388,7 +388,8 @@ DataSection read_data(const Section& top, std::uint64_t seed) {
   d.seed = seed;
   if (!top.has("data")) return d;
   const Use R = Use::read;
-  const Section s = top.child("data", {{"path", R, kStr, ""}, {"format", R, kStr, ""}, {"val_fraction", R, kNum, ""}, {"seed", R, kInt, ""}});
+  const Section s = top.child("data", {{"path", R, kStr, ""}, {"format", R, kStr, ""}, {"tokenizer", R, kStr, ""},
+                                          {"val_fraction", R, kNum, ""}, {"seed", R, kInt, ""}});
   d.path = s.get_string("path", "");
   if (s.has("path") && d.path.empty()) {
     s.fail("path", "is \"\"; give a text or llm.c .bin file, or remove the key for the default text");
@@ -398,6 +399,14 @@ DataSection read_data(const Section& top, std::uint64_t seed) {
   else if (format == "text") d.format = DataFormat::text;
   else if (format == "bin") d.format = DataFormat::bin;
   else s.fail("format", cat("is \"", format, "\"; it must be \"auto\" (by extension), \"text\" (UTF-8, byte tokens) or \"bin\" (llm.c tokens)"));
+  d.tokenizer = s.get_string("tokenizer", "");
+  if (s.has("tokenizer") && d.tokenizer.empty()) {
+    s.fail("tokenizer", "is \"\"; give \"bytes\", a GPT-2 vocab.json / encoder.json, a SentencePiece tokenizer.model, or a "
+                        "directory holding one, or remove the key for bytes");
+  }
+  if (!d.tokenizer.empty() && d.format == DataFormat::bin) {
+    s.fail("tokenizer", "is set, but data.format is \"bin\" (tokens already made): a tokenizer applies to text; remove one of them");
+  }
   d.val_fraction = s.get_number("val_fraction", d.val_fraction);
   if (!(d.val_fraction >= 0.0 && d.val_fraction < 1.0)) s.fail("val_fraction", cat("is ", d.val_fraction, "; it must be in [0, 1)"));
   d.seed = static_cast<std::uint64_t>(s.get_int("seed", static_cast<std::int64_t>(seed), 0, kMaxInt64));

@@ -90,9 +90,10 @@ struct ModelSection {
 
 enum class DataFormat { auto_detect, text, bin };  // "auto": by extension, .bin is llm.c's format
 
-// Our own "data" section: {"path", "format", "val_fraction", "seed"}.
+// Our own "data" section: {"path", "format", "tokenizer", "val_fraction", "seed"}.
 struct DataSection {
   std::string path;                 // empty: the CLI's default text
+  std::string tokenizer;            // for text: data::open_tokenizer's spec; empty: bytes
   DataFormat format = DataFormat::auto_detect;
   double val_fraction = 0.05;       // held-out share of the tokens, in [0, 1)
   std::uint64_t seed = 1234;        // unset: the top-level seed

@@ -122,6 +122,21 @@ TokenData load_tokens(const std::string& path, const std::string& format) {
   return load_into_memory(path, kind);
 }
 
+TokenData tokenize_file(const std::string& path, const Tokenizer& tokenizer) {
+  constexpr std::size_t kMaxVocab = std::size_t{1} << 16;  // TokenSpan holds 16-bit tokens, as llm.c's .bin
+  if (tokenizer.vocab_size() > kMaxVocab) {
+    throw Error(cat("[data] the tokenizer ", tokenizer.describe(), " has more than ", kMaxVocab, " tokens, but zero's "
+                    "data path holds 16-bit tokens: use a tokenizer of at most ", kMaxVocab, " tokens"));
+  }
+  std::string text = read_data_file(path);
+  if (is_gzip(text)) text = gunzip(text, path, kMaxDataFileBytes);
+  check_text(text, path);
+  const std::vector<TokenId> ids = tokenizer.encode(text);
+  std::vector<std::uint16_t> tokens(ids.begin(), ids.end());  // every id < vocab_size <= 65536
+  TokenData data = tokens_in_memory(std::move(tokens), static_cast<int>(tokenizer.vocab_size()), path, "text");
+  return data;
+}
+
 std::string default_text_path() {
   std::error_code ec;
   if (std::filesystem::is_regular_file(kDefaultTextPath, ec)) return kDefaultTextPath;

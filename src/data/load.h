@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "data/token_file.h"
+#include "data/tokenizer.h"
 
 namespace zero::data {
 
@@ -24,6 +25,11 @@ namespace zero::data {
 // content is not the format its name (or `format`) says; zero::ConfigError for an unknown
 // format name.
 TokenData load_tokens(const std::string& path, const std::string& format = "auto");
+
+// The tokens of the text file at `path` (gzip allowed, checked as load_tokens checks text) made by
+// `tokenizer`, held in this process's memory. zero::Error when the vocabulary does not fit the
+// data path's 16-bit tokens (more than 65536 ids).
+TokenData tokenize_file(const std::string& path, const Tokenizer& tokenizer);
 
 // Byte tokens of `text` (a copy), checked to be non-empty UTF-8; `name` is the source named in errors.
 TokenData tokenize_text(std::string_view text, const std::string& name);

@@ -50,18 +50,11 @@ bool is_control(char32_t c) {
   return c < 0x20 || (c >= 0x7F && c <= 0x9F);  // C0, DEL and C1
 }
 
-}  // namespace
-
-std::vector<std::uint16_t> ByteTokenizer::encode(std::string_view text) {
-  std::vector<std::uint16_t> tokens(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) tokens[i] = static_cast<unsigned char>(text[i]);
-  return tokens;
-}
-
-std::string ByteTokenizer::decode(std::span<const std::uint16_t> tokens) {
+template <typename Id>
+std::string bytes_of(std::span<const Id> tokens) {
   std::string text(tokens.size(), '\0');
   for (std::size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] >= kVocabSize) {
+    if (tokens[i] >= ByteTokenizer::kVocabSize) {
       throw Error(cat("[data] token ", tokens[i], " at position ", i,
                       " is not a byte: the byte tokenizer decodes only tokens 0..255; "
                       "decode this model's output with the tokenizer its data was made with"));
@@ -70,6 +63,41 @@ std::string ByteTokenizer::decode(std::span<const std::uint16_t> tokens) {
   }
   return text;
 }
+
+}  // namespace
+
+std::vector<std::uint16_t> ByteTokenizer::encode_bytes(std::string_view text) {
+  std::vector<std::uint16_t> tokens(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) tokens[i] = static_cast<unsigned char>(text[i]);
+  return tokens;
+}
+
+std::string ByteTokenizer::decode_bytes(std::span<const std::uint16_t> tokens) { return bytes_of(tokens); }
+
+std::vector<TokenId> ByteTokenizer::encode(std::string_view text) const {
+  std::vector<TokenId> ids(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) ids[i] = static_cast<unsigned char>(text[i]);
+  return ids;
+}
+
+std::string ByteTokenizer::decode(std::span<const TokenId> ids) const { return bytes_of(ids); }
+
+std::vector<TokenId> encode_documents(const Tokenizer& tokenizer, std::span<const std::string_view> documents) {
+  const std::optional<TokenId> eot = tokenizer.end_of_text();
+  if (!eot && documents.size() > 1) {
+    throw Error(cat("[data] the tokenizer ", tokenizer.describe(), " has no end-of-text token to put between ",
+                    documents.size(), " documents: join them into one text, or use a tokenizer that has one"));
+  }
+  std::vector<TokenId> ids;
+  for (std::size_t d = 0; d < documents.size(); ++d) {
+    if (d > 0) ids.push_back(*eot);
+    const std::vector<TokenId> part = tokenizer.encode(documents[d]);
+    ids.insert(ids.end(), part.begin(), part.end());
+  }
+  return ids;
+}
+
+std::size_t utf8_sequence_length(std::string_view bytes, std::size_t at) { return decode_at(bytes, at).length; }
 
 std::size_t utf8_error_offset(std::string_view bytes) {
   std::size_t at = 0;

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
+#include "common/input_file.h"
+#include "common/sha256.h"
+#include "data/tokenizer.h"
 #include "memory/ledger.h"
 
 #include "checkpoint/loader.h"
@@ -141,16 +145,60 @@ nlohmann::json TrainCheckpoints::info(const Engine& engine, std::int64_t step, f
           {"schedule", schedule_json(c.scheduler)},
           {"lr_next", c.scheduler.lr_at(step, a.lr)},
           {"data", {{"path", options_.data_path}, {"seed", c.data.seed}, {"val_fraction", c.data.val_fraction}, {"tokens", data_tokens},
-                    {"next_batch", step}, {"train_batch_size", c.train_batch_size}}},
+                    {"tokenizer", options_.tokenizer}, {"next_batch", step}, {"train_batch_size", c.train_batch_size}}},
           {"validation", {{"windows", val_windows_}, {"micro_batch", c.micro_batch_size}}},
           {"seed", c.seed},
           {"loss", loss},
           {"config", options_.config_json.empty() ? nlohmann::json() : nlohmann::json::parse(options_.config_json)}};
 }
 
-checkpoint::Manifest read_resume_manifest(const std::string& dir, const TrainConfig& config) {
+nlohmann::json tokenizer_record(const std::string& spec, const data::Tokenizer& tokenizer) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const std::string& file : tokenizer.files()) {
+    const std::string bytes = read_input_file({file, "data", "tokenizer file", std::uint64_t{1} << 30});
+    files.push_back({{"path", file}, {"sha256", sha256_hex(bytes.data(), bytes.size())}});
+  }
+  // An absolute spec, so that generate and eval find the files from any working directory.
+  const std::string where = files.empty() ? "bytes" : std::filesystem::absolute(spec).lexically_normal().string();
+  return {{"spec", where}, {"description", tokenizer.describe()}, {"files", files}};
+}
+
+namespace {
+
+std::vector<std::string> tokenizer_digests(const nlohmann::json& record) {
+  std::vector<std::string> digests;
+  if (record.is_null()) return digests;
+  for (const auto& f : record.value("files", nlohmann::json::array())) digests.push_back(f.value("sha256", ""));
+  return digests;
+}
+
+// The tokenizer a manifest records, as "description (sha256 ...)"; a checkpoint from before
+// tokenizers were recorded was trained on bytes.
+std::string tokenizer_words(const nlohmann::json& record) {
+  if (record.is_null()) return "bytes (256 tokens)";
+  std::string words = record.value("description", std::string("?"));
+  const std::vector<std::string> digests = tokenizer_digests(record);
+  for (std::size_t i = 0; i < digests.size(); ++i) words += cat(i == 0 ? " (sha256 " : ", ", digests[i], i + 1 == digests.size() ? ")" : "");
+  return words;
+}
+
+void check_same_tokenizer(const nlohmann::json& then, const nlohmann::json& now, const std::string& path) {
+  const bool then_bytes = then.is_null() || then.value("files", nlohmann::json::array()).empty();
+  const bool now_bytes = now.is_null() || now.value("files", nlohmann::json::array()).empty();
+  if (then_bytes && now_bytes) return;
+  if (then_bytes != now_bytes || tokenizer_digests(then) != tokenizer_digests(now)) {
+    throw CheckpointError(cat("[checkpoint] ", path, " was trained with the tokenizer ", tokenizer_words(then),
+                              " but this run tokenizes with ", tokenizer_words(now),
+                              ": resume with the checkpoint's tokenizer (--tokenizer), or start a new run"));
+  }
+}
+
+}  // namespace
+
+checkpoint::Manifest read_resume_manifest(const std::string& dir, const TrainConfig& config, const nlohmann::json& tokenizer) {
   const std::string path = dir + "/manifest.json";
   checkpoint::Manifest m = checkpoint::read_manifest(path);
+  check_same_tokenizer(m.info.value("/data/tokenizer"_json_pointer, nlohmann::json()), tokenizer, path);
   if (m.info.contains("model") && !same_shape(model_from_json(m.info["model"], path), config.model.shape)) {
     throw CheckpointError(cat("[checkpoint] ", path, " holds a GPT ", model_from_json(m.info["model"], path).describe(),
                               " but this run builds ", config.model.shape.describe(), ": set the model section to the checkpoint's shape"));
@@ -167,7 +215,7 @@ void check_steps_after_resume(std::int64_t checkpoint_step, std::int64_t train_s
 
 void check_checkpoint_options(const CheckpointOptions& o, const TrainConfig& config) {
   const std::string resumed = o.resume.empty() ? "" : checkpoint::find_checkpoint(o.resume);
-  if (!resumed.empty()) check_steps_after_resume(read_resume_manifest(resumed, config).step, config.train_steps);
+  if (!resumed.empty()) check_steps_after_resume(read_resume_manifest(resumed, config, o.tokenizer).step, config.train_steps);
   if (!o.save_dir.empty()) {
     const std::string error = checkpoint::check_save_directory(o.save_dir, 0, resumed);
     if (!error.empty()) throw CheckpointError(error);
@@ -179,7 +227,7 @@ std::int64_t TrainCheckpoints::resume(Engine& engine, std::int64_t data_tokens) 
   std::string error;
   checkpoint::Manifest m;
   try {
-    m = read_resume_manifest(resume_dir_, config_);
+    m = read_resume_manifest(resume_dir_, config_, options_.tokenizer);
   } catch (const Error& e) {
     error = e.what();
   }

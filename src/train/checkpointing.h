@@ -12,6 +12,7 @@
 #include "checkpoint/saver.h"
 #include "comm/communicator.h"
 #include "config/config.h"
+#include "data/tokenizer.h"
 #include "engine/engine.h"
 
 namespace zero {
@@ -23,7 +24,11 @@ struct CheckpointOptions {
   std::string resume;           // a save directory or a checkpoint directory; empty: a fresh run
   std::string config_json;      // the effective config document, recorded in the manifest
   std::string data_path;        // the file trained on (resolved), recorded in the manifest
+  nlohmann::json tokenizer;     // tokenizer_record() of the run's tokenizer (null: bytes), in the manifest's data
 };
+
+// What a checkpoint records of a tokenizer: {"spec", "description", "files": [{"path", "sha256"}]}.
+nlohmann::json tokenizer_record(const std::string& spec, const data::Tokenizer& tokenizer);
 
 // The checkpoint flags a command line gave (unset: not given).
 struct CheckpointFlags {
@@ -45,7 +50,9 @@ GptShape model_from_json(const nlohmann::json& model, const std::string& where);
 
 // --resume's manifest (in `dir`, a checkpoint directory), checked against this run's model:
 // CheckpointError naming the file if it cannot be read or holds another GPT shape.
-checkpoint::Manifest read_resume_manifest(const std::string& dir, const TrainConfig& config);
+// zero::CheckpointError for a checkpoint of another model shape, or trained with another tokenizer
+// (`tokenizer`: this run's tokenizer_record; files compared by SHA-256), naming both.
+checkpoint::Manifest read_resume_manifest(const std::string& dir, const TrainConfig& config, const nlohmann::json& tokenizer);
 // ConfigError when a run resumed at checkpoint_step has no step left to train.
 void check_steps_after_resume(std::int64_t checkpoint_step, std::int64_t train_steps);
 // What every rank checks at start-up, checked once in the launching process before any rank

@@ -29,10 +29,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-data::TokenData load_data(const TrainOptions& o) {
+// The tokens to train on: a .bin as it is, text through the configured tokenizer (bytes by default,
+// read in place from the file's mapping).
+data::TokenData load_data(const TrainOptions& o, const data::Tokenizer& tokenizer) {
   const char* formats[] = {"auto", "text", "bin"};
-  data::TokenData d = data::load_tokens(o.data_path, formats[static_cast<int>(o.config.data.format)]);
+  const bool by_bytes = o.config.data.tokenizer.empty() || o.config.data.tokenizer == "bytes";
+  data::TokenData d = by_bytes ? data::load_tokens(o.data_path, formats[static_cast<int>(o.config.data.format)])
+                               : data::tokenize_file(o.data_path, tokenizer);
   const int V = o.config.model.vocab_size();
+  if (!by_bytes && d.vocab_size > V) {
+    throw ConfigError(cat("[train] the tokenizer ", tokenizer.describe(), " has ", d.vocab_size,
+                          " tokens but the model's vocab_size is ", V, ": set model.vocab_size to at least ", d.vocab_size));
+  }
   if (d.vocab_size > V) {
     const int largest = d.tokens.max_token();
     throw ConfigError(cat("[train] ", o.data_path, " is read with a vocabulary of ", d.vocab_size,
@@ -108,10 +116,10 @@ double summed_loss(const LanguageModel& gpt, const std::vector<std::int32_t>& ta
   return sum;
 }
 
-// Generates text after a prompt, one byte at a time, from the whole weights with the KV-cached
-// decoder (one sequence; each byte costs one position, not a forward of the micro-batch).
+// Generates text after a prompt, one token at a time, from the whole weights with the KV-cached
+// decoder (one sequence; each token costs one position, not a forward of the micro-batch).
 std::string generate(const GptShape& shape, std::vector<float> weights, std::span<const std::uint16_t> prompt, int chars,
-                     std::uint64_t seed) {
+                     std::uint64_t seed, const data::Tokenizer& tokenizer) {
   GptDecoder decoder(shape, std::move(weights));
   const float* p = nullptr;
   for (std::uint16_t t : prompt) p = decoder.feed(t);
@@ -121,7 +129,7 @@ std::string generate(const GptShape& shape, std::vector<float> weights, std::spa
     out.push_back(static_cast<std::uint16_t>(tok));
     p = decoder.feed(tok);
   }
-  return data::printable_text(data::ByteTokenizer::decode(out));
+  return data::printable_text(tokenizer.decode(std::vector<data::TokenId>(out.begin(), out.end())));
 }
 
 // The error for a run that diverged: `what` happened; the advice fits the learning rate in use
@@ -282,9 +290,12 @@ void check_host_memory(const TrainConfig& c, int world_size, const std::string& 
 void check_train_options(const TrainOptions& o, int world_size, const std::string& backend) {
   check_device(o.config.device);
   check_model(o);
-  check_checkpoint_options(o.checkpoints, o.config);
+  const std::unique_ptr<data::Tokenizer> tokenizer = data::open_tokenizer(o.config.data.tokenizer);
+  CheckpointOptions checkpoints = o.checkpoints;
+  checkpoints.tokenizer = tokenizer_record(o.config.data.tokenizer, *tokenizer);
+  check_checkpoint_options(checkpoints, o.config);
   const HostMemory memory = host_memory();  // before the data: a decompressed copy is part of the need
-  const data::TokenData tokens = load_data(o);
+  const data::TokenData tokens = load_data(o, *tokenizer);
   const data::TokenSplit split = data::split_tokens(tokens, o.config.data.val_fraction, o.config.model.seq_len());  // throws if too short
   if (o.eval_every > 0 && split.validation.empty()) {
     throw ConfigError(cat("[train] --eval-every (train_eval.every) ", o.eval_every, " evaluates the held-out split, but ",
@@ -320,6 +331,8 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   const TrainConfig& c = o.config;
   CheckpointOptions checkpoint_options = o.checkpoints;
   checkpoint_options.data_path = o.data_path;
+  const std::unique_ptr<data::Tokenizer> tokenizer = data::open_tokenizer(c.data.tokenizer);
+  checkpoint_options.tokenizer = tokenizer_record(c.data.tokenizer, *tokenizer);
   TrainCheckpoints checkpoints(checkpoint_options, c, comm, comm.rank() == 0 ? o.on_note : nullptr);  // --save, --resume: checked first
   // Every rank measures the host's memory before any rank allocates (the gather waits for all), so
   // that no rank sees another's allocations as the memory it lacks.
@@ -328,7 +341,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   comm.all_gather_bytes(&memory.available, sizeof memory.available, measured.data());
   HostMemory agreed = memory;  // the least any rank saw: every rank reaches the same verdict
   agreed.available = *std::min_element(measured.begin(), measured.end());
-  const data::TokenData tokens = load_data(o);
+  const data::TokenData tokens = load_data(o, *tokenizer);
   check_ranks_agree_on_data(tokens.tokens, o.data_path, comm);
   const int T = c.model.seq_len(), B = c.micro_batch_size, A = c.gradient_accumulation_steps;
   const data::TokenSplit split = data::split_tokens(tokens, c.data.val_fraction, T);
@@ -457,8 +470,8 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   result.weights_sha256 = sha256_hex(weights.data(), weights.size() * sizeof(float));
   if (o.sample_chars > 0 && !c.model.is_llama() && tokens.format == "text" && comm.rank() == 0 && !result.stopped_by_signal) {  // byte-level text: the sample is readable
     const std::vector<std::uint16_t> prompt = (split.validation.empty() ? split.train : split.validation).first(T / 2).to_vector();
-    result.sample = data::printable_text(data::ByteTokenizer::decode(prompt)) +
-                    generate(c.model.shape, std::move(weights), prompt, o.sample_chars, c.seed);
+    result.sample = data::printable_text(tokenizer->decode(std::vector<data::TokenId>(prompt.begin(), prompt.end()))) +
+                    generate(c.model.shape, std::move(weights), prompt, o.sample_chars, c.seed, *tokenizer);
   }
   if (tracer) gather_trace(*tracer, comm, result);
   return result;

@@ -16,32 +16,14 @@
 #include "data/load.h"
 #include "data/token_file.h"
 #include "data/tokenizer.h"
+#include "data/temp_dir_test.h"
 
 namespace zero::data {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Each test gets its own empty directory, removed afterwards.
-class DataTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) / cat("zero_data_test_", ::getpid(), "_", info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string write(const std::string& name, std::string_view bytes) const {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return path;
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
-};
+using DataTest = testing::TempDirTest;
 
 using testing::error_of;
 
@@ -71,16 +53,16 @@ const char* kProse = "Ça va? The naïve café — 日本語, 🙂.\nSecond line
 
 TEST(Tokenizer, RoundTripsAnyUtf8Text) {
   const std::string text = kProse;
-  const std::vector<std::uint16_t> tokens = ByteTokenizer::encode(text);
+  const std::vector<std::uint16_t> tokens = ByteTokenizer::encode_bytes(text);
   ASSERT_EQ(tokens.size(), text.size());  // one token per byte
   for (std::uint16_t t : tokens) EXPECT_LT(t, ByteTokenizer::kVocabSize);
-  EXPECT_EQ(ByteTokenizer::decode(tokens), text);
-  EXPECT_EQ(ByteTokenizer::encode("A")[0], 65);
+  EXPECT_EQ(ByteTokenizer::decode_bytes(tokens), text);
+  EXPECT_EQ(ByteTokenizer::encode_bytes("A")[0], 65);
 }
 
 TEST(Tokenizer, DecodeRejectsNonByteTokens) {
   const std::vector<std::uint16_t> tokens = {65, 300};
-  EXPECT_NE(error_of([&] { ByteTokenizer::decode(tokens); }).find("token 300 at position 1 is not a byte"),
+  EXPECT_NE(error_of([&] { ByteTokenizer::decode_bytes(tokens); }).find("token 300 at position 1 is not a byte"),
             std::string::npos);
 }
 
@@ -169,7 +151,7 @@ TEST_F(DataTest, LoadsTextByExtensionAndFormat) {
   const TokenData text = load_tokens(write("prose.txt", kProse));
   EXPECT_EQ(text.format, "text");
   EXPECT_EQ(text.vocab_size, 256);
-  EXPECT_EQ(ByteTokenizer::decode(text.tokens.to_vector()), kProse);
+  EXPECT_EQ(ByteTokenizer::decode_bytes(text.tokens.to_vector()), kProse);
   EXPECT_EQ(load_tokens(write("noext", kProse), "auto").format, "text");  // anything not .bin is text
 
   write_token_file(path("tok.dat"), ramp(20, 256));  // a token file under another name
@@ -179,7 +161,7 @@ TEST_F(DataTest, LoadsTextByExtensionAndFormat) {
 
 TEST_F(DataTest, LoadsGzippedFiles) {
   const std::string text = std::string(kProse) + std::string(5000, 'z');
-  EXPECT_EQ(ByteTokenizer::decode(load_tokens(write("p.txt.gz", gzip_bytes(text))).tokens.to_vector()), text);
+  EXPECT_EQ(ByteTokenizer::decode_bytes(load_tokens(write("p.txt.gz", gzip_bytes(text))).tokens.to_vector()), text);
   // Two gzip members concatenated decompress to both, as gunzip does.
   EXPECT_EQ(gunzip(gzip_bytes("ab") + gzip_bytes("cd"), "two.gz"), "abcd");
 
@@ -367,7 +349,7 @@ TEST(DefaultText, IsInstalledProse) {
   const TokenData data = load_tokens(default_text_path());
   EXPECT_EQ(data.vocab_size, 256);
   EXPECT_GT(data.tokens.size(), 1'000'000u);
-  const std::string text = ByteTokenizer::decode(data.tokens.to_vector());
+  const std::string text = ByteTokenizer::decode_bytes(data.tokens.to_vector());
   EXPECT_NE(text.find("hacker"), std::string::npos);
   const TokenSplit split = split_tokens(data, 0.1, 256);
   EXPECT_GT(split.validation.size(), 100'000u);
