@@ -40,11 +40,17 @@ Opened open_checkpoint(const std::string& path) {
   return o;
 }
 
-// The tokenizer to read and print text with: --tokenizer, else the one the checkpoint records,
-// else bytes. Its vocabulary must fit the model's.
+// The tokenizer to read and print text with: the one the checkpoint records (bytes if none), found
+// where it was at training or where --tokenizer says it is now. Its files must be the ones the
+// checkpoint was trained with, by SHA-256 (else the text would silently be other tokens), and its
+// vocabulary must fit the model's.
 std::unique_ptr<data::Tokenizer> open_model_tokenizer(const Flags& flags, const Opened& ck) {
-  std::string spec = flags.has("tokenizer") ? flags.get("tokenizer") : ck.manifest.info.value("/data/tokenizer/spec"_json_pointer, std::string());
+  const nlohmann::json recorded = ck.manifest.info.value("/data/tokenizer"_json_pointer, nlohmann::json());
+  const std::string spec = flags.has("tokenizer") ? flags.get("tokenizer") : recorded.is_null() ? "" : recorded.value("spec", std::string());
   std::unique_ptr<data::Tokenizer> tokenizer = data::open_tokenizer(spec);
+  check_same_tokenizer(recorded, tokenizer_record(spec, *tokenizer), ck.dir + "/manifest.json",
+                       flags.has("tokenizer") ? "give --tokenizer the files the checkpoint was trained with"
+                                              : "its files changed since; give --tokenizer the files it was trained with");
   if (tokenizer->vocab_size() > static_cast<std::size_t>(ck.shape.vocab_size)) {
     throw ConfigError(cat("[cli] the tokenizer ", tokenizer->describe(), " has ", tokenizer->vocab_size(), " tokens but the checkpoint's GPT has a "
                           "vocabulary of ", ck.shape.vocab_size, ": give --tokenizer the tokenizer the checkpoint was trained with"));
@@ -52,8 +58,9 @@ std::unique_ptr<data::Tokenizer> open_model_tokenizer(const Flags& flags, const 
   return tokenizer;
 }
 
-const char* kTokenizerHelp = "how text becomes tokens: bytes, a GPT-2 vocab.json / encoder.json, a SentencePiece tokenizer.model, "
-                             "or a directory holding one";
+const char* kTokenizerHelp = "where the checkpoint's tokenizer is now, if it moved (its files must have the SHA-256 recorded at "
+                             "training): bytes, a GPT-2 vocab.json / encoder.json, a SentencePiece tokenizer.model, or a directory "
+                             "holding one";
 
 }  // namespace
 

