@@ -33,6 +33,8 @@ std::vector<FlagSpec> train_flags() {
           {"stage", "ZeRO stage 0-3 (overrides zero_optimization.stage)", true, ""},
           {"steps", "optimizer steps (overrides train_steps)", true, ""},
           {"data", "text file (UTF-8, byte-level tokens) or llm.c .bin tokens (overrides data.path)", true, ""},
+          {"val-data", "a validation file of its own, in the data's format and tokenizer; all of --data then trains "
+                       "(overrides data.val_path; data.val_fraction becomes 0)", true, ""},
           {"tokenizer", "how a text file becomes tokens: bytes, a GPT-2 vocab.json / encoder.json, a SentencePiece "
                         "tokenizer.model, or a directory holding one (overrides data.tokenizer)", true, "bytes"},
           {"micro-batch", "sequences per rank per micro-batch (overrides train_micro_batch_size_per_gpu)", true, ""},
@@ -124,6 +126,7 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
   }
   if (flags.has("data")) set_from_flag("data", "data.path", flags.get("data"));
   if (flags.has("tokenizer")) set_from_flag("tokenizer", "data.tokenizer", flags.get("tokenizer"));
+  if (flags.has("val-data")) set_from_flag("val-data", "data.val_path", flags.get("val-data"));
   if (flags.has("activation-checkpointing")) {
     apply_override(j, "model.checkpoint_activations=true");
     flag_keys.emplace_back("model.checkpoint_activations", "activation-checkpointing");
@@ -309,9 +312,10 @@ TrainOptions train_options(const Flags& flags, int world_size) {
   const EvalSection& eval = o.config.eval;
   o.eval_every = flag_over_file(flags, "eval-every", 0, 1LL << 40, eval.every, "train_eval.every", o.config_overrides);
   const long long batches = flag_over_file(flags, "eval-batches", 1, 1 << 20, eval.batches, "train_eval.batches", o.config_overrides);
-  if (batches > 0 && o.config.data.val_fraction == 0.0) {
+  if (batches > 0 && !o.config.data.has_validation()) {
     throw ConfigError(cat("[train] --eval-batches (train_eval.batches) ", batches, " sizes each evaluation of the held-out split, but ",
-                          "data.val_fraction is 0, so nothing is held out: set data.val_fraction (e.g. 0.05) or leave --eval-batches out"));
+                          "data.val_fraction is 0, so nothing is held out: set data.val_fraction (e.g. 0.05) or data.val_path "
+                          "(--val-data), or leave --eval-batches out"));
   }
   if (batches > 0) o.val_windows = static_cast<int>(batches) * world_size * o.config.micro_batch_size;
   CheckpointFlags ck;
@@ -326,7 +330,7 @@ TrainOptions train_options(const Flags& flags, int world_size) {
 
 // The files a run reads, which no output may be.
 std::vector<NamedPath> run_inputs(const Flags& flags, const TrainOptions& o) {
-  return {{"the data file", o.data_path}, {"the config file", flags.get("config")}};
+  return {{"the data file", o.data_path}, {"the validation file", o.config.data.val_path}, {"the config file", flags.get("config")}};
 }
 
 std::vector<NamedPath> run_outputs(const Flags& flags) {

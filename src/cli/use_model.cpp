@@ -143,8 +143,11 @@ int eval_main(const std::vector<std::string>& args) {
   const long long batches = flags.get_int("batches", 0, 1LL << 40);
   const Opened ck = open_checkpoint(flags.get("checkpoint"));
   const nlohmann::json& info = ck.manifest.info;
+  // --split val of a run with a validation file of its own (data.val_path) reads that file whole.
+  const std::string val_path = info.value("/data/val_path"_json_pointer, std::string());
+  const bool val_file = split_name == "val" && !val_path.empty() && !flags.has("data");
   std::string path = flags.get("data");
-  if (path.empty()) path = info.value("/data/path"_json_pointer, std::string());
+  if (path.empty()) path = val_file ? val_path : info.value("/data/path"_json_pointer, std::string());
   if (path.empty()) throw ConfigError("[cli] the checkpoint does not name its data file: give --data FILE");
   const NamedPath json{"--json", flags.get("json")};
   if (flags.has("json")) check_output_path(json, {{"the data file", path}, {"--checkpoint", ck.dir}});  // before the evaluation
@@ -157,11 +160,11 @@ int eval_main(const std::vector<std::string>& args) {
   data::TokenSpan text = tokens.tokens;
   int windows = 0;  // all
   if (split_name == "val") {
-    text = data::split_tokens(tokens, info.value("/data/val_fraction"_json_pointer, 0.05), T).validation;
+    text = val_file ? tokens.tokens : data::split_tokens(tokens, info.value("/data/val_fraction"_json_pointer, 0.05), T).validation;
     if (text.empty()) throw ConfigError(cat("[cli] the checkpoint's run held out no validation split (val_fraction 0)"));
     windows = info.value("/validation/windows"_json_pointer, 0);
   }
-  const std::string what = split_name == "val" ? cat(path, "'s validation split") : path;
+  const std::string what = split_name == "val" && !val_file ? cat(path, "'s validation split") : path;
   if (text.size() < static_cast<std::size_t>(T) + 1) {
     throw ConfigError(cat("[cli] ", what, " has ", text.size(), " tokens, fewer than one window of the checkpoint's seq_len ", T,
                           " (", T + 1, " tokens with its target): give a longer file"));

@@ -388,7 +388,7 @@ DataSection read_data(const Section& top, std::uint64_t seed) {
   d.seed = seed;
   if (!top.has("data")) return d;
   const Use R = Use::read;
-  const Section s = top.child("data", {{"path", R, kStr, ""}, {"format", R, kStr, ""}, {"tokenizer", R, kStr, ""},
+  const Section s = top.child("data", {{"path", R, kStr, ""}, {"val_path", R, kStr, ""}, {"format", R, kStr, ""}, {"tokenizer", R, kStr, ""},
                                           {"val_fraction", R, kNum, ""}, {"seed", R, kInt, ""}});
   d.path = s.get_string("path", "");
   if (s.has("path") && d.path.empty()) {
@@ -407,8 +407,15 @@ DataSection read_data(const Section& top, std::uint64_t seed) {
   if (!d.tokenizer.empty() && d.format == DataFormat::bin) {
     s.fail("tokenizer", "is set, but data.format is \"bin\" (tokens already made): a tokenizer applies to text; remove one of them");
   }
-  d.val_fraction = s.get_number("val_fraction", d.val_fraction);
+  d.val_path = s.get_string("val_path", "");
+  if (s.has("val_path") && d.val_path.empty()) {
+    s.fail("val_path", "is \"\"; give a validation file (text or llm.c .bin, like data.path), or remove the key to hold out data.val_fraction");
+  }
+  d.val_fraction = s.get_number("val_fraction", d.val_path.empty() ? d.val_fraction : 0.0);
   if (!(d.val_fraction >= 0.0 && d.val_fraction < 1.0)) s.fail("val_fraction", cat("is ", d.val_fraction, "; it must be in [0, 1)"));
+  if (!d.val_path.empty() && d.val_fraction > 0.0) {
+    s.fail("val_fraction", cat("is ", d.val_fraction, " but data.val_path names a validation set of its own: remove one of them"));
+  }
   d.seed = static_cast<std::uint64_t>(s.get_int("seed", static_cast<std::int64_t>(seed), 0, kMaxInt64));
   return d;
 }

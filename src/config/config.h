@@ -90,13 +90,16 @@ struct ModelSection {
 
 enum class DataFormat { auto_detect, text, bin };  // "auto": by extension, .bin is llm.c's format
 
-// Our own "data" section: {"path", "format", "tokenizer", "val_fraction", "seed"}.
+// Our own "data" section: {"path", "val_path", "format", "tokenizer", "val_fraction", "seed"}.
 struct DataSection {
   std::string path;                 // empty: the CLI's default text
+  std::string val_path;             // a validation set of its own (same format and tokenizer); then
+                                    // val_fraction is 0 and all of `path` trains
   std::string tokenizer;            // for text: data::open_tokenizer's spec; empty: bytes
   DataFormat format = DataFormat::auto_detect;
   double val_fraction = 0.05;       // held-out share of the tokens, in [0, 1)
   std::uint64_t seed = 1234;        // unset: the top-level seed
+  bool has_validation() const { return val_fraction > 0.0 || !val_path.empty(); }
 };
 
 // Ours: "train_checkpoints": {"save", "save_every", "keep", "resume"}, zero train's sharded

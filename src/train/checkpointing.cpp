@@ -144,7 +144,7 @@ nlohmann::json TrainCheckpoints::info(const Engine& engine, std::int64_t step, f
           {"optimizer", optimizer_json(c, step)},
           {"schedule", schedule_json(c.scheduler)},
           {"lr_next", c.scheduler.lr_at(step, a.lr)},
-          {"data", {{"path", options_.data_path}, {"seed", c.data.seed}, {"val_fraction", c.data.val_fraction}, {"tokens", data_tokens},
+          {"data", {{"path", options_.data_path}, {"val_path", c.data.val_path}, {"seed", c.data.seed}, {"val_fraction", c.data.val_fraction}, {"tokens", data_tokens},
                     {"tokenizer", options_.tokenizer}, {"next_batch", step}, {"train_batch_size", c.train_batch_size}}},
           {"validation", {{"windows", val_windows_}, {"micro_batch", c.micro_batch_size}}},
           {"seed", c.seed},

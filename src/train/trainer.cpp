@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cmath>
 #include <cstdlib>
 #include <span>
@@ -29,13 +30,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The tokens to train on: a .bin as it is, text through the configured tokenizer (bytes by default,
-// read in place from the file's mapping).
-data::TokenData load_data(const TrainOptions& o, const data::Tokenizer& tokenizer) {
+// The tokens of `path` (the data file, or the validation file): a .bin as it is, text through the
+// configured tokenizer (bytes by default, read in place from the file's mapping).
+data::TokenData load_data(const TrainOptions& o, const std::string& path, const data::Tokenizer& tokenizer) {
   const char* formats[] = {"auto", "text", "bin"};
   const bool by_bytes = o.config.data.tokenizer.empty() || o.config.data.tokenizer == "bytes";
-  data::TokenData d = by_bytes ? data::load_tokens(o.data_path, formats[static_cast<int>(o.config.data.format)])
-                               : data::tokenize_file(o.data_path, tokenizer);
+  data::TokenData d = by_bytes ? data::load_tokens(path, formats[static_cast<int>(o.config.data.format)])
+                               : data::tokenize_file(path, tokenizer);
   const int V = o.config.model.vocab_size();
   if (!by_bytes && d.vocab_size > V) {
     throw ConfigError(cat("[train] the tokenizer ", tokenizer.describe(), " has ", d.vocab_size,
@@ -43,15 +44,34 @@ data::TokenData load_data(const TrainOptions& o, const data::Tokenizer& tokenize
   }
   if (d.vocab_size > V) {
     const int largest = d.tokens.max_token();
-    throw ConfigError(cat("[train] ", o.data_path, " is read with a vocabulary of ", d.vocab_size,
+    throw ConfigError(cat("[train] ", path, " is read with a vocabulary of ", d.vocab_size,
                           " tokens (the size its header gives, or GPT-2's 50257 when it gives none; its largest token is ",
                           largest, ") but the model's vocab_size is ", V, ": set model.vocab_size to at least ", d.vocab_size));
   }
   if (o.sample_requested && o.sample_chars > 0 && d.format != "text") {
-    throw ConfigError(cat("[train] --sample generates text, but ", o.data_path,
+    throw ConfigError(cat("[train] --sample generates text, but ", path,
                           " holds llm.c token ids, which zero has no tokenizer to show as text: leave --sample out, or give --sample 0"));
   }
   return d;
+}
+
+// The run's data: the data file, and the validation file if data.val_path names one.
+struct RunData {
+  data::TokenData train;
+  std::optional<data::TokenData> validation;
+};
+
+RunData load_run_data(const TrainOptions& o, const data::Tokenizer& tokenizer) {
+  RunData d{load_data(o, o.data_path, tokenizer), std::nullopt};
+  if (!o.config.data.val_path.empty()) d.validation = load_data(o, o.config.data.val_path, tokenizer);
+  return d;
+}
+
+// Training and validation tokens: data.val_fraction held out of the data file, or all of it to
+// train on and the validation file to validate on. Each must hold one sequence (zero::Error).
+data::TokenSplit split_run_data(const RunData& d, double val_fraction, int T) {
+  if (!d.validation) return data::split_tokens(d.train, val_fraction, T);
+  return {data::split_tokens(d.train, 0.0, T).train, data::split_tokens(*d.validation, 0.0, T).train};
 }
 
 // Every rank must train on the same tokens. Ranks that read different files (a path that holds
@@ -295,11 +315,13 @@ void check_train_options(const TrainOptions& o, int world_size, const std::strin
   checkpoints.tokenizer = tokenizer_record(o.config.data.tokenizer, *tokenizer);
   check_checkpoint_options(checkpoints, o.config);
   const HostMemory memory = host_memory();  // before the data: a decompressed copy is part of the need
-  const data::TokenData tokens = load_data(o, *tokenizer);
-  const data::TokenSplit split = data::split_tokens(tokens, o.config.data.val_fraction, o.config.model.seq_len());  // throws if too short
+  const RunData data = load_run_data(o, *tokenizer);
+  const data::TokenData& tokens = data.train;
+  const data::TokenSplit split = split_run_data(data, o.config.data.val_fraction, o.config.model.seq_len());  // throws if too short
   if (o.eval_every > 0 && split.validation.empty()) {
     throw ConfigError(cat("[train] --eval-every (train_eval.every) ", o.eval_every, " evaluates the held-out split, but ",
-                          "data.val_fraction is 0, so nothing is held out: set data.val_fraction (e.g. 0.05) or leave --eval-every out"));
+                          "data.val_fraction is 0, so nothing is held out: set data.val_fraction (e.g. 0.05) or data.val_path "
+                          "(--val-data), or leave --eval-every out"));
   }
   Ledger ledger;
   check_plan_fits(o.config, world_size, backend, ledger);
@@ -341,10 +363,12 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   comm.all_gather_bytes(&memory.available, sizeof memory.available, measured.data());
   HostMemory agreed = memory;  // the least any rank saw: every rank reaches the same verdict
   agreed.available = *std::min_element(measured.begin(), measured.end());
-  const data::TokenData tokens = load_data(o, *tokenizer);
+  const RunData data = load_run_data(o, *tokenizer);
+  const data::TokenData& tokens = data.train;
   check_ranks_agree_on_data(tokens.tokens, o.data_path, comm);
+  if (data.validation) check_ranks_agree_on_data(data.validation->tokens, c.data.val_path, comm);
   const int T = c.model.seq_len(), B = c.micro_batch_size, A = c.gradient_accumulation_steps;
-  const data::TokenSplit split = data::split_tokens(tokens, c.data.val_fraction, T);
+  const data::TokenSplit split = split_run_data(data, c.data.val_fraction, T);
   const data::TokenBatches batches(split.train, T, c.data.seed);
 
   Ledger own_ledger;

@@ -145,7 +145,7 @@ TEST(ConfigKeys, UnknownKeyNamesPathAndNearestKey) {
 TEST(ConfigKeys, FarFromAnyKeyListsTheKnownKeys) {
   const std::string msg = error_of(with(base(), "data", {{"filename", "x.txt"}}));
   EXPECT_CONTAINS(msg, "unknown key 'data.filename'");
-  EXPECT_CONTAINS(msg, "The keys known in 'data' are: path, format, tokenizer, val_fraction, seed.");
+  EXPECT_CONTAINS(msg, "The keys known in 'data' are: path, val_path, format, tokenizer, val_fraction, seed.");
 }
 
 TEST(ConfigKeys, KnownButUnsupported) {
