@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "model/batch_tokens.h"
 
 namespace zero {
 namespace {
@@ -34,12 +35,7 @@ Gpt::Gpt(const GptShape& shape, int micro_batch, Ledger& ledger, const GptCheckp
 
 void Gpt::set_batch(const std::int32_t* inputs, const std::int32_t* targets) {
   const std::size_t n = inputs_.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (inputs[i] < 0 || inputs[i] >= shape_.vocab_size || targets[i] < 0 || targets[i] >= shape_.vocab_size) {
-      throw ConfigError(cat("[model] token ", std::max(inputs[i], targets[i]), " is outside the vocabulary of ",
-                            shape_.vocab_size, ": set model.vocab_size to cover the data"));
-    }
-  }
+  check_batch_tokens(inputs, targets, n, shape_.vocab_size);
   std::copy(inputs, inputs + n, inputs_.begin());
   std::copy(targets, targets + n, targets_.begin());
   tokens_ = k_->upload_tokens(inputs_.data(), targets_.data(), n);
