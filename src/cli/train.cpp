@@ -32,7 +32,7 @@ std::vector<FlagSpec> train_flags() {
           {"comm", "backend: auto (mpi under mpirun, else launch mpirun for --ranks > 1), mpi, threads", true, "auto"},
           {"stage", "ZeRO stage 0-3 (overrides zero_optimization.stage)", true, ""},
           {"steps", "optimizer steps (overrides train_steps)", true, ""},
-          {"data", "text file (UTF-8, byte-level tokens) or llm.c .bin tokens (overrides data.path)", true, ""},
+          {"data", "text file (UTF-8, byte-level tokens) or llm.c .bin tokens, or a quoted pattern of shards ('data/train_*.bin'), read in name order as one (overrides data.path)", true, ""},
           {"val-data", "a validation file of its own, in the data's format and tokenizer; all of --data then trains "
                        "(overrides data.val_path; data.val_fraction becomes 0)", true, ""},
           {"tokenizer", "how a text file becomes tokens: bytes, a GPT-2 vocab.json / encoder.json, a SentencePiece "
@@ -285,7 +285,8 @@ void print_summary(const TrainConfig& c, const TrainResult& r, const std::string
   if (r.final_val_loss >= 0) std::printf("; validation loss %.4f -> %.4f", r.first_val_loss, r.final_val_loss);
   if (c.fp16()) std::printf("\nfp16: %lld steps skipped on gradient overflow; final loss scale %g", static_cast<long long>(r.skipped_steps),
                           r.final_loss_scale);
-  std::printf("\ndata: %s\n", data.c_str());
+  const std::size_t files = data::data_files(data).size();
+  std::printf("\ndata: %s%s\n", data.c_str(), files > 1 ? cat(" (", files, " files)").c_str() : "");
   std::uint64_t peak = 0;
   for (const RankFigures& f : r.final_ranks) peak = std::max(peak, f.total_peak[0]);
   std::printf("peak device-tier memory per rank: %s; final weights sha256 %s\n", mib(peak).c_str(), r.weights_sha256.c_str());
@@ -330,7 +331,12 @@ TrainOptions train_options(const Flags& flags, int world_size) {
 
 // The files a run reads, which no output may be.
 std::vector<NamedPath> run_inputs(const Flags& flags, const TrainOptions& o) {
-  return {{"the data file", o.data_path}, {"the validation file", o.config.data.val_path}, {"the config file", flags.get("config")}};
+  std::vector<NamedPath> inputs = {{"the config file", flags.get("config")}};
+  for (const auto& [what, path] : {std::pair{"the data file", o.data_path}, std::pair{"the validation file", o.config.data.val_path}}) {
+    if (path.empty()) continue;
+    for (const std::string& f : data::data_files(path)) inputs.push_back({what, f});  // a pattern: each file it matches
+  }
+  return inputs;
 }
 
 std::vector<NamedPath> run_outputs(const Flags& flags) {

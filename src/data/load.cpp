@@ -1,10 +1,12 @@
 #include "data/load.h"
 
+#include <glob.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <new>
 
 #include "common/error.h"
@@ -112,7 +114,9 @@ TokenData tokenize_text(std::string_view text, const std::string& name) {
   return view_held_bytes(std::string(text), [&](std::string_view held) { return view_text(held, name, nullptr); });
 }
 
-TokenData load_tokens(const std::string& path, const std::string& format) {
+namespace {
+
+TokenData load_one_file(const std::string& path, const std::string& format) {
   std::string_view name = path;
   if (ends_with(name, ".gz")) name.remove_suffix(3);
   const std::string kind = resolve_format(name, format);  // before reading: a bad format fails fast
@@ -122,7 +126,7 @@ TokenData load_tokens(const std::string& path, const std::string& format) {
   return load_into_memory(path, kind);
 }
 
-TokenData tokenize_file(const std::string& path, const Tokenizer& tokenizer) {
+TokenData tokenize_one_file(const std::string& path, const Tokenizer& tokenizer) {
   constexpr std::size_t kMaxVocab = std::size_t{1} << 16;  // TokenSpan holds 16-bit tokens, as llm.c's .bin
   if (tokenizer.vocab_size() > kMaxVocab) {
     throw Error(cat("[data] the tokenizer ", tokenizer.describe(), " has more than ", kMaxVocab, " tokens, but zero's "
@@ -135,6 +139,71 @@ TokenData tokenize_file(const std::string& path, const Tokenizer& tokenizer) {
   std::vector<std::uint16_t> tokens(ids.begin(), ids.end());  // every id < vocab_size <= 65536
   TokenData data = tokens_in_memory(std::move(tokens), static_cast<int>(tokenizer.vocab_size()), path, "text");
   return data;
+}
+
+const char* width_name(const TokenData& d) {
+  return d.format == "bin" ? "llm.c .bin, 2-byte tokens" : d.tokens.width() == 1 ? "text, 1-byte tokens" : "text, tokenized";
+}
+
+// The files' tokens one after another, as one data set.
+TokenData join_files(const std::string& pattern, const std::vector<std::string>& files,
+                     const std::function<TokenData(const std::string&)>& load) {
+  if (files.size() == 1) return load(files.front());
+  std::vector<TokenData> each;
+  for (const std::string& f : files) {
+    each.push_back(load(f));
+    const TokenData& first = each.front();
+    const TokenData& d = each.back();
+    if (d.format != first.format || d.tokens.width() != first.tokens.width()) {
+      throw Error(cat("[data] ", pattern, " matches files of different kinds: ", first.source, " (", width_name(first), ") and ",
+                      d.source, " (", width_name(d), "); name files of one kind (all .bin or all text)"));
+    }
+  }
+  TokenData all;
+  std::vector<TokenSpan> spans;
+  auto storages = std::make_shared<std::vector<std::shared_ptr<const void>>>();
+  for (TokenData& d : each) {
+    spans.push_back(d.tokens);
+    storages->push_back(std::move(d.storage));
+    all.vocab_size = std::max(all.vocab_size, d.vocab_size);
+    all.mapped_bytes += d.mapped_bytes;
+    all.private_bytes += d.private_bytes;
+  }
+  all.tokens = TokenSpan::join(std::move(spans));
+  all.source = cat(pattern, " (", files.size(), " files)");
+  all.format = each.front().format;
+  all.storage = std::move(storages);
+  return all;
+}
+
+}  // namespace
+
+std::vector<std::string> data_files(const std::string& path) {
+  std::error_code ec;
+  if (path.find_first_of("*?[") == std::string::npos || std::filesystem::exists(path, ec)) return {path};
+  glob_t g{};
+  const int rc = ::glob(path.c_str(), 0, nullptr, &g);  // unreadable folders: no match, said below
+  std::vector<std::string> files;
+  if (rc == 0) {
+    for (std::size_t i = 0; i < g.gl_pathc; ++i) {
+      if (!std::filesystem::is_directory(g.gl_pathv[i], ec)) files.emplace_back(g.gl_pathv[i]);
+    }
+  }
+  ::globfree(&g);
+  if (files.empty()) {
+    throw Error(cat("[data] ", path, " matches no file: check the pattern (shell-style * ? [..], quoted so that the shell "
+                    "leaves it to zero), that its folder exists and can be read"));
+  }
+  std::sort(files.begin(), files.end());  // glob sorts by the locale; shards go in byte order of their names
+  return files;
+}
+
+TokenData load_tokens(const std::string& path, const std::string& format) {
+  return join_files(path, data_files(path), [&](const std::string& f) { return load_one_file(f, format); });
+}
+
+TokenData tokenize_file(const std::string& path, const Tokenizer& tokenizer) {
+  return join_files(path, data_files(path), [&](const std::string& f) { return tokenize_one_file(f, tokenizer); });
 }
 
 std::string default_text_path() {

@@ -14,11 +14,23 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "data/token_file.h"
 #include "data/tokenizer.h"
 
 namespace zero::data {
+
+// A data path may be a shell-style pattern (`shards/train_*.bin`): when it has * ? or [ and no file
+// has that very name, it names the files glob(3) matches, in byte order of their names, read one
+// after another as one data set (a sequence may run from one file into the next, as in the
+// concatenated file). The files must be of one kind (all .bin or all text). Each .bin holds at most
+// 2^31-1 tokens, as llm.c's header counts them in an int32 (llm.c's answer: more shards); together
+// they may hold any number.
+//
+// The files `path` names: {path} itself, or the pattern's matches. zero::Error when a pattern
+// matches no file.
+std::vector<std::string> data_files(const std::string& path);
 
 // Throws zero::Error ("[data] <path> ...", saying what to do) for a missing file, an empty one,
 // text that is not valid UTF-8, a .bin with a wrong magic, version or size, and a file whose

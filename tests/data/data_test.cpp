@@ -3,9 +3,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -206,6 +208,86 @@ TEST_F(DataTest, ContentThatContradictsTheName) {
   const std::string bin_as_text = error_of([&] { load_tokens(path("tokens.txt")); });
   EXPECT_NE(bin_as_text.find("tokens.txt is an llm.c token file"), std::string::npos) << bin_as_text;
   EXPECT_NE(bin_as_text.find("name it *.bin"), std::string::npos);
+}
+
+// ---- shards: spans joined, patterns of files --------------------------------------------------
+
+// Joined spans read as their concatenation: every read, sub-span and largest token, for random cut
+// points (empty parts included) and random windows, against the concatenated vector.
+TEST(TokenSpanJoin, ReadsAsTheConcatenation) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 300);
+    std::vector<std::uint16_t> all(n);
+    for (auto& t : all) t = static_cast<std::uint16_t>(rng() % 50257);
+    const int parts = 1 + static_cast<int>(rng() % 6);
+    std::vector<int> cuts = {0, n};
+    for (int i = 1; i < parts; ++i) cuts.push_back(static_cast<int>(rng() % (n + 1)));
+    std::sort(cuts.begin(), cuts.end());
+    const TokenSpan whole(all);
+    std::vector<TokenSpan> spans;
+    for (std::size_t i = 0; i + 1 < cuts.size(); ++i) spans.push_back(whole.subspan(cuts[i], cuts[i + 1] - cuts[i]));
+    TokenSpan joined = TokenSpan::join(spans);
+    if (trial % 3 == 0 && spans.size() > 1) {  // a joined span joined again is flattened
+      joined = TokenSpan::join({TokenSpan::join({spans.begin(), spans.end() - 1}), spans.back()});
+    }
+    ASSERT_EQ(joined.size(), all.size());
+    EXPECT_EQ(joined.to_vector(), all);
+    EXPECT_EQ(joined.max_token(), *std::max_element(all.begin(), all.end()));
+    for (int w = 0; w < 20; ++w) {
+      const std::size_t off = rng() % (n + 1), count = rng() % (n - off + 1);
+      const TokenSpan sub = joined.subspan(off, count);
+      const std::vector<std::uint16_t> want(all.begin() + off, all.begin() + off + count);
+      EXPECT_EQ(sub.to_vector(), want);
+      if (count > 0) {
+        const std::size_t off2 = rng() % count, count2 = rng() % (count - off2 + 1);
+        EXPECT_EQ(sub.subspan(off2, count2).to_vector(), std::vector<std::uint16_t>(want.begin() + off2, want.begin() + off2 + count2));
+        EXPECT_EQ(sub[off2], want[off2]);
+      }
+    }
+  }
+}
+
+TEST_F(DataTest, PatternOfShardsIsTheConcatenatedFile) {
+  std::mt19937 rng(11);
+  std::vector<std::uint16_t> all(5000);
+  for (auto& t : all) t = static_cast<std::uint16_t>(rng() % 50257);
+  write_token_file(path("whole.bin"), all);
+  fs::create_directories(path("shards"));
+  const int cuts[] = {0, 1, 1700, 1701, 4999, 5000};
+  for (int i = 0; i + 1 < 6; ++i) {
+    const std::span<const std::uint16_t> part(all.data() + cuts[i], cuts[i + 1] - cuts[i]);
+    write_token_file(path("shards/train_" + std::to_string(100 + i) + ".bin"), part);
+  }
+  write_token_file(path("shards/val_000.bin"), ramp(10, 256));  // not matched
+  const TokenData shards = load_tokens(path("shards/train_*.bin"));
+  EXPECT_EQ(shards.tokens.to_vector(), load_tokens(path("whole.bin")).tokens.to_vector());
+  EXPECT_EQ(shards.format, "bin");
+  EXPECT_EQ(shards.vocab_size, kGpt2VocabSize);
+  EXPECT_EQ(shards.mapped_bytes, 5 * 1024 + 2 * all.size());  // each shard mapped, none copied
+  EXPECT_EQ(shards.private_bytes, 0U);
+  EXPECT_EQ(data_files(path("shards/train_*.bin")).size(), 5U);
+  EXPECT_EQ(data_files(path("shards/train_10[0-1].bin")), (std::vector<std::string>{path("shards/train_100.bin"), path("shards/train_101.bin")}));
+  // Text shards through a tokenizer: the tokens of each file, one after another.
+  write("t/a.txt", "hello ");
+  write("t/b.txt", "world");
+  EXPECT_EQ(load_tokens(path("t/*.txt")).tokens.to_vector(), load_tokens(write("ab.txt", "hello world")).tokens.to_vector());
+}
+
+TEST_F(DataTest, PatternErrors) {
+  const std::string none = error_of([&] { load_tokens(path("nowhere/train_*.bin")); });
+  EXPECT_NE(none.find("train_*.bin matches no file"), std::string::npos) << none;
+  fs::create_directories(path("mix"));
+  write_token_file(path("mix/a.bin"), ramp(10, 256));
+  write("mix/b.txt", "some text");
+  const std::string mixed = error_of([&] { load_tokens(path("mix/*")); });
+  EXPECT_NE(mixed.find("matches files of different kinds"), std::string::npos) << mixed;
+  EXPECT_NE(mixed.find("a.bin (llm.c .bin, 2-byte tokens) and "), std::string::npos) << mixed;
+  // A bad shard is named as itself.
+  write("bad/a.bin", "not tokens at all, just text");
+  write_token_file(path("bad/b.bin"), ramp(10, 256));
+  const std::string bad = error_of([&] { load_tokens(path("bad/*.bin")); });
+  EXPECT_NE(bad.find("a.bin is text, not an llm.c token file"), std::string::npos) << bad;
 }
 
 // ---- split and batches -----------------------------------------------------------------------

@@ -23,9 +23,10 @@ class TempDirTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // Writes `bytes` to dir_/name; returns the path.
+  // Writes `bytes` to dir_/name (making its folders); returns the path.
   std::string write(const std::string& name, std::string_view bytes) const {
     const std::string path = (dir_ / name).string();
+    std::filesystem::create_directories((dir_ / name).parent_path());
     std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     return path;
   }
