@@ -286,7 +286,9 @@ void print_summary(const TrainConfig& c, const TrainResult& r, const std::string
   if (c.fp16()) std::printf("\nfp16: %lld steps skipped on gradient overflow; final loss scale %g", static_cast<long long>(r.skipped_steps),
                           r.final_loss_scale);
   const std::size_t files = data::data_files(data).size();
-  std::printf("\ndata: %s%s\n", data.c_str(), files > 1 ? cat(" (", files, " files)").c_str() : "");
+  std::printf("\ndata: %s%s; reading rank 0's batches took %.3g ms a step (%.2g%% of the step)\n", data.c_str(),
+              files > 1 ? cat(" (", files, " files)").c_str() : "", 1e3 * r.mean_batch_read_seconds,
+              r.mean_step_seconds > 0 ? 100 * r.mean_batch_read_seconds / r.mean_step_seconds : 0.0);
   std::uint64_t peak = 0;
   for (const RankFigures& f : r.final_ranks) peak = std::max(peak, f.total_peak[0]);
   std::printf("peak device-tier memory per rank: %s; final weights sha256 %s\n", mib(peak).c_str(), r.weights_sha256.c_str());

@@ -409,7 +409,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
 
   std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
   const double tokens_per_step = static_cast<double>(c.train_batch_size) * T;
-  double timed = 0, first_seconds = 0;
+  double timed = 0, first_seconds = 0, reading = 0;  // reading: this rank's time filling batches from the data
   for (std::int64_t step = first_step; step < c.train_steps && !stopped_early; ++step) {
     const auto t0 = Clock::now();
     double loss_sum = 0;
@@ -418,7 +418,9 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     engine.set_learning_rate(c.scheduler.lr_at(engine.steps_done() - engine.skipped_steps(), c.engine.adam.lr));
     for (int m = 0; m < A; ++m) {
       const data::SequenceRange r = data::micro_batch_slice(c.train_batch_size, comm.size(), comm.rank(), A, m);
+      const auto read_from = Clock::now();
       batches.fill(step, r.first, r.count, in.data(), tgt.data());
+      reading += std::chrono::duration<double>(Clock::now() - read_from).count();
       gpt.set_batch(in.data(), tgt.data());
       loss_sum += engine.forward_backward(m + 1 == A);
     }
@@ -479,6 +481,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   result.final_loss_scale = engine.loss_scale();
   const auto steps_run = static_cast<std::int64_t>(result.losses.size());
   result.mean_step_seconds = steps_run > 1 ? timed / static_cast<double>(steps_run - 1) : first_seconds;
+  result.mean_batch_read_seconds = steps_run > 0 ? reading / static_cast<double>(steps_run) : 0;
   result.tokens_per_second = result.mean_step_seconds > 0 ? tokens_per_step / result.mean_step_seconds : 0;
   // A stopped run has a grace period to live in: it skips the final evaluation and the sample.
   if (windows && !result.stopped_by_signal) {
