@@ -42,12 +42,7 @@ got=$("$zero" eval --checkpoint ck --split val)
 final=$(vals first.txt | grep -oE '[0-9.]+$')
 grep -q "^loss $final on shards/val_\*.bin (val, " <<<"$got" || { echo "FAILED: eval printed: $got (want loss $final, the run's at step 3)"; exit 1; }
 echo "eval --split val over the pattern: $got"
-refuse() {  # refuse REGEX ARGS...: zero train fails, before any rank starts, with REGEX
-  local regex=$1; shift
-  if msg=$("$zero" train --ranks 2 --steps 2 --sample 0 "$@" 2>&1); then echo "FAILED: ran: $*"; exit 1; fi
-  grep -qE "$regex" <<<"$msg" || { echo "FAILED: $*: $msg"; exit 1; }
-  ! grep -q "rank 1" <<<"$msg" || { echo "FAILED: ranks started: $msg"; exit 1; }
-}
+refuse() { "$(dirname "$0")/refuse_train.sh" "$zero" "$@"; }  # refuse REGEX ARGS...: refused before any rank starts
 refuse "nowhere/train_\*.bin matches no file" --data 'nowhere/train_*.bin'
 cp /usr/share/common-licenses/Apache-2.0 shards/train_zzz.txt
 refuse "matches files of different kinds: .*train_000000.bin \(llm.c .bin, 2-byte tokens\) and .*train_zzz.txt \(text" --data 'shards/train_*'

@@ -32,12 +32,7 @@ final=$(vals "$separate" | grep -oE '[0-9.]+$')
 got=$("$zero" eval --checkpoint ck --split val)
 grep -q "^loss $final on val.txt (val, " <<<"$got" || { echo "FAILED: eval printed: $got (want loss $final on val.txt)"; exit 1; }
 echo "eval --split val: $got"
-refuse() {  # refuse REGEX ARGS...: zero train fails, before any rank starts, with REGEX
-  local regex=$1; shift
-  if msg=$("$zero" train --ranks 2 --steps 2 --sample 0 "$@" 2>&1); then echo "FAILED: ran: $*"; exit 1; fi
-  grep -qE "$regex" <<<"$msg" || { echo "FAILED: $*: $msg"; exit 1; }
-  ! grep -q "rank 1" <<<"$msg" || { echo "FAILED: ranks started: $msg"; exit 1; }
-}
+refuse() { "$(dirname "$0")/refuse_train.sh" "$zero" "$@"; }  # refuse REGEX ARGS...: refused before any rank starts
 refuse "val_fraction.*is 0.1 but data.val_path names a validation set of its own" --data train.txt --val-data val.txt --set data.val_fraction=0.1
 refuse "nowhere.txt" --data train.txt --val-data nowhere.txt
 head -c 20 val.txt > short.txt
