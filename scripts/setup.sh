@@ -19,6 +19,7 @@ packages=(
   libpcre2-dev                  # GPT-2 pre-tokenisation regex (Unicode-aware, JIT)
   libsentencepiece-dev sentencepiece  # SentencePiece models; spm_train and spm_encode for its test
   python3                       # the checkpoint tests read safetensors and metrics with a reader of their own
+  slurmd slurmctld slurm-client munge  # a one-node Slurm of the test's own (tests/cli/slurm.sh)
   python3-numpy                 # the LLaMA reference test (tests/model/llama_reference.py), run with /usr/bin/python3
 )
 

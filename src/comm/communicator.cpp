@@ -300,11 +300,17 @@ NodeTopology node_topology(int rank, std::span<const int> node_leader) {
 }
 
 bool launched_by_mpi(int* size) {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {  // Open MPI; MPICH and Intel MPI
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {  // Open MPI's mpirun; MPICH, Intel MPI, srun --mpi=pmi2
     if (const char* v = std::getenv(var)) {
       if (size) *size = std::atoi(v);
       return true;
     }
+  }
+  // Slurm's srun --mpi=pmix starts each rank itself: PMIx names the rank, Slurm the step's size.
+  const char* step_tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+  if (std::getenv("PMIX_RANK") && step_tasks) {
+    if (size) *size = std::atoi(step_tasks);
+    return true;
   }
   return false;
 }
