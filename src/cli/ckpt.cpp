@@ -56,7 +56,7 @@ int inspect(std::vector<std::string> args) {
   std::size_t numel = 0;
   for (const auto& u : m.units) numel += u.numel;
   std::printf("checkpoint %s (%s version %d)\n", dir.c_str(), checkpoint::kFormatName, m.version);
-  const std::string model = info.contains("model") ? "GPT " + model_from_json(info["model"], dir).describe() : "(not described)";
+  const std::string model = info.contains("model") ? model_section_from_json(info["model"], dir).describe() : "(not described)";
   std::printf("model: %s, %zu parameters in %zu units\n", model.c_str(), numel, m.units.size());
   std::printf("step %lld, loss %.4f, next learning rate %.3e\n", static_cast<long long>(m.step), info.value("loss", -1.0),
               info.value("lr_next", -1.0));
