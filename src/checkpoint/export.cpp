@@ -66,7 +66,7 @@ namespace {
 struct Planned {
   int param;
   HfTensor hf;
-  std::vector<std::int64_t> shape;  // GPT-2's
+  std::vector<std::int64_t> shape;  // Hugging Face's
   std::uint64_t begin, end;         // data offsets
 };
 
@@ -86,8 +86,11 @@ ExportStats export_safetensors(ParameterReader& reader, const std::string& out_p
   std::uint64_t at = 0;
   ExportStats stats;
   nlohmann::json header = nlohmann::json::object();
+  // A LLaMA's parameters have Hugging Face's names and (out, in) layouts already (model/llama_shape.h),
+  // and its rotary embeddings rotate_half's pairs, as LlamaForCausalLM's q and k rows expect.
+  const bool llama = reader.manifest().info.value("/model/type"_json_pointer, std::string("gpt")) == "llama";
   for (int i = 0; i < reader.count(); ++i) {
-    Planned p{i, gpt2_tensor(reader.name(i)), reader.shape(i), 0, 0};
+    Planned p{i, llama ? HfTensor{reader.name(i), false} : gpt2_tensor(reader.name(i)), reader.shape(i), 0, 0};
     if (p.hf.transpose) std::reverse(p.shape.begin(), p.shape.end());
     std::uint64_t numel = 1;
     for (std::int64_t d : p.shape) numel *= static_cast<std::uint64_t>(d);

@@ -46,7 +46,7 @@ struct ExportStats {
 };
 
 // Writes the checkpoint's GPT as one safetensors file with GPT-2's names and layouts
-// (model/gpt_hf_names.h), f32 or bf16, tensor by tensor, through OutputFile: a path that is not a
+// (model/gpt_hf_names.h), or its LLaMA with LlamaForCausalLM's (model/llama_shape.h), f32 or bf16, tensor by tensor, through OutputFile: a path that is not a
 // regular file, or is one of the checkpoint's files, is refused before anything is written, and
 // the file appears whole or not at all.
 ExportStats export_safetensors(ParameterReader& reader, const std::string& out_path, bool bf16);

@@ -56,7 +56,7 @@ int inspect(std::vector<std::string> args) {
   std::size_t numel = 0;
   for (const auto& u : m.units) numel += u.numel;
   std::printf("checkpoint %s (%s version %d)\n", dir.c_str(), checkpoint::kFormatName, m.version);
-  const std::string model = info.contains("model") ? "GPT " + model_from_json(info["model"], dir).describe() : "(not described)";
+  const std::string model = info.contains("model") ? model_section_from_json(info["model"], dir).describe() : "(not described)";
   std::printf("model: %s, %zu parameters in %zu units\n", model.c_str(), numel, m.units.size());
   std::printf("step %lld, loss %.4f, next learning rate %.3e\n", static_cast<long long>(m.step), info.value("loss", -1.0),
               info.value("lr_next", -1.0));
@@ -87,7 +87,7 @@ int export_model(std::vector<std::string> args) {
   std::string dir = checkpoint_arg(args, "zero ckpt export");
   Flags flags("zero ckpt export", ckpt_export_flags(), args);
   if (flags.help()) {
-    std::printf("Writes a checkpoint's GPT as one safetensors file with Hugging Face GPT-2 names.\n\nusage: zero ckpt export DIR --out FILE\n\n%s",
+    std::printf("Writes a checkpoint's model as one safetensors file with Hugging Face names (GPT-2's, or LLaMA's).\n\nusage: zero ckpt export DIR --out FILE\n\n%s",
                 flags.usage().c_str());
     return 0;
   }
@@ -126,7 +126,7 @@ int ckpt_main(const std::vector<std::string>& args) {
   std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
   if (verb == "--help" || verb == "-h") {
     std::printf("usage: zero ckpt inspect DIR              a checkpoint's manifest in human terms, every checksum verified\n"
-                "       zero ckpt export DIR --out FILE    one safetensors file with GPT-2 names (--dtype fp32|bf16)\n"
+                "       zero ckpt export DIR --out FILE    one safetensors file with Hugging Face names (--dtype fp32|bf16)\n"
                 "\nDIR: a --save directory (its latest) or one step-N directory. zero ckpt VERB --help for a verb's flags.\n");
     return 0;
   }

@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "model/gpt.h"
 #include "model/gpt_decoder.h"
+#include "model/llama.h"
 #include "partition/init.h"
 #include "train/checkpointing.h"
 #include "train/trainer.h"
@@ -27,7 +28,7 @@ namespace {
 struct Opened {
   std::string dir;
   checkpoint::Manifest manifest;
-  GptShape shape;
+  ModelSection model;  // the GPT or the LLaMA the manifest describes
 };
 
 Opened open_checkpoint(const std::string& path) {
@@ -36,7 +37,7 @@ Opened open_checkpoint(const std::string& path) {
   o.dir = checkpoint::find_checkpoint(path);
   o.manifest = checkpoint::read_manifest(o.dir + "/manifest.json");
   if (!o.manifest.info.contains("model")) throw CheckpointError(cat("[checkpoint] ", o.dir, "/manifest.json does not describe its model"));
-  o.shape = model_from_json(o.manifest.info["model"], o.dir + "/manifest.json");
+  o.model = model_section_from_json(o.manifest.info["model"], o.dir + "/manifest.json");
   return o;
 }
 
@@ -51,9 +52,9 @@ std::unique_ptr<data::Tokenizer> open_model_tokenizer(const Flags& flags, const 
   check_same_tokenizer(recorded, tokenizer_record(spec, *tokenizer), ck.dir + "/manifest.json",
                        flags.has("tokenizer") ? "give --tokenizer the files the checkpoint was trained with"
                                               : "its files changed since; give --tokenizer the files it was trained with");
-  if (tokenizer->vocab_size() > static_cast<std::size_t>(ck.shape.vocab_size)) {
+  if (tokenizer->vocab_size() > static_cast<std::size_t>(ck.model.vocab_size())) {
     throw ConfigError(cat("[cli] the tokenizer ", tokenizer->describe(), " has ", tokenizer->vocab_size(), " tokens but the checkpoint's GPT has a "
-                          "vocabulary of ", ck.shape.vocab_size, ": give --tokenizer the tokenizer the checkpoint was trained with"));
+                          "vocabulary of ", ck.model.vocab_size(), ": give --tokenizer the tokenizer the checkpoint was trained with"));
   }
   return tokenizer;
 }
@@ -93,18 +94,22 @@ int generate_main(const std::vector<std::string>& args) {
     throw ConfigError(cat("[cli] --temperature must be a number >= 0, not '", flags.get("temperature"), "'"));
   }
   const Opened ck = open_checkpoint(flags.get("checkpoint"));
+  if (ck.model.is_llama()) {
+    throw ConfigError(cat("[cli] zero generate decodes with the GPT's KV-cached decoder; ", ck.dir, " holds a ", ck.model.describe(),
+                          ", which has none yet: evaluate it with zero eval, or export it with zero ckpt export"));
+  }
   const std::unique_ptr<data::Tokenizer> tokenizer = open_model_tokenizer(flags, ck);
   const std::string prompt = flags.get("prompt");
   const std::vector<data::TokenId> tokens = tokenizer->encode(prompt);
   if (tokens.empty()) throw ConfigError("[cli] --prompt is empty: give some text to continue");
   checkpoint::ParameterReader reader(ck.dir, ck.manifest);
-  GptDecoder decoder(ck.shape, reader.read_all());
+  GptDecoder decoder(ck.model.shape, reader.read_all());
   const auto t0 = std::chrono::steady_clock::now();
   const float* p = nullptr;
   for (data::TokenId t : tokens) p = decoder.feed(static_cast<int>(t));
   std::vector<data::TokenId> out;
   for (int i = 0; i < n; ++i) {
-    const int tok = sample_token(p, ck.shape.vocab_size, temperature, top_k, counter_uniform(seed, static_cast<std::uint64_t>(i)));
+    const int tok = sample_token(p, ck.model.vocab_size(), temperature, top_k, counter_uniform(seed, static_cast<std::uint64_t>(i)));
     out.push_back(static_cast<data::TokenId>(tok));
     p = decoder.feed(tok);
   }
@@ -155,7 +160,7 @@ int eval_main(const std::vector<std::string>& args) {
   const bool by_bytes = tokenizer->files().empty();
   const data::TokenData tokens = by_bytes ? data::load_tokens(path) : data::tokenize_file(path, *tokenizer);
   const bool per_byte = by_bytes && tokens.format == "text";  // a token is a byte: the loss gives bits per byte
-  const int T = ck.shape.seq_len;
+  const int T = ck.model.seq_len();
   const int B = info.value("/validation/micro_batch"_json_pointer, 8);
   data::TokenSpan text = tokens.tokens;
   int windows = 0;  // all
@@ -170,8 +175,8 @@ int eval_main(const std::vector<std::string>& args) {
                           " (", T + 1, " tokens with its target): give a longer file"));
   }
   const int largest = text.max_token();
-  if (largest >= ck.shape.vocab_size) {
-    throw ConfigError(cat("[cli] ", what, " holds token ", largest, ", outside the checkpoint's vocabulary of ", ck.shape.vocab_size,
+  if (largest >= ck.model.vocab_size()) {
+    throw ConfigError(cat("[cli] ", what, " holds token ", largest, ", outside the checkpoint's vocabulary of ", ck.model.vocab_size(),
                           ": evaluate data tokenized as the checkpoint's training data was"));
   }
   if (batches > 0) windows = static_cast<int>(std::min<long long>(batches * B, windows > 0 ? windows : 1LL << 30));
@@ -180,11 +185,16 @@ int eval_main(const std::vector<std::string>& args) {
 
   Ledger ledger;
   auto comm = make_communicator("self");
-  Gpt gpt(ck.shape, B, ledger);
+  std::unique_ptr<LanguageModel> model;
+  if (ck.model.is_llama()) {
+    model = std::make_unique<Llama>(ck.model.llama, B, ledger);
+  } else {
+    model = std::make_unique<Gpt>(ck.model.shape, B, ledger);
+  }
   EngineConfig config;
-  Engine engine(config, gpt, *comm, ledger);
+  Engine engine(config, *model, *comm, ledger);
   checkpoint::load_checkpoint(engine, ck.dir, ck.manifest, *comm);
-  const float loss = validation_loss(win, gpt, engine, *comm);
+  const float loss = validation_loss(win, *model, engine, *comm);
   if (!std::isfinite(loss)) {  // a user's script must not read "loss nan" with exit 0 as a result
     throw TrainingError(cat("[cli] the loss of the checkpoint ", ck.dir, " (step ", ck.manifest.step, ") on ", what, " is ", loss,
                             ": its weights diverged. Evaluate an earlier checkpoint of the run"));

@@ -1,8 +1,11 @@
 #include "train/checkpointing.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <initializer_list>
+#include <utility>
 
 #include "common/input_file.h"
 #include "common/sha256.h"
@@ -31,11 +34,6 @@ nlohmann::json schedule_json(const Schedule& s) {
   return j;
 }
 
-bool same_shape(const GptShape& a, const GptShape& b) {
-  return a.vocab_size == b.vocab_size && a.seq_len == b.seq_len && a.channels == b.channels && a.layers == b.layers &&
-         a.heads == b.heads;
-}
-
 }  // namespace
 
 nlohmann::json model_json(const GptShape& s) {
@@ -43,12 +41,26 @@ nlohmann::json model_json(const GptShape& s) {
           {"n_layer", s.layers}, {"n_head", s.heads}};
 }
 
-GptShape model_from_json(const nlohmann::json& m, const std::string& where) {
+// A LLaMA with every field of Hugging Face's LlamaConfig that shapes it, by its name there.
+nlohmann::json model_json(const LlamaShape& s) {
+  return {{"type", "llama"}, {"vocab_size", s.vocab_size}, {"max_position_embeddings", s.seq_len}, {"hidden_size", s.hidden},
+          {"intermediate_size", s.intermediate}, {"num_hidden_layers", s.layers}, {"num_attention_heads", s.heads},
+          {"num_key_value_heads", s.kv_heads}, {"rms_norm_eps", s.rms_norm_eps}, {"rope_theta", s.rope_theta},
+          {"tie_word_embeddings", s.tie_word_embeddings}};
+}
+
+nlohmann::json model_json(const ModelSection& m) { return m.is_llama() ? model_json(m.llama) : model_json(m.shape); }
+
+ModelSection model_section_from_json(const nlohmann::json& m, const std::string& where) {
   const auto bad = [&](const std::string& what) {
     return CheckpointError(cat("[checkpoint] ", where, " does not describe its model (", what, "): it was not written by zero train"));
   };
-  if (!m.is_object() || !m.contains("type")) throw bad("no model type");
-  if (m["type"] != "gpt") throw CheckpointError(cat("[checkpoint] ", where, " holds a ", m["type"].dump().substr(0, 100), " model, not a GPT"));
+  if (!m.is_object()) throw bad("no model object");
+  // A manifest without a type is a GPT's (zero wrote only GPTs then).
+  const nlohmann::json type = m.value("type", nlohmann::json("gpt"));
+  if (type != "gpt" && type != "llama") {
+    throw CheckpointError(cat("[checkpoint] ", where, " holds a ", type.dump().substr(0, 100), " model; zero reads \"gpt\" and \"llama\""));
+  }
   // Exact integers in [1, 2^30]; the shape then passes the model's own check.
   const auto dim = [&](const char* key) {
     if (!m.contains(key) || !m[key].is_number_integer() || m[key].get<std::int64_t>() < 1 || m[key].get<std::int64_t>() > (1 << 30)) {
@@ -56,18 +68,46 @@ GptShape model_from_json(const nlohmann::json& m, const std::string& where) {
     }
     return static_cast<int>(m[key].get<std::int64_t>());
   };
-  GptShape s;
-  s.vocab_size = dim("vocab_size");
-  s.seq_len = dim("n_ctx");
-  s.channels = dim("n_embd");
-  s.layers = dim("n_layer");
-  s.heads = dim("n_head");
+  const auto real = [&](const char* key) {
+    if (!m.contains(key) || !m[key].is_number() || !std::isfinite(m[key].get<double>())) {
+      throw bad(cat(key, " is ", m.contains(key) ? m[key].dump().substr(0, 100) : std::string("missing"), ", not a number"));
+    }
+    return m[key].get<double>();
+  };
+  const auto dims = [&](std::initializer_list<std::pair<const char*, int*>> fields) {
+    for (const auto& [key, to] : fields) *to = dim(key);
+  };
+  ModelSection s;
+  s.type = type.get<std::string>();
+  if (s.is_llama()) {
+    LlamaShape& l = s.llama;
+    dims({{"vocab_size", &l.vocab_size}, {"max_position_embeddings", &l.seq_len}, {"hidden_size", &l.hidden},
+          {"intermediate_size", &l.intermediate}, {"num_hidden_layers", &l.layers}, {"num_attention_heads", &l.heads},
+          {"num_key_value_heads", &l.kv_heads}});
+    l.rms_norm_eps = static_cast<float>(real("rms_norm_eps"));
+    l.rope_theta = real("rope_theta");
+    if (!m.contains("tie_word_embeddings") || !m["tie_word_embeddings"].is_boolean()) throw bad("tie_word_embeddings is not true or false");
+    l.tie_word_embeddings = m["tie_word_embeddings"].get<bool>();
+  } else {
+    GptShape& g = s.shape;
+    dims({{"vocab_size", &g.vocab_size}, {"n_ctx", &g.seq_len}, {"n_embd", &g.channels}, {"n_layer", &g.layers}, {"n_head", &g.heads}});
+  }
   try {
-    s.validate();
+    if (s.is_llama()) {
+      s.llama.validate();
+    } else {
+      s.shape.validate();
+    }
   } catch (const ConfigError& e) {
     throw bad(e.what());
   }
   return s;
+}
+
+GptShape model_from_json(const nlohmann::json& m, const std::string& where) {
+  const ModelSection s = model_section_from_json(m, where);
+  if (s.is_llama()) throw CheckpointError(cat("[checkpoint] ", where, " holds a ", s.describe(), ", not a GPT"));
+  return s.shape;
 }
 
 namespace {
@@ -137,7 +177,7 @@ nlohmann::json optimizer_json(const TrainConfig& c, std::int64_t step) {
 nlohmann::json TrainCheckpoints::info(const Engine& engine, std::int64_t step, float loss, std::int64_t data_tokens) const {
   const TrainConfig& c = config_;
   const AdamConfig& a = c.engine.adam;
-  return {{"model", model_json(c.model.shape)},
+  return {{"model", model_json(c.model)},
           {"stage", c.engine.stage},
           {"offload", {{"optimizer", engine.config().offload.optimizer}, {"param", engine.config().offload.params}}},
           {"precision", {{"compute", dtype_label(engine.config().precision.compute)}, {"master", "f32"}}},
@@ -199,9 +239,12 @@ checkpoint::Manifest read_resume_manifest(const std::string& dir, const TrainCon
   checkpoint::Manifest m = checkpoint::read_manifest(path);
   check_same_tokenizer(m.info.value("/data/tokenizer"_json_pointer, nlohmann::json()), tokenizer, path,
                        "resume with the checkpoint's tokenizer (--tokenizer), or start a new run");
-  if (m.info.contains("model") && !same_shape(model_from_json(m.info["model"], path), config.model.shape)) {
-    throw CheckpointError(cat("[checkpoint] ", path, " holds a GPT ", model_from_json(m.info["model"], path).describe(),
-                              " but this run builds ", config.model.shape.describe(), ": set the model section to the checkpoint's shape"));
+  if (m.info.contains("model")) {
+    const ModelSection saved = model_section_from_json(m.info["model"], path);
+    if (model_json(saved) != model_json(config.model)) {
+      throw CheckpointError(cat("[checkpoint] ", path, " holds a ", saved.describe(), " but this run builds a ", config.model.describe(),
+                                ": set the model section to the checkpoint's model"));
+    }
   }
   return m;
 }

@@ -47,12 +47,17 @@ struct CheckpointFlags {
 void apply_checkpoint_settings(const CheckpointSection& file, const CheckpointFlags& flags, CheckpointOptions& out,
                                std::vector<std::string>& overrides);
 
-// The model's description in a manifest ({"type": "gpt", "vocab_size", ...}) and back.
+// The model's description in a manifest ({"type": "gpt", "vocab_size", ...}, or {"type": "llama"}
+// with LlamaConfig's names) and back. A description without a type is a GPT's (older manifests).
+// CheckpointError naming `where` for a damaged description; model_from_json also for a LLaMA.
 nlohmann::json model_json(const GptShape& shape);
+nlohmann::json model_json(const LlamaShape& shape);
+nlohmann::json model_json(const ModelSection& model);
+ModelSection model_section_from_json(const nlohmann::json& model, const std::string& where);
 GptShape model_from_json(const nlohmann::json& model, const std::string& where);
 
 // --resume's manifest (in `dir`, a checkpoint directory), checked against this run's model:
-// CheckpointError naming the file if it cannot be read or holds another GPT shape.
+// CheckpointError naming the file if it cannot be read or holds another model (type or shape).
 // zero::CheckpointError for a checkpoint of another model shape, or trained with another tokenizer
 // (`tokenizer`: this run's tokenizer_record; files compared by SHA-256), naming both.
 checkpoint::Manifest read_resume_manifest(const std::string& dir, const TrainConfig& config, const nlohmann::json& tokenizer);

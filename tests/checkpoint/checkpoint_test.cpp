@@ -168,7 +168,7 @@ TEST_F(BadCheckpoint, MissingRankFile) {
 
 TEST_F(BadCheckpoint, AnotherModelShape) {
   setup_.n_embd = 32;
-  expect_refused({step_dir_ + "/manifest.json", "holds a GPT V=256 T=16 C=16 L=2 H=2 but this run builds V=256 T=16 C=32"});
+  expect_refused({step_dir_ + "/manifest.json", "holds a GPT V=256 T=16 C=16 L=2 H=2 but this run builds a GPT V=256 T=16 C=32 L=2 H=2: set the model section to the checkpoint's model"});
 }
 
 TEST_F(BadCheckpoint, AnotherFormatVersion) {
@@ -231,6 +231,42 @@ TEST(CheckpointModel, DamagedShapesAreCheckpointErrors) {
     EXPECT_THROW(model_from_json(j, "m"), CheckpointError) << key << " = " << value.dump();
   }
   EXPECT_THROW(model_from_json(nlohmann::json("gpt"), "m"), CheckpointError);
+}
+
+// A manifest without a model type (older zero) holds a GPT; a LLaMA's every LlamaConfig field
+// reads back as written, and a damaged one is a CheckpointError.
+TEST(CheckpointModel, UntypedIsGptAndLlamaRoundTrips) {
+  nlohmann::json untyped = model_json(GptShape{256, 16, 32, 2, 4});
+  untyped.erase("type");
+  const ModelSection gpt = model_section_from_json(untyped, "m");
+  EXPECT_FALSE(gpt.is_llama());
+  EXPECT_EQ(model_json(gpt), model_json(GptShape{256, 16, 32, 2, 4}));
+  for (const bool tied : {false, true}) {
+    ModelSection want;
+    want.type = "llama";
+    want.llama = LlamaShape{300, 24, 48, 100, 3, 6, 2, 1e-6f, 50000.0, tied};
+    const ModelSection got = model_section_from_json(model_json(want), "m");
+    EXPECT_TRUE(got.is_llama());
+    EXPECT_EQ(model_json(got), model_json(want));
+    EXPECT_EQ(got.describe(), want.describe());
+    EXPECT_EQ(got.llama.rms_norm_eps, 1e-6f);
+    EXPECT_EQ(got.llama.tie_word_embeddings, tied);
+    EXPECT_THROW(model_from_json(model_json(want), "m"), CheckpointError);  // not a GPT
+  }
+  ModelSection llama;
+  llama.type = "llama";
+  const nlohmann::json good = model_json(llama);
+  const std::vector<std::pair<std::string, nlohmann::json>> edits = {
+      {"num_key_value_heads", 3}, {"hidden_size", 0}, {"intermediate_size", "64"}, {"rope_theta", "big"},
+      {"tie_word_embeddings", 1}, {"type", "mamba"}, {"max_position_embeddings", 1e300}};
+  for (const auto& [key, value] : edits) {
+    nlohmann::json j = good;
+    j[key] = value;
+    EXPECT_THROW(model_section_from_json(j, "m"), CheckpointError) << key << " = " << value.dump();
+  }
+  nlohmann::json missing = good;
+  missing.erase("rope_theta");
+  EXPECT_THROW(model_section_from_json(missing, "m"), CheckpointError);
 }
 
 TEST_F(BadCheckpoint, NoCheckpointInDirectory) {

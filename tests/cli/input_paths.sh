@@ -41,7 +41,7 @@ refuse "^zero: \[checkpoint\] $dir/none does not exist: a checkpoint is a direct
   "$zero" train "${small[@]}" --ranks 2 --data "$dir/data.txt" --resume "$dir/none"
 refuse "^zero: \[checkpoint\] cannot use --save $dir/fifo: " "$zero" train "${small[@]}" --ranks 2 --data "$dir/data.txt" --save "$dir/fifo"
 "$zero" train "${small[@]}" --data "$dir/data.txt" --save "$dir/ck" >"$dir/save.log" 2>&1 || { echo "FAIL: a save"; cat "$dir/save.log"; failed=1; }
-refuse "^zero: \[checkpoint\] $dir/ck/step-0*1/manifest.json holds a GPT V=256 T=64 C=16 L=1 H=4 but this run builds V=256 T=64 C=32" \
+refuse "^zero: \[checkpoint\] $dir/ck/step-0*1/manifest.json holds a GPT V=256 T=64 C=16 L=1 H=4 but this run builds a GPT V=256 T=64 C=32" \
   "$zero" train "${small[@]}" --ranks 2 --data "$dir/data.txt" --resume "$dir/ck" --set model.n_embd=32
 refuse "^zero: \[train\] the checkpoint is at step 1 and train_steps is 1: nothing to train. Raise --steps above 1" \
   "$zero" train "${small[@]}" --ranks 2 --data "$dir/data.txt" --resume "$dir/ck"
