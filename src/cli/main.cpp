@@ -11,6 +11,7 @@
 #include "cli/bench_adam.h"
 #include "cli/bench_train.h"
 #include "cli/ckpt.h"
+#include "cli/data_prepare.h"
 #include "cli/demo.h"
 #include "cli/estimate.h"
 #include "cli/bench_offload.h"
@@ -35,6 +36,7 @@ const std::string kUsage =
     "  estimate       which ZeRO stage (and offload) fits: per-rank memory and traffic, and a recommendation\n"
     "  ckpt           inspect DIR: a checkpoint's manifest, checksums verified; export DIR --out F: safetensors (GPT-2 names)\n"
     "  generate       continue a prompt with a checkpoint's GPT (--checkpoint DIR --prompt TEXT; keys and values cached)\n"
+    "  data           prepare FILE... --out DIR: text, .gz and JSONL tokenized into llm.c .bin shards\n"
     "  eval           a checkpoint's loss and bits per byte on a file (--checkpoint DIR --data FILE [--split val])\n" +
     kBenchUsage +
     "\n"
@@ -68,6 +70,7 @@ int main(int argc, char** argv) {
     if (command == "demo") return zero::cli::demo_main({args.begin() + 1, args.end()});
     if (command == "generate") return zero::cli::generate_main({args.begin() + 1, args.end()});
     if (command == "eval") return zero::cli::eval_main({args.begin() + 1, args.end()});
+    if (command == "data") return zero::cli::data_main({args.begin() + 1, args.end()});
     if (command == "ckpt") return zero::cli::ckpt_main({args.begin() + 1, args.end()});
     if (command == "estimate") return zero::cli::estimate_main({args.begin() + 1, args.end()});
     if (command == "bench" && args.size() >= 2 && args[1] == "train") return zero::cli::bench_train_main({args.begin() + 2, args.end()});
