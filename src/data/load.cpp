@@ -132,6 +132,17 @@ TokenData tokenize_one_file(const std::string& path, const Tokenizer& tokenizer)
     throw Error(cat("[data] the tokenizer ", tokenizer.describe(), " has more than ", kMaxVocab, " tokens, but zero's "
                     "data path holds 16-bit tokens: use a tokenizer of at most ", kMaxVocab, " tokens"));
   }
+  std::string_view name = path;
+  if (ends_with(name, ".gz")) name.remove_suffix(3);
+  if (ends_with(name, ".bin")) {  // tokens already (zero data prepare's, llm.c's): the tokenizer's, if the vocabularies agree
+    TokenData d = load_one_file(path, "bin");
+    if (static_cast<std::size_t>(d.vocab_size) != tokenizer.vocab_size()) {
+      throw Error(cat("[data] ", path, " holds tokens of a vocabulary of ", d.vocab_size,
+                      " (its header's, or GPT-2's 50257 when it gives none) but the tokenizer ", tokenizer.describe(), " has ",
+                      tokenizer.vocab_size(), ": the file was made with another tokenizer; give the tokenizer it was made with"));
+    }
+    return d;
+  }
   std::string text = read_data_file(path);
   if (is_gzip(text)) text = gunzip(text, path, kMaxDataFileBytes);
   check_text(text, path);
