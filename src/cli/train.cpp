@@ -272,7 +272,7 @@ void print_overlap(const TrainResult& r, int ranks, bool clipping) {
   }
 }
 
-void print_summary(const TrainConfig& c, const TrainResult& r, const std::string& data) {
+void print_summary(const TrainConfig& c, const TrainResult& r) {
   std::printf("\nsummary: %lld steps, %.1f ms/step, %.0f tokens/s; train loss %.4f -> %.4f", static_cast<long long>(r.last_step - r.first_step),
               r.mean_step_seconds * 1e3, r.tokens_per_second, r.losses.front(), r.losses.back());
   const BackendFacts& facts = find_facts(c.device);
@@ -285,9 +285,8 @@ void print_summary(const TrainConfig& c, const TrainResult& r, const std::string
   if (r.final_val_loss >= 0) std::printf("; validation loss %.4f -> %.4f", r.first_val_loss, r.final_val_loss);
   if (c.fp16()) std::printf("\nfp16: %lld steps skipped on gradient overflow; final loss scale %g", static_cast<long long>(r.skipped_steps),
                           r.final_loss_scale);
-  const std::size_t files = data::data_files(data).size();
-  std::printf("\ndata: %s%s; reading rank 0's batches took %.3g ms a step (%.2g%% of the step)\n", data.c_str(),
-              files > 1 ? cat(" (", files, " files)").c_str() : "", 1e3 * r.mean_batch_read_seconds,
+  std::printf("\ndata: %s; reading rank 0's batches took %.3g ms a step (%.2g%% of the step)\n", r.data_source.c_str(),
+              1e3 * r.mean_batch_read_seconds,
               r.mean_step_seconds > 0 ? 100 * r.mean_batch_read_seconds / r.mean_step_seconds : 0.0);
   std::uint64_t peak = 0;
   for (const RankFigures& f : r.final_ranks) peak = std::max(peak, f.total_peak[0]);
@@ -435,7 +434,7 @@ int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
   write_last_line(r.final_val_loss);
   if (comm.rank() != 0) return stop_code(o, r);
   if (!r.losses.empty()) {  // a run stopped during its start-up took no step
-    print_summary(c, r, o.data_path);
+    print_summary(c, r);
     print_overlap(r, comm.size(), c.engine.gradient_clipping > 0.0f);
   }
   if (trace) {

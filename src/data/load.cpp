@@ -19,14 +19,16 @@
 namespace zero::data {
 namespace {
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+// A file's name without a ".gz": what its format is judged by.
+std::string_view without_gz(std::string_view path) {
+  if (path.ends_with(".gz")) path.remove_suffix(3);
+  return path;
 }
 
 // "text" or "bin" for a file named `name` (".gz" already removed), given the requested format.
 std::string resolve_format(std::string_view name, const std::string& format) {
   if (format == "text" || format == "bin") return format;
-  if (format == "auto") return ends_with(name, ".bin") ? "bin" : "text";
+  if (format == "auto") return name.ends_with(".bin") ? "bin" : "text";
   throw ConfigError(cat("[data] unknown data format '", format, "': use auto, text or bin"));
 }
 
@@ -117,9 +119,7 @@ TokenData tokenize_text(std::string_view text, const std::string& name) {
 namespace {
 
 TokenData load_one_file(const std::string& path, const std::string& format) {
-  std::string_view name = path;
-  if (ends_with(name, ".gz")) name.remove_suffix(3);
-  const std::string kind = resolve_format(name, format);  // before reading: a bad format fails fast
+  const std::string kind = resolve_format(without_gz(path), format);  // before reading: a bad format fails fast
   const InputFd fd = open_input_file({path, "data", "data file", kMaxDataFileBytes});
   struct stat st {};
   if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) return load_mapped(path, kind);
@@ -132,9 +132,7 @@ TokenData tokenize_one_file(const std::string& path, const Tokenizer& tokenizer)
     throw Error(cat("[data] the tokenizer ", tokenizer.describe(), " has more than ", kMaxVocab, " tokens, but zero's "
                     "data path holds 16-bit tokens: use a tokenizer of at most ", kMaxVocab, " tokens"));
   }
-  std::string_view name = path;
-  if (ends_with(name, ".gz")) name.remove_suffix(3);
-  if (ends_with(name, ".bin")) {  // tokens already (zero data prepare's, llm.c's): the tokenizer's, if the vocabularies agree
+  if (without_gz(path).ends_with(".bin")) {  // tokens already (zero data prepare's, llm.c's): the tokenizer's, if the vocabularies agree
     TokenData d = load_one_file(path, "bin");
     if (static_cast<std::size_t>(d.vocab_size) != tokenizer.vocab_size()) {
       throw Error(cat("[data] ", path, " holds tokens of a vocabulary of ", d.vocab_size,

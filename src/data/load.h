@@ -39,9 +39,9 @@ std::vector<std::string> data_files(const std::string& path);
 TokenData load_tokens(const std::string& path, const std::string& format = "auto");
 
 // The tokens of the text file at `path` (gzip allowed, checked as load_tokens checks text) made by
-// `tokenizer`, held in this process's memory. A `.bin` (`.bin.gz`) holds tokens already: it is
-// read as load_tokens reads it, and zero::Error when its vocabulary is not the tokenizer's. zero::Error when the vocabulary does not fit the
-// data path's 16-bit tokens (more than 65536 ids).
+// `tokenizer`, held in this process's memory. zero::Error when the vocabulary does not fit the
+// data path's 16-bit tokens (more than 65536 ids). A `.bin` (`.bin.gz`) holds tokens already: it
+// is read as load_tokens reads it, and zero::Error when its vocabulary is not the tokenizer's.
 TokenData tokenize_file(const std::string& path, const Tokenizer& tokenizer);
 
 // Byte tokens of `text` (a copy), checked to be non-empty UTF-8; `name` is the source named in errors.

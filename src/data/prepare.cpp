@@ -70,10 +70,6 @@ struct Chunk {
   std::shared_future<void> done;
 };
 
-bool ends_with(const std::string& s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // A file read in blocks through zlib (gzip decompressed, anything else as it is).
 class TextStream {
  public:
@@ -181,7 +177,7 @@ class Preparer {
   double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
   bool is_jsonl(const std::string& path) const {
-    return !o_.jsonl_field.empty() || ends_with(path, ".jsonl") || ends_with(path, ".jsonl.gz");
+    return !o_.jsonl_field.empty() || path.ends_with(".jsonl") || path.ends_with(".jsonl.gz");
   }
 
   void add_file(const std::string& path) {

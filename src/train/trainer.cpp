@@ -476,6 +476,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   result.mean_step_seconds = steps_run > 1 ? timed / static_cast<double>(steps_run - 1) : first_seconds;
   result.mean_batch_read_seconds = steps_run > 0 ? reading / static_cast<double>(steps_run) : 0;
   result.tokens_per_second = result.mean_step_seconds > 0 ? tokens_per_step / result.mean_step_seconds : 0;
+  result.data_source = tokens.source;
   // A stopped run has a grace period to live in: it skips the final evaluation and the sample.
   if (windows && !result.stopped_by_signal) {
     result.final_val_loss = validation_loss(*windows, gpt, engine, comm);

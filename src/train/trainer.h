@@ -79,6 +79,7 @@ struct TrainResult {
   std::string weights_sha256;          // of the final whole weights (fp32, layout order)
   std::size_t num_parameters = 0, padded_parameters = 0, largest_unit = 0;
   double mean_step_seconds = 0.0;      // over the steps after the first
+  std::string data_source;             // the data's description: its file, or its pattern and how many files it matched
   double mean_batch_read_seconds = 0;  // this rank's time a step reading its batches from the data (every step)
   double tokens_per_second = 0.0;
   std::vector<TraceEvent> trace;       // every rank's spans, when traced

@@ -50,7 +50,7 @@ def zero_commands(text):
             if os.path.basename(w) != "zero" or k + 1 >= len(words):
                 continue
             rest = words[k + 1:]
-            cmd = [rest[0]] + ([rest[1]] if rest[0] in ("bench", "ckpt") and len(rest) > 1 else [])
+            cmd = [rest[0]] + ([rest[1]] if rest[0] in ("bench", "ckpt", "data") and len(rest) > 1 else [])
             flags = [a.split("=", 1)[0] for a in rest if a.startswith("--")]
             yield cmd, flags
 
