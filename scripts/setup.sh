@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config
   openmpi-bin libopenmpi-dev
   libopenblas-dev
+  libdnnl-dev                   # oneDNN: bf16 matrix products on CPUs with AVX512-BF16 or AMX (backends/cpu/matmul.h)
   libomp-dev
   nlohmann-json3-dev
   libgtest-dev libbenchmark-dev

@@ -30,7 +30,8 @@ namespace zero {
 struct GptCompute {
   std::string device = "cpu";  // "cpu" (also the strict and counting devices' models) or "cuda"
   // The matrix products' operands: f32, or bf16 (mixed precision: inputs rounded to bf16,
-  // products accumulated and stored in f32). The cpu table computes in f32 whatever this says.
+  // products accumulated and stored in f32). The cpu table computes bf16 products only on a CPU
+  // with bf16 instructions (cpu/matmul.h), f32 elsewhere.
   Dtype matmul = Dtype::kF32;
 };
 
@@ -41,6 +42,8 @@ class GptKernels {
  public:
   virtual ~GptKernels() = default;
   virtual std::string name() const = 0;
+  // How the matrix products are computed, for the runs' reports: "oneDNN bf16 (AMX)", "cuBLAS f32".
+  virtual std::string matmul_name() const = 0;
 
   // ---- memory ----
   // `numel` f32 of `tier`, zero-filled, accounted in `ledger` (category activations).

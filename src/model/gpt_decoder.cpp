@@ -12,7 +12,8 @@
 
 namespace zero {
 
-GptDecoder::GptDecoder(const GptShape& shape, std::vector<float> weights) : shape_(shape), weights_(std::move(weights)) {
+GptDecoder::GptDecoder(const GptShape& shape, std::vector<float> weights)
+    : shape_(shape), weights_(std::move(weights)), matmul_(make_matmul(MatmulKind::kOpenblasF32)) {
   const FlatLayout layout(shape_.units(), 1);
   if (weights_.size() != layout.numel()) {
     throw ConfigError(cat("[model] the weights have ", weights_.size(), " values; a GPT ", shape_.describe(), " has ", layout.numel()));
@@ -29,6 +30,8 @@ GptDecoder::GptDecoder(const GptShape& shape, std::vector<float> weights) : shap
   x_.assign(C, 0.0f), a_.assign(C, 0.0f), qkv_.assign(3 * C, 0.0f), y_.assign(C, 0.0f), h_.assign(4 * C, 0.0f);
   tmp_.assign(4 * C, 0.0f), logits_.assign(shape_.vocab_size, 0.0f), probs_.assign(shape_.vocab_size, 0.0f);
 }
+
+GptDecoder::~GptDecoder() = default;
 
 const float* GptDecoder::feed(int token) {
   // One position's vectors are too small to split over threads: the kernels' parallel regions
@@ -62,7 +65,7 @@ void GptDecoder::step(int token) {
     float* kc = k_.data() + (static_cast<std::size_t>(l) * T + t) * C;
     float* vc = v_.data() + (static_cast<std::size_t>(l) * T + t) * C;
     gpt::layernorm_forward(a_.data(), &mean, &rstd, x_.data(), param(u, 0), param(u, 1), 1, C);
-    gpt::matmul_forward(qkv_.data(), a_.data(), param(u, 2), param(u, 3), 1, C, 3 * C);
+    gpt::matmul_forward(*matmul_, qkv_.data(), a_.data(), param(u, 2), param(u, 3), 1, C, 3 * C);
     std::copy(qkv_.begin() + C, qkv_.begin() + 2 * C, kc);
     std::copy(qkv_.begin() + 2 * C, qkv_.end(), vc);
     for (int h = 0; h < NH; ++h) {  // softmax(q k^T / sqrt(hs)) v over positions 0..t
@@ -84,17 +87,17 @@ void GptDecoder::step(int token) {
         for (int i = 0; i < hs; ++i) y[i] += att[j] / sum * v[i];
       }
     }
-    gpt::matmul_forward(tmp_.data(), y_.data(), param(u, 4), param(u, 5), 1, C, C);
+    gpt::matmul_forward(*matmul_, tmp_.data(), y_.data(), param(u, 4), param(u, 5), 1, C, C);
     gpt::residual_forward(x_.data(), x_.data(), tmp_.data(), C);
     gpt::layernorm_forward(a_.data(), &mean, &rstd, x_.data(), param(u, 6), param(u, 7), 1, C);
-    gpt::matmul_forward(h_.data(), a_.data(), param(u, 8), param(u, 9), 1, C, 4 * C);
+    gpt::matmul_forward(*matmul_, h_.data(), a_.data(), param(u, 8), param(u, 9), 1, C, 4 * C);
     gpt::gelu_forward(tmp_.data(), h_.data(), 4 * C);
-    gpt::matmul_forward(h_.data(), tmp_.data(), param(u, 10), param(u, 11), 1, 4 * C, C);
+    gpt::matmul_forward(*matmul_, h_.data(), tmp_.data(), param(u, 10), param(u, 11), 1, 4 * C, C);
     gpt::residual_forward(x_.data(), x_.data(), h_.data(), C);
   }
   const int head = shape_.layers + 1, V = shape_.vocab_size;
   gpt::layernorm_forward(a_.data(), &mean, &rstd, x_.data(), param(head, 0), param(head, 1), 1, C);
-  gpt::matmul_forward(logits_.data(), a_.data(), param(0, 0), nullptr, 1, C, V);  // tied to wte
+  gpt::matmul_forward(*matmul_, logits_.data(), a_.data(), param(0, 0), nullptr, 1, C, V);  // tied to wte
   const float top = *std::max_element(logits_.begin(), logits_.end());
   float sum = 0.0f;
   for (int v = 0; v < V; ++v) sum += probs_[v] = std::exp(logits_[v] - top);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,10 +14,13 @@
 
 namespace zero {
 
+class Matmul;  // backends/cpu/matmul.h
+
 class GptDecoder {
  public:
   // weights: every parameter whole, unpadded, in layout order (FlatLayout(shape.units(), 1)).
   GptDecoder(const GptShape& shape, std::vector<float> weights);
+  ~GptDecoder();
 
   // Appends `token` at the next position; returns the next-token distribution, (V) f32. Past
   // the context length T the window slides: the cache is rebuilt from the last T/2 tokens.
@@ -32,6 +36,7 @@ class GptDecoder {
   std::vector<std::vector<std::size_t>> offsets_;  // (units, params) start of each parameter
   std::vector<float> k_, v_;                     // (L, T, C) f32: cached keys and values
   std::vector<float> x_, a_, qkv_, y_, h_, tmp_, logits_, probs_;
+  std::unique_ptr<Matmul> matmul_;               // f32 products (one row each: bf16 would buy nothing)
   std::vector<int> tokens_;                      // the window's tokens
   int pos_ = 0;                                  // tokens in the cache
 };

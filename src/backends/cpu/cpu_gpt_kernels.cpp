@@ -1,5 +1,6 @@
 // The cpu table (gpt_kernels.cpp on host memory through the ledger), the cpu, strict and counting
-// backends' (the one factory is the registry's). Each kernel is a span of the calling thread's
+// backends' (the one factory is the registry's). Its matrix products are the run's Matmul
+// (matmul.h: bf16 products in a bf16 run where the CPU has bf16 instructions). Each kernel is a span of the calling thread's
 // work clock (common/work_clock.h), for `zero bench train`'s breakdown of the step.
 #include "backends/gpt_kernel_table.h"
 
@@ -14,7 +15,9 @@ namespace {
 
 class CpuGptKernels final : public GptKernels {
  public:
+  explicit CpuGptKernels(const GptCompute& compute) : matmul_(make_matmul(choose_matmul(compute.matmul))) {}
   std::string name() const override { return "cpu"; }
+  std::string matmul_name() const override { return matmul_label(matmul_->kind()); }
 
   ModelMemory alloc(Ledger& ledger, Tier tier, std::size_t numel, const std::string& what) override {
     auto* b = new Buffer(ledger, tier, Category::kActivations, numel, what);
@@ -53,21 +56,21 @@ class CpuGptKernels final : public GptKernels {
   }
   void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) override {
     WorkSpan span(Work::kMatmul);
-    gpt::matmul_forward(out, inp, w, bias, N, C, OC);
+    gpt::matmul_forward(*matmul_, out, inp, w, bias, N, C, OC);
   }
   void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int N,
                        int C, int OC) override {
     WorkSpan span(Work::kMatmul);
-    gpt::matmul_backward(dinp, dw, dbias, dout, inp, w, N, C, OC);
+    gpt::matmul_backward(*matmul_, dinp, dw, dbias, dout, inp, w, N, C, OC);
   }
   void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) override {
     WorkSpan span(Work::kAttention);
-    gpt::attention_forward(out, preatt, att, qkv, B, T, C, NH);
+    gpt::attention_forward(*matmul_, out, preatt, att, qkv, B, T, C, NH);
   }
   void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv, const float* att,
                           int B, int T, int C, int NH) override {
     WorkSpan span(Work::kAttention);
-    gpt::attention_backward(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
+    gpt::attention_backward(*matmul_, dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
   }
   void gelu_forward(float* out, const float* inp, std::int64_t n) override {
     WorkSpan span(Work::kPointwise);
@@ -91,10 +94,13 @@ class CpuGptKernels final : public GptKernels {
     WorkSpan span(Work::kLoss);
     gpt::softmax_crossentropy_backward(dlogits, probs, targets, N, V);
   }
+
+ private:
+  std::unique_ptr<Matmul> matmul_;
 };
 
 }  // namespace
 
-std::unique_ptr<GptKernels> make_cpu_gpt_kernels(const GptCompute&) { return std::make_unique<CpuGptKernels>(); }
+std::unique_ptr<GptKernels> make_cpu_gpt_kernels(const GptCompute& compute) { return std::make_unique<CpuGptKernels>(compute); }
 
 }  // namespace zero

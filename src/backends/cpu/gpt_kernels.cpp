@@ -1,7 +1,5 @@
 #include "backends/cpu/gpt_kernels.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -185,18 +183,18 @@ void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, co
   }
 }
 
-void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, w, C, 0.0f, out, OC);
+void matmul_forward(Matmul& mm, float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
+  mm.run(N, OC, C, 1.0f, {inp, C, false}, {w, C, true}, 0.0f, out, OC);
   if (bias == nullptr) return;
   constexpr int kRows = 16;
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; n += kRows) bias_rows(out + static_cast<std::int64_t>(n) * OC, bias, std::min(kRows, N - n), OC);
 }
 
-void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int N,
-                     int C, int OC) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, w, C, 0.0f, dinp, C);
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dw, C);
+void matmul_backward(Matmul& mm, float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
+                     int N, int C, int OC) {
+  mm.run(N, C, OC, 1.0f, {dout, OC, false}, {w, C, false}, 0.0f, dinp, C);
+  mm.run(OC, C, N, 1.0f, {dout, OC, true}, {inp, C, false}, 1.0f, dw, C);
   if (dbias == nullptr) return;
   // Column sums: chunks of columns per thread, rows in order.
   const int chunks = (OC + kChannelChunk - 1) / kChannelChunk;
@@ -207,19 +205,20 @@ void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, co
   }
 }
 
-// Causal attention as matrix products per (batch, head), with OpenBLAS; the softmax and its
+// Causal attention as matrix products per (batch, head), through the run's Matmul (in a bf16 run
+// bf16 products, as PyTorch's autocast runs torch.bmm in bf16); the softmax and its
 // backward run in between, one row per thread. Query rows are taken in blocks of
 // kAttentionBlock, and a block's products stop at its last key, so they skip most of the masked
 // upper triangle (at T = 4 blocks, 5/8 of the full T x T work). The few masked entries inside a
 // diagonal block are computed but never read (forward), or multiplied by att or dpreatt, which
 // are zero above the diagonal (backward).
 //
-// No product splits its summed index, so each element is one dot product in OpenBLAS's fixed
-// order whatever its thread count; the products run outside OpenMP regions.
-void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
+// The products run outside OpenMP regions (oneDNN takes the calling thread's OpenMP threads).
+void attention_forward(Matmul& mm, float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const std::int64_t TT = static_cast<std::int64_t>(T) * T, C3 = 3 * static_cast<std::int64_t>(C);
+  const int ld3 = 3 * C;  // qkv's rows
   // preatt = scale q k^T: query rows [i0, i0 + m) against keys [0, i0 + m)
   for (int b = 0; b < B; ++b) {
     for (int h = 0; h < NH; ++h) {
@@ -227,8 +226,7 @@ void attention_forward(float* out, float* preatt, float* att, const float* qkv, 
       float* pre = preatt + (static_cast<std::int64_t>(b) * NH + h) * TT;
       for (int i0 = 0; i0 < T; i0 += kAttentionBlock) {
         const int m = std::min(kAttentionBlock, T - i0);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i0 + m, hs, scale, q + i0 * C3, C3, q + C, C3, 0.0f,
-                    pre + i0 * T, T);
+        mm.run(m, i0 + m, hs, scale, {q + i0 * C3, ld3, false}, {q + C, ld3, true}, 0.0f, pre + i0 * T, T);
       }
     }
   }
@@ -243,18 +241,18 @@ void attention_forward(float* out, float* preatt, float* att, const float* qkv, 
       float* o = out + static_cast<std::int64_t>(b) * T * C + h * hs;
       for (int i0 = 0; i0 < T; i0 += kAttentionBlock) {
         const int m = std::min(kAttentionBlock, T - i0);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i0 + m, 1.0f, a + i0 * T, T, v, C3, 0.0f,
-                    o + static_cast<std::int64_t>(i0) * C, C);
+        mm.run(m, hs, i0 + m, 1.0f, {a + i0 * T, T, false}, {v, ld3, false}, 0.0f, o + static_cast<std::int64_t>(i0) * C, C);
       }
     }
   }
 }
 
-void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv, const float* att,
-                        int B, int T, int C, int NH) {
+void attention_backward(Matmul& mm, float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                        const float* att, int B, int T, int C, int NH) {
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const std::int64_t TT = static_cast<std::int64_t>(T) * T, C3 = 3 * static_cast<std::int64_t>(C);
+  const int ld3 = 3 * C;  // qkv's rows
   // datt = dout v^T (query rows [i0, i0 + m) against keys [0, i0 + m));
   // dv = att^T dout (key rows [i0, i0 + m), summed over the queries t >= i0 that see them)
   for (int b = 0; b < B; ++b) {
@@ -267,9 +265,8 @@ void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* d
       for (int i0 = 0; i0 < T; i0 += kAttentionBlock) {
         const int m = std::min(kAttentionBlock, T - i0);
         const std::int64_t di = static_cast<std::int64_t>(i0) * C;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, i0 + m, hs, 1.0f, d + di, C, v, C3, 0.0f, da + i0 * T, T);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, hs, T - i0, 1.0f, a + i0 * T + i0, T, d + di, C, 0.0f,
-                    dv + i0 * C3, C3);
+        mm.run(m, i0 + m, hs, 1.0f, {d + di, C, false}, {v, ld3, true}, 0.0f, da + i0 * T, T);
+        mm.run(m, hs, T - i0, 1.0f, {a + i0 * T + i0, T, true}, {d + di, C, false}, 0.0f, dv + i0 * C3, ld3);
       }
     }
   }
@@ -286,10 +283,9 @@ void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* d
       const float* dpre = dpreatt + (static_cast<std::int64_t>(b) * NH + h) * TT;
       for (int i0 = 0; i0 < T; i0 += kAttentionBlock) {
         const int m = std::min(kAttentionBlock, T - i0);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, i0 + m, scale, dpre + i0 * T, T, q + C, C3, 0.0f,
-                    dq + i0 * C3, C3);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, hs, T - i0, scale, dpre + i0 * T + i0, T, q + i0 * C3, C3,
-                    0.0f, dq + C + i0 * C3, C3);
+        mm.run(m, hs, i0 + m, scale, {dpre + i0 * T, T, false}, {q + C, ld3, false}, 0.0f, dq + i0 * C3, ld3);
+        mm.run(m, hs, T - i0, scale, {dpre + i0 * T + i0, T, true}, {q + i0 * C3, ld3, false}, 0.0f, dq + C + i0 * C3,
+               ld3);
       }
     }
   }

@@ -1,13 +1,15 @@
-// CPU kernels of the GPT, forward and backward. Matrix products (attention's too) go to
-// OpenBLAS; the rest is OpenMP over independent rows or channel chunks, vectorised (see
-// vector_math.h). Every kernel is deterministic: each output element is computed by one thread
+// CPU kernels of the GPT, forward and backward. Matrix products (attention's too) go to the
+// run's Matmul (matmul.h: OpenBLAS f32 or oneDNN bf16); the rest is OpenMP over independent rows
+// or channel chunks, vectorised (see vector_math.h). Every kernel is deterministic: each output element is computed by one thread
 // in a fixed order (reductions over rows run per output channel), so results do not depend on
 // the OpenMP thread count or the vector width, and ranks computing the same thing get the same
-// bits. (OpenBLAS's own bits may depend on its thread count, which is fixed per rank.)
+// bits. (A product's bits may depend on the library's thread count, which is fixed per rank.)
 // Shapes: B batch, T time, C channels, OC output channels, NH heads, V vocabulary.
 #pragma once
 
 #include <cstdint>
+
+#include "backends/cpu/matmul.h"
 
 namespace zero::gpt {
 
@@ -23,16 +25,16 @@ void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, co
                         const float* mean, const float* rstd, int N, int C);
 
 // out (N,OC) = inp (N,C) @ w^T (w: (OC,C)) + bias (OC; may be null)
-void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC);
+void matmul_forward(Matmul& mm, float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC);
 // dinp (N,C) = dout @ w (overwritten); dw (OC,C) += dout^T @ inp; dbias (OC) += column sums of dout
-void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int N,
-                     int C, int OC);
+void matmul_backward(Matmul& mm, float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
+                     int N, int C, int OC);
 
 // Causal self-attention. qkv (B,T,3C) holds q, k, v; preatt, att (B,NH,T,T); out (B,T,C).
-void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH);
+void attention_forward(Matmul& mm, float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH);
 // dqkv (B,T,3C) = ... (overwritten); datt, dpreatt (B,NH,T,T) scratch
-void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv, const float* att,
-                        int B, int T, int C, int NH);
+void attention_backward(Matmul& mm, float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                        const float* att, int B, int T, int C, int NH);
 
 // GELU, tanh approximation (GPT-2)
 void gelu_forward(float* out, const float* inp, std::int64_t n);

@@ -1,0 +1,60 @@
+// The CPU kernels' matrix products behind one small interface, so that the GPT's and LLaMA's
+// layers and attention (gpt_kernels.cpp) ask for a product and the run decides once how it is
+// computed:
+//   kOpenblasF32  OpenBLAS cblas_sgemm: f32 operands, f32 accumulation (matmul_openblas.cpp).
+//   kOnednnF32    oneDNN's matmul on the same f32 operands (matmul_onednn.cpp).
+//   kOnednnBf16   oneDNN's matmul on the operands rounded to bf16 (round to nearest even, as
+//                 PyTorch's autocast does), products accumulated and stored in f32. Products of
+//                 two bf16 values are exact in f32, so this differs from f32 products only by the
+//                 rounding of the operands and the order of the f32 sums.
+//
+// Which one a run uses (choose_matmul): bf16 products where the run's matrix products are bf16
+// (mixed precision) and the CPU has bf16 dot-product instructions (AVX512_BF16 or AMX, as oneDNN
+// sees it: bf16_products_available); everywhere else f32 products through OpenBLAS. OpenBLAS,
+// not oneDNN, for f32: measured here (bench/README.md, "bf16 matrix products on the CPU"), the
+// two are within noise of each other on the linear layers' forward and weight-gradient products
+// and on attention's small ones, and OpenBLAS is faster on the input-gradient products whose
+// summed dimension is 4C (oneDNN's f32 brgemm 60-68 GFLOP/s against 88-94); it also keeps fp32
+// runs' bits what they were.
+//
+// Every implementation computes each element in a fixed order for a given shape and thread
+// count, so ranks and stages computing the same product get the same bits.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/dtype.h"
+
+namespace zero {
+
+// A row-major operand: op(X) = X^T where `trans`; `ld` elements between the stored rows.
+struct MatmulOperand {
+  const float* p;
+  int ld;
+  bool trans;
+};
+
+enum class MatmulKind : std::uint8_t { kOpenblasF32, kOnednnF32, kOnednnBf16 };
+
+class Matmul {
+ public:
+  virtual ~Matmul() = default;
+  // c (M,N) = alpha op(a) (M,K) op(b) (K,N) + beta c, c's rows ldc apart; beta 0: c is not read.
+  // Runs on the calling thread's OpenMP threads (oneDNN) or OpenBLAS's own; not from inside an
+  // OpenMP parallel region.
+  virtual void run(int M, int N, int K, float alpha, MatmulOperand a, MatmulOperand b, float beta, float* c, int ldc) = 0;
+  virtual MatmulKind kind() const = 0;
+};
+
+std::unique_ptr<Matmul> make_matmul(MatmulKind kind);
+
+// True where oneDNN's effective instruction set has bf16 dot products (AVX512_BF16, or AMX); it
+// honours DNNL_MAX_CPU_ISA, so `DNNL_MAX_CPU_ISA=AVX512_CORE` shows a run without them.
+bool bf16_products_available();
+// The products of a run whose matrix products are `operands` (GptCompute::matmul): see the top.
+MatmulKind choose_matmul(Dtype operands);
+// "OpenBLAS f32", "oneDNN f32", "oneDNN bf16 (avx512_core_bf16)": for the runs' first lines.
+std::string matmul_label(MatmulKind kind);
+
+}  // namespace zero

@@ -1,0 +1,177 @@
+// oneDNN's matmul (oneDNN 2.x, Debian 12's libdnnl-dev) behind matmul.h, f32 or bf16 operands.
+//
+// A primitive is created once per shape and kept (creation picks a kernel and generates its
+// code); the key holds everything the primitive bakes in: the sizes, the transposes and leading
+// dimensions, alpha (oneDNN's output scale), beta (a sum post-op) and the thread count, which the
+// kernel's work split is fixed to. Each Matmul object is one rank's (the GPT table owns one), so
+// nothing here is shared between threads.
+//
+// Threads: the calling thread's OpenMP threads (zero sets them per rank: cli/launch.cpp), except
+// for small products (attention's per-head blocks), which run on one thread, as OpenBLAS runs
+// its small ones: a parallel region per 64 x 64 block costs more than it saves, and far more
+// where the cores are shared (measured: 22 ms with one thread against 1.1 s with two for the
+// kernel test's attention on this loaded 2-core machine).
+//
+// bf16: each operand is rounded into a dense bf16 copy of op(X)'s stored rows (float_to_bf16,
+// the project's one conversion), in parallel over rows; the primitive then reads the copies.
+// The copies and oneDNN's scratchpad (kernel workspace: packed blocks) are this object's and grow
+// to the largest product seen; like OpenBLAS's own packing buffers they are not in the ledger
+// (at most half the bytes of the product's two f32 operands).
+#include <oneapi/dnnl/dnnl.hpp>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "backends/cpu/matmul.h"
+#include "common/error.h"
+#include "common/half.h"
+
+namespace zero {
+namespace {
+
+using dnnl::memory;
+
+// Products of fewer multiply-adds than this run on one thread (see the top).
+constexpr std::int64_t kSmallProduct = std::int64_t{1} << 22;
+
+// The calling thread's OpenMP thread count, set for a scope.
+class ScopedOmpThreads {
+ public:
+  explicit ScopedOmpThreads(int threads) : before_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~ScopedOmpThreads() { omp_set_num_threads(before_); }
+  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
+  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
+
+ private:
+  int before_;
+};
+
+struct Key {
+  int M, N, K, lda, ldb, ldc;
+  bool ta, tb;
+  std::uint32_t alpha, beta;  // the floats' bits
+  int threads;
+  auto tie() const { return std::tie(M, N, K, lda, ldb, ldc, ta, tb, alpha, beta, threads); }
+  bool operator<(const Key& o) const { return tie() < o.tie(); }
+};
+
+struct Cached {
+  dnnl::matmul primitive;
+  memory::desc a, b, c, scratchpad;
+};
+
+// The stored matrix of an operand: rows x cols, `ld` apart.
+memory::desc operand_desc(int rows, int cols, bool trans, int ld, memory::data_type type) {
+  const memory::dims strides = trans ? memory::dims{1, ld} : memory::dims{ld, 1};
+  return memory::desc({rows, cols}, type, strides);
+}
+
+// dst (rows, cols; dense) = src (rows, cols; ld apart) rounded to bf16.
+void round_rows_to_bf16(std::uint16_t* dst, const float* src, int rows, int cols, int ld) {
+#pragma omp parallel for schedule(static)
+  for (int r = 0; r < rows; ++r) {
+    const float* s = src + static_cast<std::int64_t>(r) * ld;
+    std::uint16_t* d = dst + static_cast<std::int64_t>(r) * cols;
+    for (int i = 0; i < cols; ++i) d[i] = float_to_bf16(s[i]);
+  }
+}
+
+// c (M,N; ldc apart) *= beta, as BLAS: beta 0 writes zeros without reading c.
+void scale_rows(float* c, int M, int N, int ldc, float beta) {
+  for (int r = 0; r < M; ++r) {
+    float* row = c + static_cast<std::int64_t>(r) * ldc;
+    for (int i = 0; i < N; ++i) row[i] = beta == 0.0f ? 0.0f : beta * row[i];
+  }
+}
+
+class OnednnMatmul final : public Matmul {
+ public:
+  explicit OnednnMatmul(MatmulKind kind)
+      : kind_(kind), type_(kind == MatmulKind::kOnednnBf16 ? memory::data_type::bf16 : memory::data_type::f32),
+        engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+
+  MatmulKind kind() const override { return kind_; }
+
+  void run(int M, int N, int K, float alpha, MatmulOperand a, MatmulOperand b, float beta, float* c, int ldc) override {
+    if (M == 0 || N == 0) return;
+    if (K == 0) return scale_rows(c, M, N, ldc, beta);  // an empty sum: oneDNN refuses the shape
+    const bool small = static_cast<std::int64_t>(M) * N * K < kSmallProduct;
+    const ScopedOmpThreads threads(small ? 1 : omp_get_max_threads());
+    const void *a_data = a.p, *b_data = b.p;
+    if (type_ == memory::data_type::bf16) {
+      // op(a) is (M,K): stored as (K,M) when transposed; likewise op(b) (K,N).
+      const int a_rows = a.trans ? K : M, a_cols = a.trans ? M : K;
+      const int b_rows = b.trans ? N : K, b_cols = b.trans ? K : N;
+      const std::size_t a_numel = static_cast<std::size_t>(a_rows) * a_cols;
+      bf16_.resize(std::max(bf16_.size(), a_numel + static_cast<std::size_t>(b_rows) * b_cols));
+      round_rows_to_bf16(bf16_.data(), a.p, a_rows, a_cols, a.ld);
+      round_rows_to_bf16(bf16_.data() + a_numel, b.p, b_rows, b_cols, b.ld);
+      a = {nullptr, a_cols, a.trans};  // the dense copies' leading dimensions
+      b = {nullptr, b_cols, b.trans};
+      a_data = bf16_.data();
+      b_data = bf16_.data() + a_numel;
+    }
+    const Cached& p = primitive(M, N, K, alpha, a, b, beta, ldc);
+    if (p.scratchpad.get_size() > scratchpad_.size()) scratchpad_.resize(p.scratchpad.get_size());
+    memory am(p.a, engine_, const_cast<void*>(a_data)), bm(p.b, engine_, const_cast<void*>(b_data)), cm(p.c, engine_, c);
+    memory sm(p.scratchpad, engine_, scratchpad_.data());
+    p.primitive.execute(stream_, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, sm}});
+    stream_.wait();
+  }
+
+ private:
+  const Cached& primitive(int M, int N, int K, float alpha, MatmulOperand a, MatmulOperand b, float beta, int ldc) {
+    const Key key{M, N, K, a.ld, b.ld, ldc, a.trans, b.trans, __builtin_bit_cast(std::uint32_t, alpha),
+                  __builtin_bit_cast(std::uint32_t, beta), omp_get_max_threads()};
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    const memory::desc ad = operand_desc(M, K, a.trans, a.ld, type_), bd = operand_desc(K, N, b.trans, b.ld, type_);
+    const memory::desc cd({M, N}, memory::data_type::f32, memory::dims{ldc, 1});
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+    if (beta != 0.0f) {
+      dnnl::post_ops sum;
+      sum.append_sum(beta);
+      attr.set_post_ops(sum);
+    }
+    try {
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, engine_);
+      return cache_.emplace(key, Cached{dnnl::matmul(pd), ad, bd, cd, pd.scratchpad_desc()}).first->second;
+    } catch (const dnnl::error& e) {
+      throw Error(cat("[model] oneDNN has no ", matmul_label(kind_), " matrix product for M=", M, " N=", N, " K=", K,
+                      " on this CPU (", e.what(), "); run with --dtype fp32"));
+    }
+  }
+
+  MatmulKind kind_;
+  memory::data_type type_;
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  std::map<Key, Cached> cache_;
+  std::vector<std::uint16_t> bf16_;   // the rounded operands: a's then b's, dense
+  std::vector<std::uint8_t> scratchpad_;  // oneDNN's workspace for the primitive being run
+};
+
+}  // namespace
+
+std::unique_ptr<Matmul> make_onednn_matmul(MatmulKind kind) { return std::make_unique<OnednnMatmul>(kind); }
+
+bool bf16_products_available() {
+  const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & bf16) == bf16;
+}
+
+std::string onednn_isa_name() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx512_core_amx: return "AMX";
+    case dnnl::cpu_isa::avx512_core_bf16: return "AVX512-BF16";
+    default: return "no bf16 instructions";
+  }
+}
+
+}  // namespace zero
