@@ -42,8 +42,6 @@ class GptKernels {
  public:
   virtual ~GptKernels() = default;
   virtual std::string name() const = 0;
-  // How the matrix products are computed, for the runs' reports: "oneDNN bf16 (AMX)", "cuBLAS f32".
-  virtual std::string matmul_name() const = 0;
 
   // ---- memory ----
   // `numel` f32 of `tier`, zero-filled, accounted in `ledger` (category activations).

@@ -30,6 +30,9 @@ struct Backend {
   // launched and bootstrapped as the mpi backend's.
   std::string communicator;
   std::unique_ptr<Communicator> (*make_communicator)(CommOptions) = nullptr;
+  // How the GPT table computes matrix products whose operands are `operands` (GptCompute::matmul),
+  // for the runs' first lines: "bf16 matrix products (oneDNN, AVX512-BF16)".
+  std::string (*describe_matmul)(Dtype operands) = nullptr;
   // True if this build and this process can run the backend; else false with the reason.
   bool (*available)(std::string* why) = nullptr;
 };

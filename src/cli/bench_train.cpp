@@ -55,7 +55,8 @@ std::vector<FlagSpec> bench_train_flags() {
           {"stage", "ZeRO stage 0-3, or a list such as 0,1,2,3: those stages run in turn, one step each, and are "
                     "compared with the first listed",
            true, "0"},
-          {"dtype", "fp32, or bf16 / fp16 mixed precision (16-bit parameters, gradients and collectives; fp32 master and Adam state)",
+          {"dtype", "fp32, or bf16 / fp16 mixed precision (16-bit parameters, gradients and collectives; fp32 master and Adam state); "
+                    "a list such as fp32,bf16 runs each model in each in turn and prints each one's tokens/s ratio to the first",
            true, "fp32"},
           {"activation-checkpointing", "each GPT block keeps only its input and recomputes its forward in backward", false, ""},
           {"compare-checkpointing", "each stage runs twice in turn, one step each: without and with activation checkpointing "
@@ -68,12 +69,23 @@ std::vector<FlagSpec> bench_train_flags() {
 
 namespace {
 
-Dtype parse_bench_dtype(const std::string& v) {
-  if (v == "fp32") return Dtype::kF32;
-  if (v == "bf16") return Dtype::kBf16;
-  if (v == "fp16") return Dtype::kF16;
-  throw ConfigError(cat("[cli] --dtype '", v, "': use fp32, bf16 or fp16"));
+// "fp32", or a list of distinct precisions: "fp32,bf16".
+std::vector<Dtype> parse_bench_dtypes(const std::string& value) {
+  std::vector<Dtype> dtypes;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = std::min(value.find(',', start), value.size());
+    const std::string v = value.substr(start, comma - start);
+    const Dtype d = v == "fp32" ? Dtype::kF32 : v == "bf16" ? Dtype::kBf16 : v == "fp16" ? Dtype::kF16 : throw ConfigError(
+        cat("[cli] --dtype '", value, "': '", v, "' is not fp32, bf16 or fp16; give one, or distinct ones separated by commas"));
+    if (std::find(dtypes.begin(), dtypes.end(), d) != dtypes.end()) throw ConfigError(cat("[cli] --dtype '", value, "': ", v, " is listed twice"));
+    dtypes.push_back(d);
+    if (comma == value.size()) return dtypes;
+    start = comma + 1;
+  }
 }
+
+std::string precision_name(Dtype d) { return d == Dtype::kF32 ? "fp32" : cat(dtype_deepspeed_name(d), " mixed precision"); }
 
 // Parameters + gradients + optimizer state in the device and host tiers: what an engine keeps.
 std::uint64_t model_state_bytes(const Ledger& ledger) {
@@ -169,6 +181,8 @@ struct StageResult {
 
 struct ModelResult {
   std::string model;
+  Dtype dtype = Dtype::kF32;
+  std::string products;            // how the matrix products were computed (Backend::describe_matmul)
   GptShape shape;
   std::int64_t parameters = 0;
   std::uint64_t engine_bytes = 0;  // rank 0's ledger, device tier, after building the model and engines
@@ -311,13 +325,15 @@ ModelResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps,
                       Ledger& ledger) {
   ModelResult m;
   m.model = bm.name;
+  m.dtype = dtype;
+  const GptCompute compute{device, dtype == Dtype::kBf16 ? Dtype::kBf16 : Dtype::kF32};  // bf16 operands where the device has them
+  if (const auto describe = find_backend(device).describe_matmul; describe != nullptr) m.products = describe(compute.matmul);
   m.shape = GptShape{bm.vocab, T, bm.channels, bm.layers, bm.heads};
   m.parameters = m.shape.num_parameters();
   EngineConfig config;
   config.adam = AdamConfig{3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, true};  // AdamW, as the PyTorch script
   config.precision.compute = dtype;
   config.device = device;
-  const GptCompute compute{device, dtype == Dtype::kBf16 ? Dtype::kBf16 : Dtype::kF32};  // bf16 operands on the GPU
   std::vector<std::unique_ptr<Gpt>> gpts;  // one per checkpointing setting, in the order given
   std::vector<std::uint64_t> activations;
   for (bool ckpt : checkpointing) {
@@ -391,8 +407,8 @@ void print_breakdown(const std::vector<StageResult>& stages) {
 // In fast mode (--determinism fast) stages may differ in the last bits: not an error, and said so.
 void print_model(const ModelResult& m, int steps, Determinism determinism) {
   const StageResult& first = m.stages[0];
-  std::printf("%-4s %s (%.1fM parameters, activations %s)", m.model.c_str(), m.shape.describe().c_str(), m.parameters / 1e6,
-              format_bytes(m.activation_bytes).c_str());
+  std::printf("%-4s %s (%.1fM parameters, activations %s; %s, %s)", m.model.c_str(), m.shape.describe().c_str(), m.parameters / 1e6,
+              format_bytes(m.activation_bytes).c_str(), precision_name(m.dtype).c_str(), m.products.c_str());
   if (m.stages.size() == 1) {
     std::printf(": %s | loss %.3f -> %.3f\n", figures(first, steps).c_str(), first.first_loss, first.last_loss);
     print_breakdown(m.stages);
@@ -428,6 +444,27 @@ void print_model(const ModelResult& m, int steps, Determinism determinism) {
   std::fflush(stdout);
 }
 
+// "fp32", "fp32, then bf16 mixed precision, each model in turn".
+std::string precisions_text(const std::vector<Dtype>& dtypes) {
+  std::string s = precision_name(dtypes[0]);
+  for (std::size_t i = 1; i < dtypes.size(); ++i) s += ", then " + precision_name(dtypes[i]);
+  return dtypes.size() > 1 ? s + ", each model in turn" : s;
+}
+
+// With several precisions: each one's tokens/s against the first's, stage by stage (the same
+// model, one after the other in this run).
+void print_precision_ratios(const std::vector<ModelResult>& by_dtype) {
+  for (std::size_t d = 1; d < by_dtype.size(); ++d) {
+    for (std::size_t i = 0; i < by_dtype[d].stages.size(); ++i) {
+      const StageResult &r = by_dtype[d].stages[i], &first = by_dtype[0].stages[i];
+      std::printf("  %s / %s, %s: %.2fx tokens/s (best step %.2fx)\n", dtype_deepspeed_name(by_dtype[d].dtype),
+                  dtype_deepspeed_name(by_dtype[0].dtype), run_name(r).c_str(), r.tokens_per_second / first.tokens_per_second,
+                  *std::min_element(first.step_ms.begin(), first.step_ms.end()) / *std::min_element(r.step_ms.begin(), r.step_ms.end()));
+    }
+  }
+  std::fflush(stdout);
+}
+
 nlohmann::json breakdown_json(const Breakdown& b) {
   return {{"step", b.step}, {"matmul", b.matmul}, {"attention", b.attention}, {"norm", b.norm}, {"pointwise", b.pointwise},
           {"loss", b.loss}, {"embedding", b.embedding}, {"optimizer", b.optimizer}, {"wait_forward_backward", b.wait_fb},
@@ -438,7 +475,7 @@ nlohmann::json breakdown_json(const Breakdown& b) {
 void append_json(const ModelResult& m, nlohmann::json& results) {
   const GptShape& s = m.shape;
   for (const StageResult& r : m.stages) {
-    results.push_back({{"model", m.model}, {"stage", r.stage}, {"activation_checkpointing", r.checkpointing}, {"parameters", m.parameters},
+    results.push_back({{"model", m.model}, {"dtype", dtype_deepspeed_name(m.dtype)}, {"matmul", m.products}, {"stage", r.stage}, {"activation_checkpointing", r.checkpointing}, {"parameters", m.parameters},
                        {"shape", {{"vocab_size", s.vocab_size}, {"n_ctx", s.seq_len}, {"n_embd", s.channels}, {"n_layer", s.layers}, {"n_head", s.heads}}},
                        {"seconds", r.seconds}, {"mfu", r.mfu}, {"model_flops_per_token", model_flops_per_token(s)}, {"step_ms", r.step_ms}, {"tokens_per_second", r.tokens_per_second},
                        {"compute_ms", r.compute_ms}, {"optimizer_ms", r.optimizer_ms}, {"first_loss", r.first_loss},
@@ -474,7 +511,7 @@ int bench_train_main(const std::vector<std::string>& args) {
   require_backend_available(device, "[bench] --device");
   // Every flag and the output path are checked before mpirun: one message, not one per rank.
   const std::vector<int> stages = parse_stages(flags.get("stage"));
-  const Dtype dtype = parse_bench_dtype(flags.get("dtype"));
+  const std::vector<Dtype> dtypes = parse_bench_dtypes(flags.get("dtype"));
   const int B = static_cast<int>(flags.get_int("micro-batch", 1, 4096));
   const int T = static_cast<int>(flags.get_int("seq-len", 1, 65536));
   const int warmup = static_cast<int>(flags.get_int("warmup", 0, 1000));
@@ -500,22 +537,25 @@ int bench_train_main(const std::vector<std::string>& args) {
       std::printf("zero bench train: %s, %d ranks (%s), %d OpenMP / %d OpenBLAS (%s) threads per rank, micro-batch %d x "
                   "T=%d per rank, device %s, AdamW, %s, synthetic tokens; %d warm-up + %d timed steps%s\n",
                   what.c_str(), comm.size(), comm.backend().c_str(), omp_get_max_threads(), openblas_get_num_threads(),
-                  openblas_get_corename(), B, T, device.c_str(),
-                  dtype == Dtype::kF32 ? "fp32" : cat(dtype_deepspeed_name(dtype), " mixed precision").c_str(), warmup, steps,
+                  openblas_get_corename(), B, T, device.c_str(), precisions_text(dtypes).c_str(), warmup, steps,
                   determinism == Determinism::kFast ? "; --determinism fast" : "");
       std::fflush(stdout);
     }
     bool identical = true;
     for (const BenchModel& bm : kModels) {
       if (which == "all" ? std::string(bm.name) == "gpt2" : which != bm.name) continue;
-      const ModelResult m = run_model(bm, B, T, warmup, steps, stages, dtype, checkpointing, device, comm, ledger);
-      identical = identical && m.identical;
-      if (comm.rank() != 0) continue;
-      print_model(m, steps, determinism);
-      append_json(m, results);
+      std::vector<ModelResult> by_dtype;
+      for (Dtype dtype : dtypes) {
+        const ModelResult& m = by_dtype.emplace_back(run_model(bm, B, T, warmup, steps, stages, dtype, checkpointing, device, comm, ledger));
+        identical = identical && m.identical;
+        if (comm.rank() != 0) continue;
+        print_model(m, steps, determinism);
+        append_json(m, results);
+      }
+      if (comm.rank() == 0) print_precision_ratios(by_dtype);
     }
     if (comm.rank() == 0 && !json_path.empty()) {
-      const nlohmann::json j = {{"tool", "zero bench train"}, {"device", device}, {"stages", stages}, {"dtype", dtype_deepspeed_name(dtype)},
+      const nlohmann::json j = {{"tool", "zero bench train"}, {"device", device}, {"stages", stages}, {"dtype", flags.get("dtype")},
                                 {"ranks", comm.size()}, {"backend", comm.backend()},
                                 {"omp_threads_per_rank", omp_get_max_threads()}, {"openblas_threads_per_rank", openblas_get_num_threads()},
                                 {"openblas_core", openblas_get_corename()}, {"micro_batch", B}, {"seq_len", T},

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "backends/facts.h"
+#include "backends/registry.h"
 #include "checkpoint/directory.h"
 #include "cli/flags.h"
 #include "cli/launch.h"
@@ -217,7 +218,13 @@ std::string precision_label(const TrainConfig& c) {
     s += c.engine.precision.loss_scaler.dynamic() ? cat(", dynamic loss scale from 2^", c.engine.precision.loss_scaler.initial_scale_power)
                                  : cat(", static loss scale ", c.engine.precision.loss_scaler.static_scale);
   }
-  return s + ")";
+  s += ")";
+  // Where the matrix products' precision is a question: bf16 products, or f32 ones on a CPU without
+  // bf16 instructions (and always in an fp16 run).
+  if (const auto describe = find_backend(c.device).describe_matmul; describe != nullptr) {
+    s += ", " + describe(c.bf16() ? Dtype::kBf16 : Dtype::kF32);
+  }
+  return s;
 }
 
 // The bytes of a --metrics file that a resumed run keeps before it writes step `next`: the lines of

@@ -140,6 +140,25 @@ TEST(Matmul, OnednnBf16MatchesF32SumsOfRoundedOperands) {
   EXPECT_LT(sweep_worst(MatmulKind::kOnednnBf16, true), 2e-6);
 }
 
+// The vectorised rounding of bf16 operands gives float_to_bf16's bits (its scalar twin) for every
+// kind of value: ties both ways, subnormals, the largest finite values (some round to infinity),
+// infinities, quiet and signalling NaNs of both signs, and many random bit patterns; rows strided.
+TEST(Matmul, RoundingOperandsGivesFloatToBf16Bits) {
+  std::vector<std::uint32_t> bits = {0x00000000u, 0x80000000u, 0x3F808000u, 0x3F818000u, 0x3F80FFFFu, 0x00000001u,
+                                     0x807FFFFFu, 0x00408000u, 0x7F7F7FFFu, 0x7F7F8000u, 0xFF7FFFFFu, 0x7F800000u,
+                                     0xFF800000u, 0x7FC00000u, 0xFFC00001u, 0x7F800001u, 0xFFA5A5A5u, 0x7FFFFFFFu};
+  for (std::uint64_t i = 0; i < 4000; ++i) bits.push_back(static_cast<std::uint32_t>(counter_uniform(7, i) * 4294967296.0));
+  const int cols = 37, ld = 41, rows = static_cast<int>((bits.size() + cols - 1) / cols);
+  std::vector<float> src(static_cast<std::size_t>(rows) * ld, 0.0f);
+  for (std::size_t i = 0; i < bits.size(); ++i) src[i / cols * ld + i % cols] = __builtin_bit_cast(float, bits[i]);
+  std::vector<std::uint16_t> got(static_cast<std::size_t>(rows) * cols);
+  round_rows_to_bf16(got.data(), src.data(), rows, cols, ld);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const float x = src[i / cols * ld + i % cols];
+    ASSERT_EQ(got[i], float_to_bf16(x)) << "input bits 0x" << std::hex << __builtin_bit_cast(std::uint32_t, x);
+  }
+}
+
 // The rounding is round to nearest even: values halfway between two bf16 values go to the even one.
 TEST(Matmul, Bf16ProductsRoundOperandsToNearestEven) {
   if (!bf16_products_available()) GTEST_SKIP() << "this CPU has no bf16 instructions for oneDNN";
@@ -157,11 +176,13 @@ TEST(Matmul, Bf16ProductsRoundOperandsToNearestEven) {
 // which hides the instructions: the bf16 run then takes f32 products.
 TEST(Matmul, RunChoosesBf16ProductsOnlyWhereTheCpuHasThem) {
   const char* max_isa = std::getenv("DNNL_MAX_CPU_ISA");
-  if (max_isa != nullptr && std::string(max_isa) == "AVX512_CORE") EXPECT_FALSE(bf16_products_available());
+  if (max_isa != nullptr && std::string(max_isa) == "AVX512_CORE") {
+    EXPECT_FALSE(bf16_products_available());
+  }
   EXPECT_EQ(choose_matmul(Dtype::kBf16), bf16_products_available() ? MatmulKind::kOnednnBf16 : MatmulKind::kOpenblasF32);
   EXPECT_EQ(choose_matmul(Dtype::kF32), MatmulKind::kOpenblasF32);
   EXPECT_EQ(choose_matmul(Dtype::kF16), MatmulKind::kOpenblasF32);
-  std::printf("[ measured ] a bf16 run's products here: %s\n", matmul_label(choose_matmul(Dtype::kBf16)).c_str());
+  std::printf("[ measured ] a bf16 run here takes %s\n", matmul_label(choose_matmul(Dtype::kBf16)).c_str());
 }
 
 }  // namespace

@@ -44,10 +44,12 @@ inline std::vector<float> train_gpt(const GptRun& run, Communicator& comm, Ledge
   const int V = run.llama ? run.llama->vocab_size : run.shape.vocab_size;
   std::unique_ptr<Gpt> gpt_model;
   std::unique_ptr<Llama> llama_model;
+  // As zero train: a bf16 run's matrix products in bf16 (where the CPU has bf16 instructions).
+  const GptCompute compute{run.device, run.dtype == Dtype::kBf16 ? Dtype::kBf16 : Dtype::kF32};
   if (run.llama) {
-    llama_model = std::make_unique<Llama>(*run.llama, B, ledger, run.checkpointing);
+    llama_model = std::make_unique<Llama>(*run.llama, B, ledger, run.checkpointing, compute);
   } else {
-    gpt_model = std::make_unique<Gpt>(run.shape, B, ledger, run.checkpointing);
+    gpt_model = std::make_unique<Gpt>(run.shape, B, ledger, run.checkpointing, compute);
   }
   Module& model = run.llama ? static_cast<Module&>(*llama_model) : *gpt_model;
   EngineConfig config;

@@ -10,6 +10,7 @@ std::unique_ptr<Device> make_cpu_device(Ledger& ledger);     // cpu_device.cpp
 std::unique_ptr<Device> make_strict_device(Ledger& ledger);  // cpu_device.cpp
 std::unique_ptr<GptKernels> make_cpu_gpt_kernels(const GptCompute& compute);  // cpu_gpt_kernels.cpp
 std::unique_ptr<LlamaKernels> make_cpu_llama_kernels(const GptCompute& compute);  // cpu_llama_kernels.cpp
+std::string describe_cpu_matmul(Dtype operands);  // matmul.cpp
 
 namespace {
 bool always(std::string*) { return true; }
@@ -21,6 +22,7 @@ Backend cpu_backend() {
   b.make_device = make_cpu_device;
   b.make_gpt_kernels = make_cpu_gpt_kernels;
   b.make_llama_kernels = make_cpu_llama_kernels;
+  b.describe_matmul = describe_cpu_matmul;
   b.available = always;
   return b;
 }

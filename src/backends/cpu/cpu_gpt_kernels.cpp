@@ -1,6 +1,7 @@
 // The cpu table (gpt_kernels.cpp on host memory through the ledger), the cpu, strict and counting
-// backends' (the one factory is the registry's). Its matrix products are the run's Matmul
-// (matmul.h: bf16 products in a bf16 run where the CPU has bf16 instructions). Each kernel is a span of the calling thread's
+// backends' (the one factory is the registry's). The linear layers' matrix products are the run's
+// choice (matmul.h: bf16 in a bf16 run where the CPU has bf16 instructions); attention's are f32
+// through OpenBLAS in every run (matmul.h says why). Each kernel is a span of the calling thread's
 // work clock (common/work_clock.h), for `zero bench train`'s breakdown of the step.
 #include "backends/gpt_kernel_table.h"
 
@@ -15,9 +16,9 @@ namespace {
 
 class CpuGptKernels final : public GptKernels {
  public:
-  explicit CpuGptKernels(const GptCompute& compute) : matmul_(make_matmul(choose_matmul(compute.matmul))) {}
+  explicit CpuGptKernels(const GptCompute& compute)
+      : matmul_(make_matmul(choose_matmul(compute.matmul))), attention_matmul_(make_matmul(kAttentionMatmul)) {}
   std::string name() const override { return "cpu"; }
-  std::string matmul_name() const override { return matmul_label(matmul_->kind()); }
 
   ModelMemory alloc(Ledger& ledger, Tier tier, std::size_t numel, const std::string& what) override {
     auto* b = new Buffer(ledger, tier, Category::kActivations, numel, what);
@@ -65,12 +66,12 @@ class CpuGptKernels final : public GptKernels {
   }
   void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) override {
     WorkSpan span(Work::kAttention);
-    gpt::attention_forward(*matmul_, out, preatt, att, qkv, B, T, C, NH);
+    gpt::attention_forward(*attention_matmul_, out, preatt, att, qkv, B, T, C, NH);
   }
   void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv, const float* att,
                           int B, int T, int C, int NH) override {
     WorkSpan span(Work::kAttention);
-    gpt::attention_backward(*matmul_, dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
+    gpt::attention_backward(*attention_matmul_, dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
   }
   void gelu_forward(float* out, const float* inp, std::int64_t n) override {
     WorkSpan span(Work::kPointwise);
@@ -96,7 +97,8 @@ class CpuGptKernels final : public GptKernels {
   }
 
  private:
-  std::unique_ptr<Matmul> matmul_;
+  std::unique_ptr<Matmul> matmul_;            // the linear layers' (and the LLaMA's) products
+  std::unique_ptr<Matmul> attention_matmul_;  // attention's per-head blocks
 };
 
 }  // namespace

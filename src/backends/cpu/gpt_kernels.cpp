@@ -205,8 +205,8 @@ void matmul_backward(Matmul& mm, float* dinp, float* dw, float* dbias, const flo
   }
 }
 
-// Causal attention as matrix products per (batch, head), through the run's Matmul (in a bf16 run
-// bf16 products, as PyTorch's autocast runs torch.bmm in bf16); the softmax and its
+// Causal attention as matrix products per (batch, head), through the given Matmul (the cpu table
+// gives OpenBLAS's f32 in every run: matmul.h); the softmax and its
 // backward run in between, one row per thread. Query rows are taken in blocks of
 // kAttentionBlock, and a block's products stop at its last key, so they skip most of the masked
 // upper triangle (at T = 4 blocks, 5/8 of the full T x T work). The few masked entries inside a

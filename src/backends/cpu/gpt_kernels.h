@@ -1,9 +1,10 @@
 // CPU kernels of the GPT, forward and backward. Matrix products (attention's too) go to the
-// run's Matmul (matmul.h: OpenBLAS f32 or oneDNN bf16); the rest is OpenMP over independent rows
-// or channel chunks, vectorised (see vector_math.h). Every kernel is deterministic: each output element is computed by one thread
-// in a fixed order (reductions over rows run per output channel), so results do not depend on
-// the OpenMP thread count or the vector width, and ranks computing the same thing get the same
-// bits. (A product's bits may depend on the library's thread count, which is fixed per rank.)
+// Matmul given (matmul.h: OpenBLAS f32 or oneDNN bf16); the rest is OpenMP over independent rows
+// or channel chunks, vectorised (see vector_math.h). Every kernel is deterministic: each output
+// element is computed by one thread in a fixed order (reductions over rows run per output
+// channel), so results do not depend on the OpenMP thread count or the vector width, and ranks
+// computing the same thing get the same bits. (A product's bits may depend on the library's
+// thread count, which is fixed per rank.)
 // Shapes: B batch, T time, C channels, OC output channels, NH heads, V vocabulary.
 #pragma once
 

@@ -17,10 +17,17 @@
 // summed dimension is 4C (oneDNN's f32 brgemm 60-68 GFLOP/s against 88-94); it also keeps fp32
 // runs' bits what they were.
 //
+// Attention's products (64-row blocks per head) stay f32 through OpenBLAS in bf16 runs too
+// (kAttentionMatmul), unlike PyTorch's autocast, which runs torch.bmm in bf16: measured here, oneDNN's
+// bf16 blocks with their operands rounded per block reach 64-67 GFLOP/s against OpenBLAS's 78-81;
+// the rounding and the per-call cost eat the faster dot products at these sizes. (Rounding q, k, v
+// and att once per call instead of once per block is what would change that.)
+//
 // Every implementation computes each element in a fixed order for a given shape and thread
 // count, so ranks and stages computing the same product get the same bits.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -49,12 +56,19 @@ class Matmul {
 
 std::unique_ptr<Matmul> make_matmul(MatmulKind kind);
 
+// Attention's products in every run (see the top).
+constexpr MatmulKind kAttentionMatmul = MatmulKind::kOpenblasF32;
+
 // True where oneDNN's effective instruction set has bf16 dot products (AVX512_BF16, or AMX); it
 // honours DNNL_MAX_CPU_ISA, so `DNNL_MAX_CPU_ISA=AVX512_CORE` shows a run without them.
 bool bf16_products_available();
 // The products of a run whose matrix products are `operands` (GptCompute::matmul): see the top.
 MatmulKind choose_matmul(Dtype operands);
-// "OpenBLAS f32", "oneDNN f32", "oneDNN bf16 (avx512_core_bf16)": for the runs' first lines.
+// "f32 matrix products (OpenBLAS)", "bf16 matrix products (oneDNN, AVX512-BF16)", ...
 std::string matmul_label(MatmulKind kind);
+
+// dst (rows, cols; dense) = src (rows, cols; rows ld apart) rounded to bf16: float_to_bf16's bits
+// (common/half.h, its scalar twin), vectorised; OpenMP over rows for large matrices.
+void round_rows_to_bf16(std::uint16_t* dst, const float* src, int rows, int cols, int ld);
 
 }  // namespace zero

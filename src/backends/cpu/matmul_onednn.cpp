@@ -12,8 +12,8 @@
 // where the cores are shared (measured: 22 ms with one thread against 1.1 s with two for the
 // kernel test's attention on this loaded 2-core machine).
 //
-// bf16: each operand is rounded into a dense bf16 copy of op(X)'s stored rows (float_to_bf16,
-// the project's one conversion), in parallel over rows; the primitive then reads the copies.
+// bf16: each operand is rounded into a dense bf16 copy of op(X)'s stored rows (round_rows_to_bf16,
+// matmul.h); the primitive then reads the copies.
 // The copies and oneDNN's scratchpad (kernel workspace: packed blocks) are this object's and grow
 // to the largest product seen; like OpenBLAS's own packing buffers they are not in the ledger
 // (at most half the bytes of the product's two f32 operands).
@@ -29,7 +29,6 @@
 
 #include "backends/cpu/matmul.h"
 #include "common/error.h"
-#include "common/half.h"
 
 namespace zero {
 namespace {
@@ -60,25 +59,18 @@ struct Key {
   bool operator<(const Key& o) const { return tie() < o.tie(); }
 };
 
+// A primitive and its arguments' memory objects, whose data pointers are set per call (building
+// the memory objects anew costs more than a small product's arithmetic).
 struct Cached {
   dnnl::matmul primitive;
-  memory::desc a, b, c, scratchpad;
+  memory a, b, c, scratchpad;
+  std::size_t scratchpad_bytes;
 };
 
 // The stored matrix of an operand: rows x cols, `ld` apart.
 memory::desc operand_desc(int rows, int cols, bool trans, int ld, memory::data_type type) {
   const memory::dims strides = trans ? memory::dims{1, ld} : memory::dims{ld, 1};
   return memory::desc({rows, cols}, type, strides);
-}
-
-// dst (rows, cols; dense) = src (rows, cols; ld apart) rounded to bf16.
-void round_rows_to_bf16(std::uint16_t* dst, const float* src, int rows, int cols, int ld) {
-#pragma omp parallel for schedule(static)
-  for (int r = 0; r < rows; ++r) {
-    const float* s = src + static_cast<std::int64_t>(r) * ld;
-    std::uint16_t* d = dst + static_cast<std::int64_t>(r) * cols;
-    for (int i = 0; i < cols; ++i) d[i] = float_to_bf16(s[i]);
-  }
 }
 
 // c (M,N; ldc apart) *= beta, as BLAS: beta 0 writes zeros without reading c.
@@ -116,16 +108,18 @@ class OnednnMatmul final : public Matmul {
       a_data = bf16_.data();
       b_data = bf16_.data() + a_numel;
     }
-    const Cached& p = primitive(M, N, K, alpha, a, b, beta, ldc);
-    if (p.scratchpad.get_size() > scratchpad_.size()) scratchpad_.resize(p.scratchpad.get_size());
-    memory am(p.a, engine_, const_cast<void*>(a_data)), bm(p.b, engine_, const_cast<void*>(b_data)), cm(p.c, engine_, c);
-    memory sm(p.scratchpad, engine_, scratchpad_.data());
-    p.primitive.execute(stream_, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, sm}});
+    Cached& p = primitive(M, N, K, alpha, a, b, beta, ldc);
+    if (p.scratchpad_bytes > scratchpad_.size()) scratchpad_.resize(p.scratchpad_bytes);
+    p.a.set_data_handle(const_cast<void*>(a_data));
+    p.b.set_data_handle(const_cast<void*>(b_data));
+    p.c.set_data_handle(c);
+    p.scratchpad.set_data_handle(scratchpad_.data());
+    p.primitive.execute(stream_, {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}, {DNNL_ARG_SCRATCHPAD, p.scratchpad}});
     stream_.wait();
   }
 
  private:
-  const Cached& primitive(int M, int N, int K, float alpha, MatmulOperand a, MatmulOperand b, float beta, int ldc) {
+  Cached& primitive(int M, int N, int K, float alpha, MatmulOperand a, MatmulOperand b, float beta, int ldc) {
     const Key key{M, N, K, a.ld, b.ld, ldc, a.trans, b.trans, __builtin_bit_cast(std::uint32_t, alpha),
                   __builtin_bit_cast(std::uint32_t, beta), omp_get_max_threads()};
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
@@ -141,7 +135,10 @@ class OnednnMatmul final : public Matmul {
     }
     try {
       const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, engine_);
-      return cache_.emplace(key, Cached{dnnl::matmul(pd), ad, bd, cd, pd.scratchpad_desc()}).first->second;
+      const memory::desc sd = pd.scratchpad_desc();
+      Cached entry{dnnl::matmul(pd), memory(ad, engine_, nullptr), memory(bd, engine_, nullptr), memory(cd, engine_, nullptr),
+                   memory(sd, engine_, nullptr), sd.get_size()};
+      return cache_.emplace(key, std::move(entry)).first->second;
     } catch (const dnnl::error& e) {
       throw Error(cat("[model] oneDNN has no ", matmul_label(kind_), " matrix product for M=", M, " N=", N, " K=", K,
                       " on this CPU (", e.what(), "); run with --dtype fp32"));

@@ -62,7 +62,6 @@ class CudaGptKernels final : public GptKernels {
   CudaGptKernels& operator=(const CudaGptKernels&) = delete;
 
   std::string name() const override { return "cuda"; }
-  std::string matmul_name() const override { return matmul_ == Dtype::kBf16 ? "cuBLAS bf16 (layers), f32 (attention)" : "cuBLAS f32"; }
   bool host_addressable() const override { return false; }
 
   // Device tier: cudaMalloc; host tier (cpu checkpointing's kept inputs): pinned, so the copies
