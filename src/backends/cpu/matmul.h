@@ -11,15 +11,15 @@
 // Which one a run uses (choose_matmul): bf16 products where the run's matrix products are bf16
 // (mixed precision) and the CPU has bf16 dot-product instructions (AVX512_BF16 or AMX, as oneDNN
 // sees it: bf16_products_available); everywhere else f32 products through OpenBLAS. OpenBLAS,
-// not oneDNN, for f32: measured here (bench/README.md, "bf16 matrix products on the CPU"), the
-// two are within noise of each other on the linear layers' forward and weight-gradient products
-// and on attention's small ones, and OpenBLAS is faster on the input-gradient products whose
-// summed dimension is 4C (oneDNN's f32 brgemm 60-68 GFLOP/s against 88-94); it also keeps fp32
-// runs' bits what they were.
+// not oneDNN, for f32: measured here (zero_bench_matmul, one thread, the 50m bench model's
+// products; bench/README.md, "bf16 matrix products on the CPU"), the two tie on the linear layers'
+// forward (62 against 64 GFLOP/s) and OpenBLAS is ahead on their input and weight gradients (62
+// and 59 against 52 and 53) and on attention's blocks (79 against 72); it also keeps fp32 runs'
+// bits what they were. bf16 products: 106-113 GFLOP/s on the same linear products (AVX512-BF16).
 //
 // Attention's products (64-row blocks per head) stay f32 through OpenBLAS in bf16 runs too
 // (kAttentionMatmul), unlike PyTorch's autocast, which runs torch.bmm in bf16: measured here, oneDNN's
-// bf16 blocks with their operands rounded per block reach 64-67 GFLOP/s against OpenBLAS's 78-81;
+// bf16 blocks with their operands rounded per block reach 64-69 GFLOP/s against OpenBLAS's 78-81;
 // the rounding and the per-call cost eat the faster dot products at these sizes. (Rounding q, k, v
 // and att once per call instead of once per block is what would change that.)
 //
