@@ -9,6 +9,7 @@
 
 #include "checkpoint/export.h"
 #include "checkpoint/loader.h"
+#include "cli/ckpt_import.h"
 #include "cli/flags.h"
 #include "memory/ledger.h"
 #include "train/checkpointing.h"
@@ -127,11 +128,13 @@ int ckpt_main(const std::vector<std::string>& args) {
   if (verb == "--help" || verb == "-h") {
     std::printf("usage: zero ckpt inspect DIR              a checkpoint's manifest in human terms, every checksum verified\n"
                 "       zero ckpt export DIR --out FILE    one safetensors file with Hugging Face names (--dtype fp32|bf16)\n"
+                "       zero ckpt import HF --out SAVE     a Hugging Face model directory as a checkpoint at step 0\n"
                 "\nDIR: a --save directory (its latest) or one step-N directory. zero ckpt VERB --help for a verb's flags.\n");
     return 0;
   }
   if (verb == "inspect") return inspect(rest);
   if (verb == "export") return export_model(rest);
+  if (verb == "import") return ckpt_import_main(rest);
   throw ConfigError(cat("[cli] zero ckpt needs a verb: inspect DIR, or export DIR --out FILE", verb.empty() ? "" : cat(" (not '", verb, "')")));
 }
 

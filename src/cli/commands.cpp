@@ -4,6 +4,7 @@
 #include "cli/bench_offload.h"
 #include "cli/bench_train.h"
 #include "cli/ckpt.h"
+#include "cli/ckpt_import.h"
 #include "cli/data_prepare.h"
 #include "cli/demo.h"
 #include "cli/estimate.h"
@@ -28,6 +29,7 @@ std::vector<CommandFlags> command_flag_tables() {
           {{"ckpt"}, {}},
           {{"ckpt", "inspect"}, names(ckpt_inspect_flags())},
           {{"ckpt", "export"}, names(ckpt_export_flags())},
+          {{"ckpt", "import"}, names(ckpt_import_flags())},
           {{"data"}, {}},
           {{"data", "prepare"}, names(data_prepare_flags())},
           {{"generate"}, names(generate_flags())},

@@ -12,6 +12,7 @@
 #include "backends/facts.h"
 #include "checkpoint/directory.h"
 #include "cli/flags.h"
+#include "cli/init_from.h"
 #include "cli/launch.h"
 #include "cli/mfu.h"
 #include "cli/stop_signal.h"
@@ -63,6 +64,9 @@ std::vector<FlagSpec> train_flags() {
           {"save", "save sharded checkpoints into this directory (DIR/step-N/, DIR/latest); always a final one", true, ""},
           {"save-every", "also save after every N optimizer steps", true, "0"},
           {"keep", "keep only the newest K checkpoints of this run's history; never another run's (0: all)", true, "0"},
+          {"init-from", "start from a Hugging Face model directory's weights (GPT-2 or LLaMA: config.json and model.safetensors, or "
+                        "shards with model.safetensors.index.json; F32, F16 or BF16): the model is its config.json's, the tokenizer "
+                        "its own when it holds one (overrides model.init_from; --resume's checkpoint wins over it)", true, ""},
           {"resume", "continue from a checkpoint: a --save directory (its latest) or one step-N directory, any world size or stage", true, ""}};
 }
 
@@ -107,6 +111,7 @@ void check_lr_takes_effect(const TrainConfig& c, bool max_lr_is_auto, const std:
 TrainConfig build_config(const Flags& flags, int world_size, std::string* document = nullptr) {
   nlohmann::json j = default_config();
   if (!flags.get("config").empty()) j = read_config_file(flags.get("config"));  // syntax, duplicates
+  const nlohmann::json file_model = flags.get("config").empty() ? nlohmann::json() : j.value("model", nlohmann::json());
   const std::pair<const char*, const char*> simple[] = {{"stage", "zero_optimization.stage"}, {"steps", "train_steps"},
                                                          {"micro-batch", "train_micro_batch_size_per_gpu"},
                                                          {"gradient-accumulation-steps", "gradient_accumulation_steps"},
@@ -126,6 +131,7 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
   }
   if (flags.has("data")) set_from_flag("data", "data.path", flags.get("data"));
   if (flags.has("tokenizer")) set_from_flag("tokenizer", "data.tokenizer", flags.get("tokenizer"));
+  if (flags.has("init-from")) set_from_flag("init-from", "model.init_from", flags.get("init-from"));
   if (flags.has("val-data")) set_from_flag("val-data", "data.val_path", flags.get("val-data"));
   if (flags.has("activation-checkpointing")) {
     apply_override(j, "model.checkpoint_activations=true");
@@ -165,6 +171,7 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
     }
     apply_override(j, assignment);
   }
+  apply_init_from_flags(j, file_model, flags);  // the model and tokenizer of --init-from's directory
   ConfigOptions options;
   options.strict = flags.has("strict-config");
   options.source = flags.get("config");
@@ -272,6 +279,18 @@ void print_overlap(const TrainResult& r, int ranks, bool clipping) {
   }
 }
 
+// What --init-from read: every rank reads only the elements it holds (its slices at stages 1-3).
+void print_init_from(const TrainConfig& c, const TrainResult& r) {
+  if (r.init_from_bytes.empty()) return;
+  std::uint64_t total = 0, most = 0;
+  for (std::uint64_t b : r.init_from_bytes) total += b, most = std::max(most, b);
+  std::printf("init-from %s: %s of weights; bytes read per rank: rank 0 %llu, max %llu, total %llu (%.2f x the weights); "
+              "rank 0 loaded in %.0f ms\n", c.model.init_from.c_str(), mib(r.init_from_weight_bytes).c_str(),
+              static_cast<unsigned long long>(r.init_from_bytes[0]), static_cast<unsigned long long>(most),
+              static_cast<unsigned long long>(total), static_cast<double>(total) / std::max<std::uint64_t>(1, r.init_from_weight_bytes),
+              r.init_from_seconds * 1e3);
+}
+
 void print_summary(const TrainConfig& c, const TrainResult& r) {
   std::printf("\nsummary: %lld steps, %.1f ms/step, %.0f tokens/s; train loss %.4f -> %.4f", static_cast<long long>(r.last_step - r.first_step),
               r.mean_step_seconds * 1e3, r.tokens_per_second, r.losses.front(), r.losses.back());
@@ -291,6 +310,7 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   std::uint64_t peak = 0;
   for (const RankFigures& f : r.final_ranks) peak = std::max(peak, f.total_peak[0]);
   std::printf("peak device-tier memory per rank: %s; final weights sha256 %s\n", mib(peak).c_str(), r.weights_sha256.c_str());
+  print_init_from(c, r);
   if (!r.sample.empty()) std::printf("\nsample:\n%s\n", r.sample.c_str());
 }
 

@@ -8,8 +8,11 @@
 #include <cstdio>
 
 #include "checkpoint/export.h"
+#include "checkpoint/hf_weights.h"
 #include "checkpoint/loader.h"
 #include "cli/flags.h"
+#include "cli/init_from.h"
+#include "config/init_from.h"
 #include "common/output_file.h"
 #include "data/batches.h"
 #include "data/load.h"
@@ -29,7 +32,18 @@ struct Opened {
   std::string dir;
   checkpoint::Manifest manifest;
   ModelSection model;  // the GPT or the LLaMA the manifest describes
+  bool hugging_face = false;  // dir is an --init-from directory (step 0, its model from config.json), not a checkpoint
 };
+
+// A Hugging Face model directory, as a checkpoint at step 0 with nothing recorded but its model.
+Opened open_hf_directory(const std::string& dir) {
+  Opened o;
+  o.dir = dir;
+  o.hugging_face = true;
+  o.manifest.info = nlohmann::json::object();
+  o.model = model_section_from_json(hf_model_section(read_hf_config(dir)), dir + "/config.json");
+  return o;
+}
 
 Opened open_checkpoint(const std::string& path) {
   if (path.empty()) throw ConfigError("[cli] --checkpoint DIR is required (a --save directory or one step-N directory)");
@@ -46,6 +60,7 @@ Opened open_checkpoint(const std::string& path) {
 // checkpoint was trained with, by SHA-256 (else the text would silently be other tokens), and its
 // vocabulary must fit the model's.
 std::unique_ptr<data::Tokenizer> open_model_tokenizer(const Flags& flags, const Opened& ck) {
+  if (ck.hugging_face) return data::open_tokenizer(init_from_tokenizer(ck.dir, flags.get("tokenizer"), "--tokenizer"));
   const nlohmann::json recorded = ck.manifest.info.value("/data/tokenizer"_json_pointer, nlohmann::json());
   const std::string spec = flags.has("tokenizer") ? flags.get("tokenizer") : recorded.is_null() ? "" : recorded.value("spec", std::string());
   std::unique_ptr<data::Tokenizer> tokenizer = data::open_tokenizer(spec);
@@ -130,6 +145,8 @@ int generate_main(const std::vector<std::string>& args) {
 
 std::vector<FlagSpec> eval_flags() {
   return {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
+          {"init-from", "instead of --checkpoint: a Hugging Face model directory (GPT-2 or LLaMA; as zero train --init-from), "
+                        "its tokenizer used when it holds one; give --data", true, ""},
           {"data", "the file to evaluate (default: the file the checkpoint was trained on)", true, ""},
           {"tokenizer", kTokenizerHelp, true, "the checkpoint's, recorded at training; bytes"},
           {"split", "all (the whole file) or val (the held-out windows training evaluated)", true, "all"},
@@ -146,7 +163,9 @@ int eval_main(const std::vector<std::string>& args) {
   const std::string split_name = flags.get("split");
   if (split_name != "all" && split_name != "val") throw ConfigError(cat("[cli] --split must be all or val, not '", split_name, "'"));
   const long long batches = flags.get_int("batches", 0, 1LL << 40);
-  const Opened ck = open_checkpoint(flags.get("checkpoint"));
+  if (flags.has("init-from") && flags.has("checkpoint")) throw ConfigError("[cli] give --checkpoint or --init-from, not both");
+  const Opened ck = flags.has("init-from") ? open_hf_directory(flags.get("init-from")) : open_checkpoint(flags.get("checkpoint"));
+  if (ck.hugging_face && split_name != "all") throw ConfigError("[cli] --init-from has no held-out split: evaluate --split all of --data");
   const nlohmann::json& info = ck.manifest.info;
   // --split val of a run with a validation file of its own (data.val_path) reads that file whole.
   const std::string val_path = info.value("/data/val_path"_json_pointer, std::string());
@@ -193,7 +212,11 @@ int eval_main(const std::vector<std::string>& args) {
   }
   EngineConfig config;
   Engine engine(config, *model, *comm, ledger);
-  checkpoint::load_checkpoint(engine, ck.dir, ck.manifest, *comm);
+  if (ck.hugging_face) {
+    checkpoint::import_hf_weights(engine, ck.dir, ck.model.is_llama(), *comm);
+  } else {
+    checkpoint::load_checkpoint(engine, ck.dir, ck.manifest, *comm);
+  }
   const float loss = validation_loss(win, *model, engine, *comm);
   if (!std::isfinite(loss)) {  // a user's script must not read "loss nan" with exit 0 as a result
     throw TrainingError(cat("[cli] the loss of the checkpoint ", ck.dir, " (step ", ck.manifest.step, ") on ", what, " is ", loss,

@@ -44,6 +44,8 @@ class Tokenizer {
 // vocabulary found beside it), or a directory holding tokenizer.model or one of those pairs (a
 // Hugging Face model directory). Throws zero::Error ("[data] ...") naming the file and what to do.
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& spec);
+// Whether the directory holds the files of a tokenizer open_tokenizer finds there.
+bool holds_tokenizer(const std::string& dir);
 
 // The ids of the documents in order, end_of_text() between each two (zero::Error if the
 // tokenizer has none and there is more than one document).

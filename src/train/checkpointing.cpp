@@ -188,6 +188,7 @@ nlohmann::json TrainCheckpoints::info(const Engine& engine, std::int64_t step, f
                     {"tokenizer", options_.tokenizer}, {"next_batch", step}, {"train_batch_size", c.train_batch_size}}},
           {"validation", {{"windows", val_windows_}, {"micro_batch", c.micro_batch_size}}},
           {"seed", c.seed},
+          {"init_from", c.model.init_from},
           {"loss", loss},
           {"config", options_.config_json.empty() ? nlohmann::json() : nlohmann::json::parse(options_.config_json)}};
 }

@@ -83,6 +83,11 @@ struct TrainResult {
   double mean_batch_read_seconds = 0;  // this rank's time a step reading its batches from the data (every step)
   double tokens_per_second = 0.0;
   std::vector<TraceEvent> trace;       // every rank's spans, when traced
+  // --init-from: the tensor bytes each rank read from the directory (empty: not read), the
+  // bytes of all the model's tensors there, and the load's time on this rank.
+  std::vector<std::uint64_t> init_from_bytes;
+  std::uint64_t init_from_weight_bytes = 0;
+  double init_from_seconds = 0;
 };
 
 class Engine;
