@@ -108,12 +108,12 @@ SafetensorsFile::SafetensorsFile(std::string path)
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
     tensors_[name] = parse_entry(path_, name, entry, 8 + n, size);
-    by_offset.emplace_back(tensors_[name].begin, name);
+    if (tensors_[name].end > tensors_[name].begin) by_offset.emplace_back(tensors_[name].begin, name);  // an empty tensor overlaps nothing
   }
   std::sort(by_offset.begin(), by_offset.end());
   for (std::size_t i = 1; i < by_offset.size(); ++i) {
     const SafetensorsTensor& prev = tensors_[by_offset[i - 1].second];
-    if (prev.end > by_offset[i].first && prev.end > prev.begin) {
+    if (prev.end > by_offset[i].first) {
       throw CheckpointError(cat("[hf] ", path_, ": tensors '", by_offset[i - 1].second, "' and '", by_offset[i].second,
                                 "' overlap (their data_offsets share bytes): the file is damaged"));
     }

@@ -60,7 +60,7 @@ Opened open_checkpoint(const std::string& path) {
 // checkpoint was trained with, by SHA-256 (else the text would silently be other tokens), and its
 // vocabulary must fit the model's.
 std::unique_ptr<data::Tokenizer> open_model_tokenizer(const Flags& flags, const Opened& ck) {
-  if (ck.hugging_face) return data::open_tokenizer(init_from_tokenizer(ck.dir, flags.get("tokenizer"), "--tokenizer"));
+  if (ck.hugging_face) return data::open_tokenizer(init_from_tokenizer(ck.dir, flags.has("tokenizer") ? flags.get("tokenizer") : "", "--tokenizer"));
   const nlohmann::json recorded = ck.manifest.info.value("/data/tokenizer"_json_pointer, nlohmann::json());
   const std::string spec = flags.has("tokenizer") ? flags.get("tokenizer") : recorded.is_null() ? "" : recorded.value("spec", std::string());
   std::unique_ptr<data::Tokenizer> tokenizer = data::open_tokenizer(spec);

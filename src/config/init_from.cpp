@@ -1,5 +1,7 @@
 #include "config/init_from.h"
 
+#include <vector>
+
 #include "common/error.h"
 
 namespace zero {
@@ -36,8 +38,13 @@ HfModelConfig apply_init_from(nlohmann::json& j, const std::string& dir, const s
   const HfModelConfig hf = read_hf_config(dir);
   nlohmann::json model = hf_model_section(hf);
   const nlohmann::json given = j.is_object() && j.contains("model") && j["model"].is_object() ? j["model"] : nlohmann::json::object();
+  std::vector<std::string> keys = {"type"};  // the type first: another family's keys would only confuse
   for (const auto& [key, value] : given.items()) {
-    if (key == "checkpoint_activations" || key == "init_from") continue;
+    if (key != "type") keys.push_back(key);
+  }
+  for (const std::string& key : keys) {
+    if (key == "checkpoint_activations" || key == "init_from" || !given.contains(key)) continue;
+    const nlohmann::json& value = given[key];
     const std::string source = source_of(key);
     if (source.empty()) continue;
     const std::string theirs = hf_key(key, hf.is_llama());
