@@ -21,6 +21,8 @@
 #include "common/output_file.h"
 #include "common/trace.h"
 #include "config/config.h"
+#include "data/tokenizer.h"
+#include "model/hf_config.h"
 #include "data/load.h"
 #include "train/trainer.h"
 
@@ -369,6 +371,12 @@ void print_header(const TrainConfig& c, const Communicator& comm) {
               c.model.describe().c_str(), static_cast<long long>(c.model.num_parameters()), c.engine.stage,
               comm.size(), comm.backend().c_str(), c.train_batch_size, c.micro_batch_size, c.gradient_accumulation_steps,
               comm.size(), static_cast<long long>(c.train_steps), precision_label(c).c_str(), c.optimizer_type.c_str());
+  if (!c.model.init_from.empty()) {  // the model is config.json's (checked before any rank started)
+    const HfModelConfig hf = read_hf_config(c.model.init_from);
+    std::printf("init-from: %s, the model of %s; tokenizer %s\n", c.model.init_from.c_str(), hf.path.c_str(),
+                data::open_tokenizer(c.data.tokenizer)->describe().c_str());
+    for (const std::string& note : hf.notes) std::printf("init-from: %s\n", note.c_str());
+  }
   for (const std::string& k : c.ignored_keys) std::printf("config: %s has no effect here and is ignored\n", k.c_str());
   for (const std::string& k : c.unknown_keys) {
     std::printf("config: warning: '%s' is not a DeepSpeed key; ignored, as DeepSpeed ignores it (--strict-config refuses it)\n", k.c_str());

@@ -15,6 +15,8 @@ file and shards with an index; F32, F16 and BF16). Modes:
             step (no "step" line, no checkpoint written).
   resume    fine-tuning from --init-from with --save resumes bit-identically (cli/resume_same.sh)
             and the straight run says what it read.
+  tokenizer (argument 4: a directory of GPT-2's tokenizer files) a directory holding them is read
+            with them when no tokenizer is given, or the same files are; another is refused.
 Exits 1 on a failure."""
 import json
 import os
@@ -31,6 +33,7 @@ import hf_dirs as hf  # noqa: E402
 import llama_reference  # noqa: E402
 
 mode, work, zero = sys.argv[1:4]
+os.makedirs(work, exist_ok=True)
 TEXT = "/usr/share/common-licenses/GPL-3"
 
 
@@ -138,6 +141,9 @@ def check_bytes():
         slack = units * (2 * 4 * C + N) * esize if family == "gpt2" else units * N * esize
         r = run("train", "--init-from", os.path.join(work, name), "--ranks", str(N), "--stage", "3", "--steps", "1",
                 "--data", TEXT, "--sample", "0", "--set", "train_micro_batch_size_per_gpu=1")
+        if f"ZeRO stage 3, {N} ranks (mpi)" not in r.stdout:
+            print(f"FAIL: not a run of {N} MPI ranks at stage 3:\n{r.stdout}")
+            sys.exit(1)
         rank0, most, total = bytes_read(r.stdout)
         print(f"{name}: weights {weights} bytes; rank 0 read {rank0}, max {most} (share {weights / N:.0f} + slack {slack}), total {total}")
         if not (most <= weights / N + slack and total >= weights and total <= weights + N * slack and most < weights / 2):
@@ -237,4 +243,48 @@ def check_bad():
     print(f"ok: all {len(cases)} bad inputs refused before any step")
 
 
-{"loss": check_loss, "identity": check_identity, "bytes": check_bytes, "bad": check_bad}[mode]()
+def check_resume():
+    make("gpt2_f32", "gpt2", "F32", 1, "transformer.", False)
+    d = os.path.join(work, "resume")
+    env = dict(os.environ, MODEL_ARGS=f"--init-from {os.path.join(work, 'gpt2_f32')}")
+    r = subprocess.run([os.path.join(HERE, "..", "cli", "resume_same.sh"), d, zero, "--ranks", "2", "--stage", "3", "--comm", "threads"],
+                       env=env, capture_output=True, text=True)
+    print(r.stdout, r.stderr)
+    if r.returncode != 0:
+        sys.exit(1)
+    straight, second = (open(os.path.join(d, f)).read() for f in ("straight.txt", "second.txt"))
+    if "GPT V=256 T=16 C=32 L=2 H=4" not in straight or not re.search(r"^init-from .*gpt2_f32: ", straight, re.M):
+        print("FAIL: the straight run did not start from the directory's GPT-2:\n", straight)
+        sys.exit(1)
+    if "not read: the weights are --resume's checkpoint's" not in second:
+        print("FAIL: the resumed run does not say its weights are the checkpoint's:\n", second)
+        sys.exit(1)
+    print("ok: a fine-tuning run from --init-from resumes bit-identically")
+
+
+def check_tokenizer(gpt2_dir):
+    """A directory with GPT-2's tokenizer files: used when no tokenizer is given; another one is refused."""
+    c = dict(hf.GPT2, vocab_size=50257, n_embd=8, n_layer=1, n_head=2)
+    d = os.path.join(work, "gpt2_tokenizer")
+    shutil.rmtree(d, ignore_errors=True)
+    hf.write_dir(d, hf.gpt2_config(c), hf.gpt2_tensors(c, np.random.default_rng(1)), "BF16")
+    for f in ("vocab.json", "merges.txt", "encoder.json", "vocab.bpe"):  # Hugging Face's names or OpenAI's
+        if os.path.exists(os.path.join(gpt2_dir, f)):
+            shutil.copy(os.path.join(gpt2_dir, f), d)
+    text = os.path.join(work, "text.txt")
+    open(text, "wb").write(open(TEXT, "rb").read()[:3000])
+    common = ["train", "--init-from", d, "--steps", "1", "--sample", "0", "--data", text, "--set", "train_micro_batch_size_per_gpu=1"]
+    for given in ([], ["--tokenizer", gpt2_dir]):
+        out = run(*common, *given).stdout
+        if not re.search(r"^init-from: .*gpt2_tokenizer, the model of .*config.json; tokenizer GPT-2 BPE \(50257 tokens\)", out, re.M):
+            print(f"FAIL: the run {given} did not tokenize with the directory's GPT-2 BPE:\n{out}")
+            sys.exit(1)
+    r = run(*common, "--tokenizer", "bytes", ok=False)
+    want = r"--tokenizer is bytes .* but the --init-from directory .*gpt2_tokenizer brings its own tokenizer, GPT-2 BPE"
+    if r.returncode == 0 or not re.search(want, r.stdout + r.stderr):
+        print(f"FAIL: want /{want}/, got exit {r.returncode}:\n{r.stdout}{r.stderr}")
+        sys.exit(1)
+    print("ok: the directory's tokenizer is used; the same files given are accepted; another tokenizer is refused")
+
+
+{"resume": check_resume, "tokenizer": lambda: check_tokenizer(sys.argv[4]), "loss": check_loss, "identity": check_identity, "bytes": check_bytes, "bad": check_bad}[mode]()
