@@ -18,6 +18,7 @@ namespace {
 
 constexpr const char* kSingle = "model.safetensors";
 constexpr const char* kIndex = "model.safetensors.index.json";
+constexpr std::size_t kPieceElements = std::size_t{1} << 22;  // read and written at a time: 16 MiB of f32
 
 bool is_file(const fs::path& p) {
   std::error_code ec;
@@ -150,7 +151,7 @@ std::uint64_t HfWeights::bytes_read() const {
   return n;
 }
 
-void HfWeights::read_param(const ParamPlace& p, std::size_t first, std::size_t count, float* out) {
+void HfWeights::read(const ParamPlace& p, std::size_t first, std::size_t count, float* out) {
   const Source& s = sources_.at(p.spec.name);
   SafetensorsFile& file = *files_[s.file];
   if (!s.transpose) {
@@ -173,16 +174,10 @@ void HfWeights::read_param(const ParamPlace& p, std::size_t first, std::size_t c
   }
 }
 
-void HfWeights::read_unit_range(const UnitPlace& unit, std::size_t first, std::size_t count, float* out) {
-  for (const ParamPlace& p : unit.params) {
-    const std::size_t begin = std::max(first, p.offset), end = std::min(first + count, p.offset + p.numel);
-    if (begin < end) read_param(p, begin - p.offset, end - begin, out + (begin - first));
-  }
-}
-
 HfImportStats import_hf_weights(Engine& engine, const std::string& dir, bool llama, Communicator& comm) {
   const auto t0 = std::chrono::steady_clock::now();
   const FlatLayout& layout = engine.layout();
+  ZERO_CHECK(engine.steps_done() == 0, "weights imported into an engine that has trained ", engine.steps_done(), " steps");
   HfImportStats stats;
   std::string error;
   try {
@@ -193,15 +188,23 @@ HfImportStats import_hf_weights(Engine& engine, const std::string& dir, bool lla
       units.push_back(std::move(spec));
     }
     HfWeights weights(dir, units, llama);
-    std::vector<float> buf;
+    std::vector<float> buf;  // (at most a piece) f32, host memory
     for (int u = 0; u < layout.num_units(); ++u) {
       const Engine::HeldRange held = engine.held_state(u);
-      buf.assign(held.count, 0.0f);  // padding stays zero
-      weights.read_unit_range(layout.unit(u), held.first, held.count, buf.data());
-      engine.write_state(StateTensor::kMaster, u, held.first, buf);
-      buf.assign(held.count, 0.0f);  // Adam's moments start at zero, as in a fresh run
-      engine.write_state(StateTensor::kExpAvg, u, held.first, buf);
-      engine.write_state(StateTensor::kExpAvgSq, u, held.first, buf);
+      for (const ParamPlace& p : layout.unit(u).params) {
+        const std::size_t begin = std::max(held.first, p.offset), end = std::min(held.first + held.count, p.offset + p.numel);
+        // Pieces of whole rows from the parameter's start: a transposed tensor's rows are read once,
+        // and a small buffer stays in memory instead of a unit-sized one (padding is a fresh engine's zeros).
+        const std::size_t row = p.spec.shape.size() == 2 ? static_cast<std::size_t>(p.spec.shape[1]) : 1;
+        const std::size_t piece = std::max(row, kPieceElements / row * row);
+        for (std::size_t at = begin; at < end;) {
+          const std::size_t next = std::min(end, p.offset + ((at - p.offset) / piece + 1) * piece);
+          buf.resize(next - at);
+          weights.read(p, at - p.offset, next - at, buf.data());
+          engine.write_state(StateTensor::kMaster, u, at, buf);  // Adam's moments stay a fresh engine's zeros
+          at = next;
+        }
+      }
     }
     stats.bytes_read = weights.bytes_read();
     stats.weight_bytes = weights.weight_bytes();

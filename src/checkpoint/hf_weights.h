@@ -35,11 +35,11 @@ class HfWeights {
   HfWeights(const std::string& dir, const std::vector<UnitSpec>& units, bool llama);
   ~HfWeights();
 
-  // The parameter elements among elements [first, first + count) of the unit's flat buffer, read
-  // from their tensors into out[0, count) (padding is left as it is). Reads only those elements'
-  // bytes, and for a transposed tensor the whole rows of zero's layout they lie in.
-  void read_unit_range(const UnitPlace& unit, std::size_t first, std::size_t count, float* out);
-  std::uint64_t bytes_read() const;           // tensor bytes read by read_unit_range (headers apart)
+  // Elements [first, first + count) of parameter p (row-major in zero's shape) from its tensor,
+  // into out[0, count). Reads only those elements' bytes, and for a transposed tensor the whole
+  // rows of zero's layout they lie in.
+  void read(const ParamPlace& p, std::size_t first, std::size_t count, float* out);
+  std::uint64_t bytes_read() const;           // tensor bytes read (headers apart)
   std::uint64_t weight_bytes() const { return weight_bytes_; }  // of the tensors matched, in their dtypes
   const std::vector<std::string>& files() const { return file_names_; }
 
@@ -49,7 +49,6 @@ class HfWeights {
     std::string tensor;
     bool transpose = false;
   };
-  void read_param(const ParamPlace& p, std::size_t first, std::size_t count, float* out);
 
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::vector<std::string> file_names_;
@@ -64,9 +63,9 @@ struct HfImportStats {
   double seconds = 0;
 };
 
-// Loads the directory's weights into the engine as the state of step 0: each rank reads only the
-// elements it holds (held_state: its slices at stages 1-3), writes them as its masters with zero
-// Adam moments, and the engine makes its parameters from them. A collective: if any rank fails,
+// Loads the directory's weights into a fresh engine (no step taken: its Adam moments are zero) as
+// the state of step 0: each rank reads only the elements it holds (held_state: its slices at
+// stages 1-3) and writes them as its masters, and the engine makes its parameters from them. A collective: if any rank fails,
 // every rank throws that rank's error, before any rank uses what it read.
 HfImportStats import_hf_weights(Engine& engine, const std::string& dir, bool llama, Communicator& comm);
 

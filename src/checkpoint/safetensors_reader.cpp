@@ -131,10 +131,11 @@ void SafetensorsFile::read(const std::string& name, std::uint64_t first, std::ui
     std::memcpy(out, raw_.data(), raw_.size());  // little-endian, as the format is
     return;
   }
-  for (std::uint64_t i = 0; i < count; ++i) {
-    std::uint16_t h;
-    std::memcpy(&h, raw_.data() + 2 * i, 2);
-    out[i] = t.dtype == "BF16" ? bf16_to_float(h) : fp16_to_float(h);
+  const unsigned char* in = raw_.data();
+  if (t.dtype == "BF16") {
+    for (std::uint64_t i = 0; i < count; ++i) out[i] = bf16_to_float(static_cast<std::uint16_t>(in[2 * i] | in[2 * i + 1] << 8));
+  } else {
+    for (std::uint64_t i = 0; i < count; ++i) out[i] = fp16_to_float(static_cast<std::uint16_t>(in[2 * i] | in[2 * i + 1] << 8));
   }
 }
 

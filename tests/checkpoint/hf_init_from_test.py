@@ -7,7 +7,8 @@ file and shards with an index; F32, F16 and BF16). Modes:
             tests/model/llama_reference.py) compute on the values the file holds, within 1e-5
             relative, for every directory.
   identity  zero ckpt import DIR then zero ckpt export gives every tensor back bit for bit (an F16
-            file's values widened exactly; BF16 exported as bf16), for both families.
+            file's values widened exactly; BF16 exported as bf16), for both families, and for a GPT-2
+            whose Conv1D weights are read in pieces.
   bytes     zero train --init-from DIR --ranks 4 --stage 3 (mpirun): the most any rank read is its
             quarter of the weights plus the slack of its slices' ends, not the model; all ranks
             together read the weights once (plus that slack).
@@ -93,10 +94,16 @@ def check_loss():
 
 
 def check_identity():
-    for name, family, dtype, shards, prefix, tied in DIRS:
+    # gpt2_wide: Conv1D weights of 4.3M elements, beyond the 4M that zero reads at a time, so a
+    # transposed tensor is read in pieces.
+    for name, family, dtype, shards, prefix, tied in DIRS + [("gpt2_wide", "gpt2", "BF16", 1, "transformer.", False)]:
         if family == "gpt2" and not prefix:
             continue  # export writes GPT2LMHeadModel's prefixed names
-        make(name, family, dtype, shards, prefix, tied)
+        if name == "gpt2_wide":
+            c = dict(hf.GPT2, n_embd=1040, n_layer=1, n_head=8)
+            hf.write_dir(os.path.join(work, name), hf.gpt2_config(c), hf.gpt2_tensors(c, np.random.default_rng(2)), dtype)
+        else:
+            make(name, family, dtype, shards, prefix, tied)
         d, ck = os.path.join(work, name), os.path.join(work, name + ".ck")
         shutil.rmtree(ck, ignore_errors=True)
         run("ckpt", "import", d, "--out", ck)
