@@ -14,6 +14,14 @@
 
 namespace zero::checkpoint {
 namespace fs = std::filesystem;
+
+// The weight files and, for shards, which file the index says holds each tensor.
+struct HfWeights::Listing {
+  std::vector<std::string> files;
+  std::map<std::string, std::string> weight_map;  // tensor -> shard file name; empty for one file
+  std::string index;                              // the index's path; empty for one file
+};
+
 namespace {
 
 constexpr const char* kSingle = "model.safetensors";
@@ -25,15 +33,24 @@ bool is_file(const fs::path& p) {
   return fs::is_regular_file(p, ec);
 }
 
-// The weight files and, for shards, which file the index says holds each tensor.
-struct Listing {
-  std::vector<std::string> files;
-  std::map<std::string, std::string> weight_map;  // tensor -> shard file name; empty for one file
-  std::string index;                              // the index's path; empty for one file
-};
+// "h.0.attn.bias" and the like: one named block's tensor, `suffix` after the layer number.
+bool is_block_tensor(const std::string& name, const std::string& prefix, const std::string& suffix) {
+  if (name.rfind(prefix, 0) != 0 || name.size() <= prefix.size() + suffix.size()) return false;
+  if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
+  const std::string number = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  return !number.empty() && std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
 
-Listing list_weight_files(const std::string& dir) {
-  Listing l;
+std::string shape_text(const std::vector<std::int64_t>& s) {
+  std::string t = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) t += cat(i ? ", " : "", s[i]);
+  return t + "]";
+}
+
+}  // namespace
+
+HfWeights::Listing HfWeights::list_weight_files(const std::string& dir) {
+  HfWeights::Listing l;
   if (is_file(fs::path(dir) / kSingle)) {
     l.files.push_back((fs::path(dir) / kSingle).string());
     return l;
@@ -64,75 +81,69 @@ Listing list_weight_files(const std::string& dir) {
   return l;
 }
 
-// "h.0.attn.bias" and the like: one named block's tensor, `suffix` after the layer number.
-bool is_block_tensor(const std::string& name, const std::string& prefix, const std::string& suffix) {
-  if (name.rfind(prefix, 0) != 0 || name.size() <= prefix.size() + suffix.size()) return false;
-  if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
-  const std::string number = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-  return !number.empty() && std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-std::string shape_text(const std::vector<std::int64_t>& s) {
-  std::string t = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) t += cat(i ? ", " : "", s[i]);
-  return t + "]";
-}
-
-}  // namespace
-
 HfWeights::HfWeights(const std::string& dir, const std::vector<UnitSpec>& units, bool llama) {
   const Listing listing = list_weight_files(dir);
-  std::map<std::string, int> where;  // tensor -> file
+  open_files(listing);
+  files_text_ = listing.files.size() == 1 ? listing.files[0] : cat(listing.index, "'s ", listing.files.size(), " shards");
+  // GPT2Model saves without the prefix GPT2LMHeadModel's tensors have.
+  const std::string prefix = !llama && tensor_file_.count("transformer.wte.weight") ? "transformer." : "";
+  for (const UnitSpec& unit : units) {
+    for (const ParamSpec& p : unit.params) match(p, llama, prefix);
+  }
+  check_unread(llama, prefix, units.at(0).params.at(0).shape);  // the first parameter is the token embedding in both families
+}
+
+void HfWeights::open_files(const Listing& listing) {
   for (const std::string& path : listing.files) {
     files_.push_back(std::make_unique<SafetensorsFile>(path));
     file_names_.push_back(path);
     const int f = static_cast<int>(files_.size()) - 1;
     for (const auto& [name, t] : files_.back()->tensors()) {
-      if (where.count(name)) throw CheckpointError(cat("[hf] tensor '", name, "' is in both ", file_names_[where[name]], " and ", path));
+      if (tensor_file_.count(name)) throw CheckpointError(cat("[hf] tensor '", name, "' is in both ", file_names_[tensor_file_[name]], " and ", path));
       if (!listing.index.empty() && listing.weight_map.count(name) == 0) {
         throw CheckpointError(cat("[hf] ", path, " holds tensor '", name, "', which ", listing.index, " does not list: the index is stale"));
       }
-      where[name] = f;
+      tensor_file_[name] = f;
     }
   }
   for (const auto& [name, file] : listing.weight_map) {
-    const int f = where.count(name) ? where[name] : -1;
-    if (f < 0 || fs::path(file_names_[f]).filename() != file) {
+    const auto it = tensor_file_.find(name);
+    if (it == tensor_file_.end() || fs::path(file_names_[it->second]).filename() != file) {
       throw CheckpointError(cat("[hf] ", listing.index, " says tensor '", name, "' is in ", file, ", but that shard does not hold it"));
     }
   }
-  const std::string files_text = listing.files.size() == 1 ? listing.files[0] : cat(listing.index, "'s ", listing.files.size(), " shards");
-  const std::string prefix = !llama && where.count("transformer.wte.weight") ? "transformer." : "";
-  std::set<std::string> used;
-  std::vector<std::int64_t> embedding_shape;
-  for (const UnitSpec& unit : units) {
-    for (const ParamSpec& p : unit.params) {
-      Source s{0, p.name, false};
-      if (!llama) {
-        const HfTensor t = gpt2_tensor(p.name);
-        s.tensor = prefix + t.name.substr(t.name.rfind("transformer.", 0) == 0 ? 12 : 0);
-        s.transpose = t.transpose;
-      }
-      std::vector<std::int64_t> want = p.shape;
-      if (s.transpose) std::reverse(want.begin(), want.end());
-      if (!where.count(s.tensor)) throw CheckpointError(cat("[hf] tensor '", s.tensor, "' is missing from ", files_text, " (zero's ", p.name, ", shape ", shape_text(want), ")"));
-      s.file = where[s.tensor];
-      const SafetensorsTensor& t = files_[s.file]->tensors().at(s.tensor);
-      if (t.shape != want) {
-        throw CheckpointError(cat("[hf] ", file_names_[s.file], ": tensor '", s.tensor, "' has shape ", shape_text(t.shape), ", but the model of config.json needs ",
-                                  shape_text(want)));
-      }
-      if (!safetensors_dtype_readable(t.dtype)) {
-        throw CheckpointError(cat("[hf] ", file_names_[s.file], ": tensor '", s.tensor, "' is ", t.dtype, "; zero reads F32, F16 and BF16 weights"));
-      }
-      if (used.empty()) embedding_shape = want;  // the first parameter is the token embedding in both families
-      used.insert(s.tensor);
-      weight_bytes_ += t.end - t.begin;
-      sources_[p.name] = s;
-    }
+}
+
+void HfWeights::match(const ParamSpec& p, bool llama, const std::string& prefix) {
+  Source s{0, p.name, false};
+  if (!llama) {
+    const HfTensor t = gpt2_tensor(p.name);
+    s.tensor = prefix + t.name.substr(t.name.rfind("transformer.", 0) == 0 ? 12 : 0);
+    s.transpose = t.transpose;
   }
-  for (const auto& [name, f] : where) {
-    if (used.count(name)) continue;
+  std::vector<std::int64_t> want = p.shape;
+  if (s.transpose) std::reverse(want.begin(), want.end());
+  const auto it = tensor_file_.find(s.tensor);
+  if (it == tensor_file_.end()) {
+    throw CheckpointError(cat("[hf] tensor '", s.tensor, "' is missing from ", files_text_, " (zero's ", p.name, ", shape ", shape_text(want), ")"));
+  }
+  s.file = it->second;
+  const SafetensorsTensor& t = files_[s.file]->tensors().at(s.tensor);
+  if (t.shape != want) {
+    throw CheckpointError(cat("[hf] ", file_names_[s.file], ": tensor '", s.tensor, "' has shape ", shape_text(t.shape),
+                              ", but the model of config.json needs ", shape_text(want)));
+  }
+  if (!safetensors_dtype_readable(t.dtype)) {
+    throw CheckpointError(cat("[hf] ", file_names_[s.file], ": tensor '", s.tensor, "' is ", t.dtype, "; zero reads F32, F16 and BF16 weights"));
+  }
+  weight_bytes_ += t.end - t.begin;
+  read_by_.insert(s.tensor);
+  sources_[p.name] = s;
+}
+
+void HfWeights::check_unread(bool llama, const std::string& prefix, const std::vector<std::int64_t>& embedding_shape) const {
+  for (const auto& [name, f] : tensor_file_) {
+    if (read_by_.count(name)) continue;
     const bool mask = !llama && (is_block_tensor(name, prefix + "h.", ".attn.bias") || is_block_tensor(name, prefix + "h.", ".attn.masked_bias"));
     const bool inv_freq = llama && is_block_tensor(name, "model.layers.", ".self_attn.rotary_emb.inv_freq");
     const bool tied_head = name == "lm_head.weight" && files_[f]->tensors().at(name).shape == embedding_shape;

@@ -15,7 +15,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,10 +51,21 @@ class HfWeights {
     std::string tensor;
     bool transpose = false;
   };
+  struct Listing;  // the weight files, and the index's map of tensors to them
+  // model.safetensors, or the index's shards (each checked to exist).
+  static Listing list_weight_files(const std::string& dir);
+  void open_files(const Listing& listing);
+  // Parameter p's tensor, checked: CheckpointError if missing, of another shape or an unread dtype.
+  void match(const ParamSpec& p, bool llama, const std::string& prefix);
+  // CheckpointError for a tensor no parameter reads, unless it is one accepted and not read.
+  void check_unread(bool llama, const std::string& prefix, const std::vector<std::int64_t>& embedding_shape) const;
 
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::vector<std::string> file_names_;
+  std::map<std::string, int> tensor_file_;  // every tensor of the files: the file holding it
+  std::string files_text_;                 // the files, for messages
   std::map<std::string, Source> sources_;  // by zero's parameter name
+  std::set<std::string> read_by_;          // the tensors a parameter reads
   std::uint64_t weight_bytes_ = 0;
   std::vector<float> rows_;  // a transposed read's rows, before they are put in zero's order
 };

@@ -157,7 +157,8 @@ std::vector<FlagSpec> eval_flags() {
 int eval_main(const std::vector<std::string>& args) {
   Flags flags("zero eval", eval_flags(), args);
   if (flags.help()) {
-    std::printf("Prints a checkpoint's loss (and bits per byte for text) on a file, on one process.\n\n%s", flags.usage().c_str());
+    std::printf("Prints a checkpoint's (or a Hugging Face directory's, --init-from) loss (and bits per byte for text) on a file, on one process.\n\n%s",
+                flags.usage().c_str());
     return 0;
   }
   const std::string split_name = flags.get("split");

@@ -15,7 +15,7 @@ file and shards with an index; F32, F16 and BF16). Modes:
   bad       each damaged directory or disagreeing config is refused with its message before any
             step (no "step" line, no checkpoint written).
   resume    fine-tuning from --init-from with --save resumes bit-identically (cli/resume_same.sh)
-            and the straight run says what it read.
+            and the straight run says what it read; model.init_from gives the same run.
   tokenizer (argument 4: a directory of GPT-2's tokenizer files) a directory holding them is read
             with them when no tokenizer is given, or the same files are; another is refused.
 Exits 1 on a failure."""
@@ -262,6 +262,13 @@ def check_resume():
     straight, second = (open(os.path.join(d, f)).read() for f in ("straight.txt", "second.txt"))
     if "GPT V=256 T=16 C=32 L=2 H=4" not in straight or not re.search(r"^init-from .*gpt2_f32: ", straight, re.M):
         print("FAIL: the straight run did not start from the directory's GPT-2:\n", straight)
+        sys.exit(1)
+    # The config key: the same run with model.init_from instead of the flag ends with the same weights.
+    by_key = run("train", "--sample", "0", "--set", f"model.init_from={os.path.join(work, 'gpt2_f32')}", "--set", "steps_per_print=1",
+                 "--set", "train_micro_batch_size_per_gpu=2", "--ranks", "2", "--stage", "3", "--comm", "threads", "--steps", "6").stdout
+    sha = lambda out: re.findall(r"final weights sha256 [0-9a-f]+", out)
+    if not sha(straight) or sha(by_key) != sha(straight):
+        print("FAIL: model.init_from does not give --init-from's run:", sha(by_key), sha(straight))
         sys.exit(1)
     if "not read: the weights are --resume's checkpoint's" not in second:
         print("FAIL: the resumed run does not say its weights are the checkpoint's:\n", second)
