@@ -9,6 +9,8 @@ file and shards with an index; F32, F16 and BF16). Modes:
   identity  zero ckpt import DIR then zero ckpt export gives every tensor back bit for bit (an F16
             file's values widened exactly; BF16 exported as bf16), for both families, and for a GPT-2
             whose Conv1D weights are read in pieces.
+  stages    after one step at learning rate 0, zero train's final weights at stages 0-3, on 1-3
+            ranks and with offload, are the file's values (SHA-256 in zero's layout order).
   bytes     zero train --init-from DIR --ranks 4 --stage 3 (mpirun): the most any rank read is its
             quarter of the weights plus the slack of its slices' ends, not the model; all ranks
             together read the weights once (plus that slack).
@@ -19,6 +21,7 @@ file and shards with an index; F32, F16 and BF16). Modes:
   tokenizer (argument 4: a directory of GPT-2's tokenizer files) a directory holding them is read
             with them when no tokenizer is given, or the same files are; another is refused.
 Exits 1 on a failure."""
+import hashlib
 import json
 import os
 import re
@@ -157,6 +160,25 @@ def check_bytes():
             print("FAIL: a rank read more than its share")
             sys.exit(1)
     print("ok: at stage 3 each rank read its share of the weights")
+
+
+def check_stages():
+    """One step at learning rate 0 leaves the loaded weights as they are: their SHA-256 in zero's
+    layout order (every stage, 1-3 ranks, offload) is that of the file's values in that order."""
+    for name, family, dtype, shards, prefix, tied in [DIRS[3], DIRS[2]]:
+        _, p = make(name, family, dtype, shards, prefix, tied)
+        # zero's order is the files' here (hf_dirs writes them so); Conv1D weights transposed back.
+        conv1d = lambda k: family == "gpt2" and k.endswith(".weight") and p[k].ndim == 2 and "wte" not in k and "wpe" not in k
+        want = hashlib.sha256(b"".join((p[k].T if conv1d(k) else p[k]).astype("<f4").tobytes() for k in p)).hexdigest()
+        for run_args in (["--stage", "0"], ["--stage", "1", "--ranks", "2"], ["--stage", "3", "--ranks", "3"],
+                         ["--stage", "3", "--ranks", "2", "--offload", "optimizer+param"]):
+            out = run("train", "--init-from", os.path.join(work, name), "--steps", "1", "--lr", "0", "--sample", "0", "--comm", "threads",
+                      "--set", "train_micro_batch_size_per_gpu=1", *run_args).stdout
+            got = re.findall(r"final weights sha256 ([0-9a-f]+)", out)
+            if got != [want]:
+                print(f"FAIL: {name} {' '.join(run_args)}: weights sha256 {got}, the file's {want}\n{out}")
+                sys.exit(1)
+        print(f"ok: {name}: the weights every stage loaded are the file's (sha256 {want[:16]})")
 
 
 def damaged(name, edit):
@@ -301,4 +323,4 @@ def check_tokenizer(gpt2_dir):
     print("ok: the directory's tokenizer is used; the same files given are accepted; another tokenizer is refused")
 
 
-{"resume": check_resume, "tokenizer": lambda: check_tokenizer(sys.argv[4]), "loss": check_loss, "identity": check_identity, "bytes": check_bytes, "bad": check_bad}[mode]()
+{"stages": check_stages, "resume": check_resume, "tokenizer": lambda: check_tokenizer(sys.argv[4]), "loss": check_loss, "identity": check_identity, "bytes": check_bytes, "bad": check_bad}[mode]()
