@@ -22,7 +22,7 @@
 #include "common/trace.h"
 #include "config/config.h"
 #include "data/tokenizer.h"
-#include "model/hf_config.h"
+#include "model/hf_config_reader.h"
 #include "data/load.h"
 #include "train/trainer.h"
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/hf_config.h"
+#include "model/hf_config_reader.h"
 
 namespace zero {
 

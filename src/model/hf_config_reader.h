@@ -1,4 +1,4 @@
-// A Hugging Face model directory's config.json, as the shape of a model zero trains: GPT-2
+// Reading a Hugging Face model directory's config.json (the inverse of model/hf_config.h, which writes it)
 // (model_type "gpt2", transformers' GPT2Config) or LLaMA (model_type "llama", LlamaConfig).
 // A key the file leaves out has the config class's default, as transformers reads it
 // (save_pretrained writes only the keys that differ from the defaults). What zero's models do

@@ -1,4 +1,4 @@
-#include "model/hf_config.h"
+#include "model/hf_config_reader.h"
 
 #include <cmath>
 #include <filesystem>
