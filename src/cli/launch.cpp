@@ -136,8 +136,20 @@ int relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& co
     cmd.push_back(a);
   }
   cmd.insert(cmd.end(), {"--comm", "mpi"});
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::string threads = std::to_string(std::max<long long>(1, cores / n));
+  // Placement: each rank bound to hardware threads of its own, as many as its OpenMP threads
+  // (counted as the affinity mask counts them, hence --use-hwthread-cpus); more ranks than
+  // hardware threads are not bound at all (they take turns on every core). The line printed says
+  // which, so that a user's own mpirun can do the same or otherwise.
+  const long long per_rank = usable_hardware_threads() / n;
+  const std::string threads = std::to_string(std::max<long long>(1, per_rank));
+  const std::vector<std::string> placement = per_rank >= 1
+      ? std::vector<std::string>{"--use-hwthread-cpus", "--map-by", cat("slot:PE=", per_rank), "--bind-to", "hwthread"}
+      : std::vector<std::string>{"--bind-to", "none"};
+  cmd.insert(cmd.begin() + 4 + (geteuid() == 0 ? 1 : 0), placement.begin(), placement.end());
+  std::string shown = cat("mpirun -np ", n);
+  for (const std::string& p : placement) shown += " " + p;
+  std::printf("launch: %s, OMP_NUM_THREADS=%s%s\n", shown.c_str(), std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : threads.c_str(),
+              per_rank >= 1 ? "" : " (more ranks than hardware threads: not bound)");
   setenv("OMP_NUM_THREADS", threads.c_str(), 0);
   setenv("OPENBLAS_NUM_THREADS", threads.c_str(), 0);
   setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);

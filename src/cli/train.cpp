@@ -13,6 +13,7 @@
 #include "checkpoint/directory.h"
 #include "cli/flags.h"
 #include "cli/launch.h"
+#include "cli/layout.h"
 #include "cli/mfu.h"
 #include "cli/stop_signal.h"
 #include "common/error.h"
@@ -400,8 +401,11 @@ int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
   std::optional<OutputLog> metrics;
   std::optional<StepMetrics> last_line;  // the last step's --metrics line, until the final validation loss
   std::optional<OutputFile> trace;
+  const std::vector<RankPlace> places = gather_places(comm);  // every rank: a collective
   if (comm.rank() == 0) {
     print_header(c, comm);
+    std::printf("%s", describe_layout(places, comm.backend()).c_str());
+    for (const std::string& w : layout_warnings(places)) std::printf("%s\n", w.c_str());
     for (const std::string& s : o.config_overrides) std::printf("config: %s\n", s.c_str());
     std::fflush(stdout);  // in the log now, not at the first step (the start-up can take minutes)
     if (!flags.get("metrics").empty()) {
