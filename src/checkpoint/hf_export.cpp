@@ -103,6 +103,7 @@ std::vector<int> shard_of_tensors(const std::vector<std::uint64_t>& tensor_bytes
 
 void check_hf_directory(const std::string& out_dir) {
   if (out_dir.empty()) fail(out_dir, "is an empty path: name a new directory");
+  check_outside_checkpoints("--out", out_dir);  // first: there, even an empty directory would be pruned with its step
   const fs::path target = resolved_directory(out_dir);
   std::error_code ec;
   const fs::file_status st = fs::status(target, ec);
@@ -119,7 +120,6 @@ void check_hf_directory(const std::string& out_dir) {
   if (!fs::is_directory(target.parent_path(), ec)) {
     fail(out_dir, cat("cannot be created: its parent ", target.parent_path().string(), " is not a directory; create it first"));
   }
-  check_outside_checkpoints("--out", out_dir);
 }
 
 HfDirectoryStats export_hf_directory(ParameterReader& reader, const std::string& out_dir, bool bf16, std::uint64_t max_shard_bytes,
