@@ -107,6 +107,9 @@ void check_hf_directory(const std::string& out_dir) {
   const fs::path target = resolved_directory(out_dir);
   std::error_code ec;
   const fs::file_status st = fs::status(target, ec);
+  if (!fs::exists(st) && fs::is_symlink(fs::symlink_status(target, ec))) {
+    fail(out_dir, "is a symbolic link to nothing: remove the link, or name a new directory");
+  }
   if (fs::exists(st)) {
     if (!fs::is_directory(st)) {
       fail(out_dir, "exists and is not a directory: name a new directory for the Hugging Face files, or a FILE.safetensors "

@@ -126,7 +126,7 @@ int ckpt_export_main(std::vector<std::string> args) {
   for (const auto& [name, size] : w.stats.files) bytes += size;
   std::printf("wrote %s: %zu files, %s (%s) in %.0f ms: %d tensors in %d shard%s of at most %s; model %s (f32); peak resident memory %s\n",
               out.c_str(), w.stats.files.size(), format_bytes(bytes).c_str(), dtype.c_str(), millis(), w.stats.tensors, w.stats.shards,
-              w.stats.shards == 1 ? "" : "s", format_bytes(max_shard).c_str(), format_bytes(model).c_str(), format_bytes(peak_rss_bytes()).c_str());
+              w.stats.shards == 1 ? "" : "s", flags.get("max-shard-size").c_str(), format_bytes(model).c_str(), format_bytes(peak_rss_bytes()).c_str());
   for (const auto& [name, size] : w.stats.files) std::printf("  %-36s %s\n", name.c_str(), format_bytes(size).c_str());
   std::printf("%s\n", w.tokenizer.c_str());
   return 0;
