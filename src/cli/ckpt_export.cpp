@@ -75,7 +75,9 @@ Written export_directory(checkpoint::ParameterReader& reader, const Flags& flags
                                {"generation_config.json", json_file(hf_generation_config(extras))}};
   Written w;
   if (tokenizer->files().empty()) {
-    w.tokenizer = cat("no tokenizer files: the run used ", tokenizer->describe(), ", which transformers has no tokenizer class for");
+    // A run on .bin tokens without --tokenizer records bytes too: its tokenizer is not known.
+    w.tokenizer = "no tokenizer files: the checkpoint records none (a run on bytes, for which transformers has no tokenizer class, "
+                  "or on .bin tokens without --tokenizer)";
   } else {
     const nlohmann::json recorded = info.value("/data/tokenizer"_json_pointer, nlohmann::json());
     for (HfFile& f : tokenizer_files(*tokenizer, recorded, manifest_path, model.seq_len())) files.push_back(std::move(f));
