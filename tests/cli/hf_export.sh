@@ -108,6 +108,9 @@ want = {'tokenizer_class': 'GPT2Tokenizer', 'bos_token': '<|endoftext|>', 'eos_t
 bad = {k: c.get(k) for k in want if c.get(k) != want[k]}
 sys.exit('tokenizer_config.json: %s' % bad if bad else 0)" "$dir/hf" || fail "tokenizer_config.json"
   "$py" "$here/checkpoint/gpt2_export_reference.py" "$dir/hf" "$dir/tokens.bin" "$dir/eval.json" || fail "NumPy's GPT-2 on the directory"
+  # The directory is a tokenizer zero reads (vocab.json + merges.txt), with the files the checkpoint records.
+  run reread "$zero" eval --checkpoint "$dir/ck" --data "$dir/tokens.bin" --tokenizer "$dir/hf"
+  [ "$(cut -d' ' -f2 "$dir/reread.txt")" = "$(cut -d' ' -f2 "$dir/eval.txt")" ] || fail "eval with the directory's tokenizer: $(cat "$dir/reread.txt")"
   echo >>"$dir/tok/vocab.bpe"  # the same merges, other bytes
   refused "\[checkpoint\] .*manifest.json was trained with the tokenizer GPT-2 BPE (50257 tokens) from $dir/tok/encoder.json + $dir/tok/vocab.bpe (sha256 [0-9a-f]*, [0-9a-f]*) but this run tokenizes with .*; its file $dir/tok/vocab.bpe is not the one trained with: its files changed since; give --tokenizer the files it was trained with" \
     "$dir/ck" --out "$dir/changed"
@@ -132,6 +135,7 @@ c = json.load(open(sys.argv[1] + '/tokenizer_config.json'))
 want = {'tokenizer_class': 'LlamaTokenizer', 'bos_token': '<s>', 'eos_token': '</s>', 'unk_token': '<unk>', 'add_bos_token': False, 'legacy': True}
 bad = {k: c.get(k) for k in want if c.get(k) != want[k]}
 sys.exit('tokenizer_config.json: %s' % bad if bad else 0)" "$dir/hf" || fail "tokenizer_config.json"
+  run reread "$zero" eval --checkpoint "$dir/ck" --split val --tokenizer "$dir/hf"  # the directory holds the same tokenizer.model
   echo "ok: SentencePiece directory: tokenizer.model identical, spm_train's ids in config.json"
   ;;
 *) fail "mode $mode" ;;
