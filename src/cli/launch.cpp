@@ -45,6 +45,18 @@ void check_launch_size(const Flags& flags, long long n) {
                         " --hostfile FILE zero ...), or add --oversubscribe to start them anyway"));
 }
 
+// Inside a Slurm allocation (sbatch, salloc), --ranks beyond the tasks it granted would have
+// mpirun oversubscribe the allocation's cores silently (zero starts mpirun with --oversubscribe).
+void check_slurm_tasks(const Flags& flags, long long n) {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  const char* tasks = std::getenv("SLURM_NTASKS");
+  if (!job || !tasks || flags.has("oversubscribe")) return;
+  const long long granted = std::atoll(tasks);
+  if (granted <= 0 || n <= granted) return;
+  throw ConfigError(cat("[cli] --ranks ", n, " but this Slurm allocation (job ", job, ") has ", granted, " task(s) (SLURM_NTASKS): use --ranks ",
+                        granted, " or fewer, ask Slurm for more (sbatch -n ", n, "), or add --oversubscribe to start them anyway"));
+}
+
 }  // namespace
 
 int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&)>& per_rank) {
@@ -104,6 +116,7 @@ PlannedWorld planned_world(const Flags& flags, bool relaunches) {
   }
   if (comm == "auto" && relaunches) {
     const int n = static_cast<int>(flags.get_int("ranks", 1, 4096));
+    if (n > 1) check_slurm_tasks(flags, n);
     if (n > 1) check_launch_size(flags, n);
     return {n, n > 1 ? "mpi" : "threads"};  // more than one: relaunched under mpirun
   }

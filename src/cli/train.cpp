@@ -54,7 +54,8 @@ std::vector<FlagSpec> train_flags() {
           {"strict-config", "refuse top-level config keys that are not DeepSpeed's (by default they are ignored with a warning, as DeepSpeed does)", false, ""},
           {"metrics", "write one JSON object per step (all ranks' figures) to this file", true, ""},
           {"offload", "ZeRO-Offload: none, optimizer, or optimizer+param (sets zero_optimization.offload_*)", true, ""},
-          {"device", cat("where the model computes and the device tier lives: ", backend_names(), " (overrides device)"), true, default_device()},
+          {"device", cat("where the model computes and the device tier lives: ", backend_names(), " (overrides device); a GPU per rank, the rank's "
+                         "local rank on its host (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID), or ZERO_CUDA_DEVICE=K"), true, default_device()},
           {"device-memory", "device tier capacity per rank, e.g. 16GiB (overrides device_memory)", true, ""},
           {"host-memory", "host memory of one node, shared by the ranks on it, e.g. 512GiB (overrides host_memory)", true, ""},
           {"trace", "write a Chrome trace (compute, communication, copies, CPU optimizer per rank) to this file", true, ""},
