@@ -4,7 +4,9 @@
 # link in the same run, alternated ROUNDS times: 2 ranks on one host (Open MPI's shared memory), and
 # 2 "hosts" (network namespaces joined by a veth pair, TCP only, as tests/cli/two_hosts.sh makes
 # them; add RATE=1gbit to throttle the link with tc). Prints each size's median over the rounds and
-# zero's ratio to the reference. Needs root and iproute2 for the two-host part.
+# zero's ratio to the reference. Needs root and iproute2 for the two-host part. MPI_ARGS adds mpirun
+# options to every launch, e.g. UCX instead of Open MPI's ob1:
+#   MPI_ARGS='--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any' bash bench/comm_link.sh
 #   bash bench/comm_link.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
@@ -20,10 +22,11 @@ cleanup() { ip netns del "$a" 2>/dev/null || true; ip netns del "$b" 2>/dev/null
 trap cleanup EXIT
 export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
 
-one_host() { mpirun --allow-run-as-root -np 2 "$@"; }
+read -r -a extra <<<"${MPI_ARGS:-}"
+one_host() { mpirun --allow-run-as-root -np 2 "${extra[@]}" "$@"; }
 two_hosts() {
   ip netns exec "$a" env OMPI_MCA_plm_rsh_agent="$here/tests/cli/netns_rsh.sh" ZERO_NETNS_HOSTS="10.201.0.1=$a 10.201.0.2=$b" \
-    mpirun --allow-run-as-root --host 10.201.0.1:1,10.201.0.2:1 -np 2 --mca btl tcp,self \
+    mpirun --allow-run-as-root --host 10.201.0.1:1,10.201.0.2:1 -np 2 "${extra[@]}" --mca btl tcp,self \
     --mca btl_tcp_if_include 10.201.0.0/24 --mca oob_tcp_if_include 10.201.0.0/24 -x OMP_NUM_THREADS "$@"
 }
 
