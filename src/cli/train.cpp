@@ -14,6 +14,7 @@
 #include "cli/flags.h"
 #include "cli/init_from.h"
 #include "cli/launch.h"
+#include "cli/layout.h"
 #include "cli/mfu.h"
 #include "cli/stop_signal.h"
 #include "common/error.h"
@@ -56,7 +57,8 @@ std::vector<FlagSpec> train_flags() {
           {"strict-config", "refuse top-level config keys that are not DeepSpeed's (by default they are ignored with a warning, as DeepSpeed does)", false, ""},
           {"metrics", "write one JSON object per step (all ranks' figures) to this file", true, ""},
           {"offload", "ZeRO-Offload: none, optimizer, or optimizer+param (sets zero_optimization.offload_*)", true, ""},
-          {"device", cat("where the model computes and the device tier lives: ", backend_names(), " (overrides device)"), true, default_device()},
+          {"device", cat("where the model computes and the device tier lives: ", backend_names(), " (overrides device); a GPU per rank, the rank's "
+                         "local rank on its host (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID), or ZERO_CUDA_DEVICE=K"), true, default_device()},
           {"device-memory", "device tier capacity per rank, e.g. 16GiB (overrides device_memory)", true, ""},
           {"host-memory", "host memory of one node, shared by the ranks on it, e.g. 512GiB (overrides host_memory)", true, ""},
           {"trace", "write a Chrome trace (compute, communication, copies, CPU optimizer per rank) to this file", true, ""},
@@ -428,8 +430,11 @@ int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
   std::optional<OutputLog> metrics;
   std::optional<StepMetrics> last_line;  // the last step's --metrics line, until the final validation loss
   std::optional<OutputFile> trace;
+  const std::vector<RankPlace> places = gather_places(comm);  // every rank: a collective
   if (comm.rank() == 0) {
     print_header(c, comm);
+    std::printf("%s", describe_layout(places, comm.backend()).c_str());
+    for (const std::string& w : layout_warnings(places)) std::printf("%s\n", w.c_str());
     for (const std::string& s : o.config_overrides) std::printf("config: %s\n", s.c_str());
     std::fflush(stdout);  // in the log now, not at the first step (the start-up can take minutes)
     if (!flags.get("metrics").empty()) {

@@ -1,9 +1,10 @@
-// Reading a Hugging Face model directory's config.json (the inverse of model/hf_config.h, which writes it)
-// (model_type "gpt2", transformers' GPT2Config) or LLaMA (model_type "llama", LlamaConfig).
-// A key the file leaves out has the config class's default, as transformers reads it
-// (save_pretrained writes only the keys that differ from the defaults). What zero's models do
-// not have is refused by name: another activation, rope_scaling, attention or MLP biases, a head
-// size of its own, untied GPT-2 embeddings, another layer-norm epsilon.
+// A Hugging Face model directory's config.json, read as the shape of a model zero trains (the
+// inverse of model/hf_config.h, which writes it): GPT-2 (model_type "gpt2", transformers'
+// GPT2Config) or LLaMA (model_type "llama", LlamaConfig). A key the file leaves out has the
+// config class's default, as transformers reads it (save_pretrained writes only the keys that
+// differ from the defaults). What zero's models do not have is refused by name: another
+// activation, rope_scaling, attention or MLP biases, a head size of its own, untied GPT-2
+// embeddings, another layer-norm epsilon.
 #pragma once
 
 #include <string>
