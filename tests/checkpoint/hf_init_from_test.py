@@ -14,6 +14,9 @@ file and shards with an index; F32, F16 and BF16). Modes:
   bytes     zero train --init-from DIR --ranks 4 --stage 3 (mpirun): the most any rank read is its
             quarter of the weights plus the slack of its slices' ends, not the model; all ranks
             together read the weights once (plus that slack).
+  roundtrip (argument 4: GPT-2's tokenizer files) zero ckpt export --out OUTDIR of a LLaMA, a GPT
+            on bytes and a GPT on GPT-2 BPE, sharded: zero eval --init-from OUTDIR gives the
+            checkpoint's loss exactly, the BPE one with the directory's own tokenizer files.
   bad       each damaged directory or disagreeing config is refused with its message before any
             step (no "step" line, no checkpoint written).
   resume    fine-tuning from --init-from with --save resumes bit-identically (cli/resume_same.sh)
@@ -181,6 +184,38 @@ def check_stages():
         print(f"ok: {name}: the weights every stage loaded are the file's (sha256 {want[:16]})")
 
 
+def check_roundtrip(gpt2_dir):
+    """zero ckpt export --out OUTDIR (a Hugging Face directory, sharded) read back by --init-from:
+    zero eval of the directory gives the checkpoint's loss exactly, with the directory's own
+    tokenizer where the run had one (GPT-2 BPE: the exported vocab.json and merges.txt)."""
+    text = os.path.join(work, "text.txt")
+    open(text, "wb").write(open(TEXT, "rb").read()[:2000])
+    small = ["--sample", "0", "--steps", "2", "--data", text, "--set", "train_micro_batch_size_per_gpu=1"]
+    runs = {"llama": ["--config", os.path.join(HERE, "..", "cli", "llama_small.json")],
+            "gpt_bytes": ["--set", "model.n_embd=32", "--set", "model.n_layer=2", "--set", "model.n_ctx=16"],
+            "gpt_bpe": ["--tokenizer", gpt2_dir, "--set", "model.vocab_size=50257", "--set", "model.n_embd=8", "--set", "model.n_layer=1",
+                        "--set", "model.n_head=2", "--set", "model.n_ctx=16"]}
+    for name, model in runs.items():
+        ck, out = os.path.join(work, name + ".ck"), os.path.join(work, name + ".hf")
+        for d in (ck, out):
+            shutil.rmtree(d, ignore_errors=True)
+        run("train", *small, *model, "--save", ck)
+        run("ckpt", "export", ck, "--out", out, "--max-shard-size", "20KB")
+        shards = [f for f in os.listdir(out) if f.endswith(".safetensors")]
+        losses = []
+        for source in (["--checkpoint", ck], ["--init-from", out]):
+            j = os.path.join(work, name + ".json")
+            run("eval", *source, "--data", text, "--json", j)
+            losses.append(json.load(open(j))["loss"])
+        if name == "gpt_bpe" and not os.path.exists(os.path.join(out, "vocab.json")):
+            print(f"FAIL: {out} holds no vocab.json")
+            sys.exit(1)
+        if losses[0] != losses[1] or len(shards) < 2:
+            print(f"FAIL: {name}: the checkpoint's loss {losses[0]}, its exported directory's ({len(shards)} shards) {losses[1]}")
+            sys.exit(1)
+        print(f"ok: {name}: zero eval --init-from of the export ({len(shards)} shards) = the checkpoint's loss {losses[0]}")
+
+
 def damaged(name, edit):
     """A copy of the good LLaMA directory (one file, F32) with `edit(dir)` applied."""
     d = os.path.join(work, "bad_" + name)
@@ -323,4 +358,4 @@ def check_tokenizer(gpt2_dir):
     print("ok: the directory's tokenizer is used; the same files given are accepted; another tokenizer is refused")
 
 
-{"stages": check_stages, "resume": check_resume, "tokenizer": lambda: check_tokenizer(sys.argv[4]), "loss": check_loss, "identity": check_identity, "bytes": check_bytes, "bad": check_bad}[mode]()
+{"roundtrip": lambda: check_roundtrip(sys.argv[4]), "stages": check_stages, "resume": check_resume, "tokenizer": lambda: check_tokenizer(sys.argv[4]), "loss": check_loss, "identity": check_identity, "bytes": check_bytes, "bad": check_bad}[mode]()
