@@ -248,6 +248,13 @@ std::uint64_t metrics_kept_bytes(const std::string& text, std::int64_t next) {
   return kept;
 }
 
+// 16 hex digits: a 64-bit value as JSON text, which no JSON reader rounds to a double.
+std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 nlohmann::json metrics_json(const StepMetrics& m) {
   nlohmann::json ranks = nlohmann::json::array();
   for (std::size_t r = 0; r < m.ranks.size(); ++r) {
@@ -267,6 +274,7 @@ nlohmann::json metrics_json(const StepMetrics& m) {
   return {{"step", m.step}, {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm}, {"loss_scale", m.loss_scale},
           {"skipped", m.skipped}, {"skipped_steps", m.skipped_steps}, {"step_seconds", m.step_seconds},
           {"tokens_per_second", m.tokens_per_second}, {"val_loss", m.val_loss >= 0 ? nlohmann::json(m.val_loss) : nlohmann::json()},
+          {"batch_digest", hex64(m.batch_digest)},
           {"ranks", ranks}};
 }
 
