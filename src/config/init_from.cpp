@@ -7,6 +7,8 @@
 namespace zero {
 namespace {
 
+constexpr int kMaxVocabulary = 65536;  // the model section's bound (config.cpp)
+
 // config.json's name for a key of zero's model section (GPT-2's n_positions is zero's context).
 std::string hf_key(const std::string& key, bool llama) {
   if (!llama && (key == "n_ctx" || key == "seq_len")) return "n_positions";
@@ -37,6 +39,10 @@ nlohmann::json hf_model_section(const HfModelConfig& hf) {
 HfModelConfig apply_init_from(nlohmann::json& j, const std::string& dir, const std::function<std::string(const std::string&)>& source_of) {
   const HfModelConfig hf = read_hf_config(dir);
   nlohmann::json model = hf_model_section(hf);
+  if (model["vocab_size"].get<int>() > kMaxVocabulary) {  // said here, naming the file the value came from
+    throw ConfigError(cat("[hf] ", hf.path, ": vocab_size ", model["vocab_size"].get<int>(), " is beyond the ", kMaxVocabulary,
+                          " tokens zero's model section allows (its token ids are 16-bit): zero cannot train this model yet"));
+  }
   const nlohmann::json given = j.is_object() && j.contains("model") && j["model"].is_object() ? j["model"] : nlohmann::json::object();
   std::vector<std::string> keys = {"type"};  // the type first: another family's keys would only confuse
   for (const auto& [key, value] : given.items()) {

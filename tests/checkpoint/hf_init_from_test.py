@@ -270,6 +270,8 @@ def check_bad():
          r'model_type "bert" is not an architecture zero trains: zero trains "gpt2" \(GPT2LMHeadModel\) and "llama"'),
         ("rope_scaling", damaged("rope", lambda d: edit_config(d, rope_scaling={"type": "linear", "factor": 2.0})), [],
          r"config.json: rope_scaling = .* is not supported"),
+        ("vocabulary", damaged("vocab", lambda d: edit_config(d, vocab_size=128256)), [],
+         r"bad_vocab/config.json: vocab_size 128256 is beyond the 65536 tokens zero's model section allows"),
         ("attention_bias", damaged("bias", lambda d: edit_config(d, attention_bias=True)), [], r"attention_bias = true is not supported"),
         ("gpt2 activation", gpt_relu, [], r'activation_function = "relu" is not supported: zero\'s GPT computes GELU'),
         ("missing tensor", damaged("missing", lambda d: rewrite_header(d, lambda h: h.pop("model.layers.1.mlp.up_proj.weight"))), [],
