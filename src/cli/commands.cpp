@@ -1,9 +1,11 @@
 #include "cli/commands.h"
 
 #include "cli/bench_adam.h"
+#include "cli/bench_comm.h"
 #include "cli/bench_offload.h"
 #include "cli/bench_train.h"
 #include "cli/ckpt.h"
+#include "cli/ckpt_import.h"
 #include "cli/data_prepare.h"
 #include "cli/demo.h"
 #include "cli/estimate.h"
@@ -28,6 +30,7 @@ std::vector<CommandFlags> command_flag_tables() {
           {{"ckpt"}, {}},
           {{"ckpt", "inspect"}, names(ckpt_inspect_flags())},
           {{"ckpt", "export"}, names(ckpt_export_flags())},
+          {{"ckpt", "import"}, names(ckpt_import_flags())},
           {{"data"}, {}},
           {{"data", "prepare"}, names(data_prepare_flags())},
           {{"generate"}, names(generate_flags())},
@@ -35,7 +38,8 @@ std::vector<CommandFlags> command_flag_tables() {
           {{"bench"}, {}},
           {{"bench", "train"}, names(bench_train_flags())},
           {{"bench", "offload"}, names(bench_offload_flags())},
-          {{"bench", "adam"}, bench_adam_flag_names()}};
+          {{"bench", "adam"}, bench_adam_flag_names()},
+          {{"bench", "comm"}, names(bench_comm_flags())}};
 }
 
 }  // namespace zero::cli

@@ -13,7 +13,9 @@
 #include "backends/registry.h"
 #include "checkpoint/directory.h"
 #include "cli/flags.h"
+#include "cli/init_from.h"
 #include "cli/launch.h"
+#include "cli/layout.h"
 #include "cli/mfu.h"
 #include "cli/stop_signal.h"
 #include "common/error.h"
@@ -21,6 +23,8 @@
 #include "common/output_file.h"
 #include "common/trace.h"
 #include "config/config.h"
+#include "data/tokenizer.h"
+#include "model/hf_config_reader.h"
 #include "data/load.h"
 #include "train/trainer.h"
 
@@ -54,7 +58,8 @@ std::vector<FlagSpec> train_flags() {
           {"strict-config", "refuse top-level config keys that are not DeepSpeed's (by default they are ignored with a warning, as DeepSpeed does)", false, ""},
           {"metrics", "write one JSON object per step (all ranks' figures) to this file", true, ""},
           {"offload", "ZeRO-Offload: none, optimizer, or optimizer+param (sets zero_optimization.offload_*)", true, ""},
-          {"device", cat("where the model computes and the device tier lives: ", backend_names(), " (overrides device)"), true, default_device()},
+          {"device", cat("where the model computes and the device tier lives: ", backend_names(), " (overrides device); a GPU per rank, the rank's "
+                         "local rank on its host (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID), or ZERO_CUDA_DEVICE=K"), true, default_device()},
           {"device-memory", "device tier capacity per rank, e.g. 16GiB (overrides device_memory)", true, ""},
           {"host-memory", "host memory of one node, shared by the ranks on it, e.g. 512GiB (overrides host_memory)", true, ""},
           {"trace", "write a Chrome trace (compute, communication, copies, CPU optimizer per rank) to this file", true, ""},
@@ -64,6 +69,9 @@ std::vector<FlagSpec> train_flags() {
           {"save", "save sharded checkpoints into this directory (DIR/step-N/, DIR/latest); always a final one", true, ""},
           {"save-every", "also save after every N optimizer steps", true, "0"},
           {"keep", "keep only the newest K checkpoints of this run's history; never another run's (0: all)", true, "0"},
+          {"init-from", "start from a Hugging Face model directory's weights (GPT-2 or LLaMA: config.json and model.safetensors, or "
+                        "shards with model.safetensors.index.json; F32, F16 or BF16): the model is its config.json's, the tokenizer "
+                        "its own when it holds one (overrides model.init_from; --resume's checkpoint wins over it)", true, ""},
           {"resume", "continue from a checkpoint: a --save directory (its latest) or one step-N directory, any world size or stage", true, ""}};
 }
 
@@ -108,6 +116,7 @@ void check_lr_takes_effect(const TrainConfig& c, bool max_lr_is_auto, const std:
 TrainConfig build_config(const Flags& flags, int world_size, std::string* document = nullptr) {
   nlohmann::json j = default_config();
   if (!flags.get("config").empty()) j = read_config_file(flags.get("config"));  // syntax, duplicates
+  const nlohmann::json file_model = flags.get("config").empty() ? nlohmann::json() : j.value("model", nlohmann::json());
   const std::pair<const char*, const char*> simple[] = {{"stage", "zero_optimization.stage"}, {"steps", "train_steps"},
                                                          {"micro-batch", "train_micro_batch_size_per_gpu"},
                                                          {"gradient-accumulation-steps", "gradient_accumulation_steps"},
@@ -127,6 +136,7 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
   }
   if (flags.has("data")) set_from_flag("data", "data.path", flags.get("data"));
   if (flags.has("tokenizer")) set_from_flag("tokenizer", "data.tokenizer", flags.get("tokenizer"));
+  if (flags.has("init-from")) set_from_flag("init-from", "model.init_from", flags.get("init-from"));
   if (flags.has("val-data")) set_from_flag("val-data", "data.val_path", flags.get("val-data"));
   if (flags.has("activation-checkpointing")) {
     apply_override(j, "model.checkpoint_activations=true");
@@ -166,6 +176,7 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
     }
     apply_override(j, assignment);
   }
+  apply_init_from_flags(j, file_model, flags);  // the model and tokenizer of --init-from's directory
   ConfigOptions options;
   options.strict = flags.has("strict-config");
   options.source = flags.get("config");
@@ -244,6 +255,13 @@ std::uint64_t metrics_kept_bytes(const std::string& text, std::int64_t next) {
   return kept;
 }
 
+// 16 hex digits: a 64-bit value as JSON text, which no JSON reader rounds to a double.
+std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 nlohmann::json metrics_json(const StepMetrics& m) {
   nlohmann::json ranks = nlohmann::json::array();
   for (std::size_t r = 0; r < m.ranks.size(); ++r) {
@@ -263,6 +281,7 @@ nlohmann::json metrics_json(const StepMetrics& m) {
   return {{"step", m.step}, {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm}, {"loss_scale", m.loss_scale},
           {"skipped", m.skipped}, {"skipped_steps", m.skipped_steps}, {"step_seconds", m.step_seconds},
           {"tokens_per_second", m.tokens_per_second}, {"val_loss", m.val_loss >= 0 ? nlohmann::json(m.val_loss) : nlohmann::json()},
+          {"batch_digest", hex64(m.batch_digest)},
           {"ranks", ranks}};
 }
 
@@ -277,6 +296,18 @@ void print_overlap(const TrainResult& r, int ranks, bool clipping) {
     std::printf("CPU optimizer time overlapped with device compute: %.1f%% (mean over %d ranks, from the trace)%s\n", 100 * sum / n, n,
                 clipping ? "; gradient clipping is on, so Adam waits for the global norm instead of starting during backward" : "");
   }
+}
+
+// What --init-from read: every rank reads only the elements it holds (its slices at stages 1-3).
+void print_init_from(const TrainConfig& c, const TrainResult& r) {
+  if (r.init_from_bytes.empty()) return;
+  std::uint64_t total = 0, most = 0;
+  for (std::uint64_t b : r.init_from_bytes) total += b, most = std::max(most, b);
+  std::printf("init-from %s: %s of weights; bytes read per rank: rank 0 %llu, max %llu, total %llu (%.2f x the weights); "
+              "rank 0 loaded in %.0f ms\n", c.model.init_from.c_str(), mib(r.init_from_weight_bytes).c_str(),
+              static_cast<unsigned long long>(r.init_from_bytes[0]), static_cast<unsigned long long>(most),
+              static_cast<unsigned long long>(total), static_cast<double>(total) / std::max<std::uint64_t>(1, r.init_from_weight_bytes),
+              r.init_from_seconds * 1e3);
 }
 
 void print_summary(const TrainConfig& c, const TrainResult& r) {
@@ -298,6 +329,7 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   std::uint64_t peak = 0;
   for (const RankFigures& f : r.final_ranks) peak = std::max(peak, f.total_peak[0]);
   std::printf("peak device-tier memory per rank: %s; final weights sha256 %s\n", mib(peak).c_str(), r.weights_sha256.c_str());
+  print_init_from(c, r);
   if (!r.sample.empty()) std::printf("\nsample:\n%s\n", r.sample.c_str());
 }
 
@@ -356,6 +388,12 @@ void print_header(const TrainConfig& c, const Communicator& comm) {
               c.model.describe().c_str(), static_cast<long long>(c.model.num_parameters()), c.engine.stage,
               comm.size(), comm.backend().c_str(), c.train_batch_size, c.micro_batch_size, c.gradient_accumulation_steps,
               comm.size(), static_cast<long long>(c.train_steps), precision_label(c).c_str(), c.optimizer_type.c_str());
+  if (!c.model.init_from.empty()) {  // the model is config.json's (checked before any rank started)
+    const HfModelConfig hf = read_hf_config(c.model.init_from);
+    std::printf("init-from: %s, the model of %s; tokenizer %s\n", c.model.init_from.c_str(), hf.path.c_str(),
+                data::open_tokenizer(c.data.tokenizer)->describe().c_str());
+    for (const std::string& note : hf.notes) std::printf("init-from: %s\n", note.c_str());
+  }
   for (const std::string& k : c.ignored_keys) std::printf("config: %s has no effect here and is ignored\n", k.c_str());
   for (const std::string& k : c.unknown_keys) {
     std::printf("config: warning: '%s' is not a DeepSpeed key; ignored, as DeepSpeed ignores it (--strict-config refuses it)\n", k.c_str());
@@ -407,8 +445,11 @@ int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
   std::optional<OutputLog> metrics;
   std::optional<StepMetrics> last_line;  // the last step's --metrics line, until the final validation loss
   std::optional<OutputFile> trace;
+  const std::vector<RankPlace> places = gather_places(comm);  // every rank: a collective
   if (comm.rank() == 0) {
     print_header(c, comm);
+    std::printf("%s", describe_layout(places, comm.backend()).c_str());
+    for (const std::string& w : layout_warnings(places)) std::printf("%s\n", w.c_str());
     for (const std::string& s : o.config_overrides) std::printf("config: %s\n", s.c_str());
     std::fflush(stdout);  // in the log now, not at the first step (the start-up can take minutes)
     if (!flags.get("metrics").empty()) {

@@ -8,8 +8,11 @@
 #include <cstdio>
 
 #include "checkpoint/export.h"
+#include "checkpoint/hf_weights.h"
 #include "checkpoint/loader.h"
 #include "cli/flags.h"
+#include "cli/init_from.h"
+#include "config/init_from.h"
 #include "common/output_file.h"
 #include "data/batches.h"
 #include "data/load.h"
@@ -29,7 +32,18 @@ struct Opened {
   std::string dir;
   checkpoint::Manifest manifest;
   ModelSection model;  // the GPT or the LLaMA the manifest describes
+  bool hugging_face = false;  // dir is an --init-from directory (step 0, its model from config.json), not a checkpoint
 };
+
+// A Hugging Face model directory, as a checkpoint at step 0 with nothing recorded but its model.
+Opened open_hf_directory(const std::string& dir) {
+  Opened o;
+  o.dir = dir;
+  o.hugging_face = true;
+  o.manifest.info = nlohmann::json::object();
+  o.model = model_section_from_json(hf_model_section(read_hf_config(dir)), dir + "/config.json");
+  return o;
+}
 
 Opened open_checkpoint(const std::string& path) {
   if (path.empty()) throw ConfigError("[cli] --checkpoint DIR is required (a --save directory or one step-N directory)");
@@ -41,29 +55,47 @@ Opened open_checkpoint(const std::string& path) {
   return o;
 }
 
-// The tokenizer to read and print text with: the one the checkpoint records (bytes if none), found
-// where it was at training or where --tokenizer says it is now. Its files must be the ones the
-// checkpoint was trained with, by SHA-256 (else the text would silently be other tokens), and its
-// vocabulary must fit the model's.
+// The tokenizer to read and print text with (open_checkpoint_tokenizer).
 std::unique_ptr<data::Tokenizer> open_model_tokenizer(const Flags& flags, const Opened& ck) {
-  const nlohmann::json recorded = ck.manifest.info.value("/data/tokenizer"_json_pointer, nlohmann::json());
-  const std::string spec = flags.has("tokenizer") ? flags.get("tokenizer") : recorded.is_null() ? "" : recorded.value("spec", std::string());
-  std::unique_ptr<data::Tokenizer> tokenizer = data::open_tokenizer(spec);
-  check_same_tokenizer(recorded, tokenizer_record(spec, *tokenizer), ck.dir + "/manifest.json",
-                       flags.has("tokenizer") ? "give --tokenizer the files the checkpoint was trained with"
-                                              : "its files changed since; give --tokenizer the files it was trained with");
-  if (tokenizer->vocab_size() > static_cast<std::size_t>(ck.model.vocab_size())) {
-    throw ConfigError(cat("[cli] the tokenizer ", tokenizer->describe(), " has ", tokenizer->vocab_size(), " tokens but the checkpoint's GPT has a "
-                          "vocabulary of ", ck.model.vocab_size(), ": give --tokenizer the tokenizer the checkpoint was trained with"));
+  if (ck.hugging_face) {  // the directory's own, or a --tokenizer of the same files
+    std::unique_ptr<data::Tokenizer> t = data::open_tokenizer(init_from_tokenizer(ck.dir, flags.has("tokenizer") ? flags.get("tokenizer") : "", "--tokenizer"));
+    if (t->vocab_size() > static_cast<std::size_t>(ck.model.vocab_size())) {
+      throw ConfigError(cat("[cli] the tokenizer ", t->describe(), " has ", t->vocab_size(), " tokens but ", ck.dir, "/config.json's vocab_size is ",
+                            ck.model.vocab_size(), ": give --tokenizer the tokenizer the model was trained with"));
+    }
+    return t;
+  }
+  return open_checkpoint_tokenizer(ck.manifest, ck.dir + "/manifest.json", flags.has("tokenizer") ? std::optional(flags.get("tokenizer")) : std::nullopt,
+                                   ck.model.vocab_size());
+}
+
+}  // namespace
+
+std::unique_ptr<data::Tokenizer> open_checkpoint_tokenizer(const checkpoint::Manifest& manifest, const std::string& manifest_path,
+                                                           const std::optional<std::string>& moved_to, int model_vocab) {
+  const nlohmann::json recorded = manifest.info.value("/data/tokenizer"_json_pointer, nlohmann::json());
+  const std::string spec = moved_to ? *moved_to : recorded.is_null() ? "" : recorded.value("spec", std::string());
+  std::unique_ptr<data::Tokenizer> tokenizer;
+  try {
+    tokenizer = data::open_tokenizer(spec);
+  } catch (const Error& e) {
+    if (moved_to) throw;
+    throw CheckpointError(cat("[checkpoint] ", manifest_path, " records the tokenizer ", spec, ", which cannot be read now (", e.what(),
+                              "): give --tokenizer the files the checkpoint was trained with"));
+  }
+  check_same_tokenizer(recorded, tokenizer_record(spec, *tokenizer), manifest_path,
+                       moved_to ? "give --tokenizer the files the checkpoint was trained with"
+                                : "its files changed since; give --tokenizer the files it was trained with");
+  if (tokenizer->vocab_size() > static_cast<std::size_t>(model_vocab)) {
+    throw ConfigError(cat("[cli] the tokenizer ", tokenizer->describe(), " has ", tokenizer->vocab_size(), " tokens but the checkpoint's model has a "
+                          "vocabulary of ", model_vocab, ": give --tokenizer the tokenizer the checkpoint was trained with"));
   }
   return tokenizer;
 }
 
-const char* kTokenizerHelp = "where the checkpoint's tokenizer is now, if it moved (its files must have the SHA-256 recorded at "
+const char* const kTokenizerHelp = "where the checkpoint's tokenizer is now, if it moved (its files must have the SHA-256 recorded at "
                              "training): bytes, a GPT-2 vocab.json / encoder.json, a SentencePiece tokenizer.model, or a directory "
                              "holding one";
-
-}  // namespace
 
 std::vector<FlagSpec> generate_flags() {
   return {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
@@ -130,6 +162,8 @@ int generate_main(const std::vector<std::string>& args) {
 
 std::vector<FlagSpec> eval_flags() {
   return {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
+          {"init-from", "instead of --checkpoint: a Hugging Face model directory (GPT-2 or LLaMA; as zero train --init-from), "
+                        "its tokenizer used when it holds one; give --data", true, ""},
           {"data", "the file to evaluate (default: the file the checkpoint was trained on)", true, ""},
           {"tokenizer", kTokenizerHelp, true, "the checkpoint's, recorded at training; bytes"},
           {"split", "all (the whole file) or val (the held-out windows training evaluated)", true, "all"},
@@ -140,13 +174,16 @@ std::vector<FlagSpec> eval_flags() {
 int eval_main(const std::vector<std::string>& args) {
   Flags flags("zero eval", eval_flags(), args);
   if (flags.help()) {
-    std::printf("Prints a checkpoint's loss (and bits per byte for text) on a file, on one process.\n\n%s", flags.usage().c_str());
+    std::printf("Prints a checkpoint's (or a Hugging Face directory's, --init-from) loss (and bits per byte for text) on a file, on one process.\n\n%s",
+                flags.usage().c_str());
     return 0;
   }
   const std::string split_name = flags.get("split");
   if (split_name != "all" && split_name != "val") throw ConfigError(cat("[cli] --split must be all or val, not '", split_name, "'"));
   const long long batches = flags.get_int("batches", 0, 1LL << 40);
-  const Opened ck = open_checkpoint(flags.get("checkpoint"));
+  if (flags.has("init-from") && flags.has("checkpoint")) throw ConfigError("[cli] give --checkpoint or --init-from, not both");
+  const Opened ck = flags.has("init-from") ? open_hf_directory(flags.get("init-from")) : open_checkpoint(flags.get("checkpoint"));
+  if (ck.hugging_face && split_name != "all") throw ConfigError("[cli] --init-from has no held-out split: evaluate --split all of --data");
   const nlohmann::json& info = ck.manifest.info;
   // --split val of a run with a validation file of its own (data.val_path) reads that file whole.
   const std::string val_path = info.value("/data/val_path"_json_pointer, std::string());
@@ -193,7 +230,11 @@ int eval_main(const std::vector<std::string>& args) {
   }
   EngineConfig config;
   Engine engine(config, *model, *comm, ledger);
-  checkpoint::load_checkpoint(engine, ck.dir, ck.manifest, *comm);
+  if (ck.hugging_face) {
+    checkpoint::import_hf_weights(engine, ck.dir, ck.model.is_llama(), *comm);
+  } else {
+    checkpoint::load_checkpoint(engine, ck.dir, ck.manifest, *comm);
+  }
   const float loss = validation_loss(win, *model, engine, *comm);
   if (!std::isfinite(loss)) {  // a user's script must not read "loss nan" with exit 0 as a result
     throw TrainingError(cat("[cli] the loss of the checkpoint ", ck.dir, " (step ", ck.manifest.step, ") on ", what, " is ", loss,

@@ -337,7 +337,8 @@ ModelSection read_llama_model(const Section& top) {
                                         {"hidden_size", R, kInt, ""}, {"intermediate_size", R, kInt, ""},
                                         {"num_attention_heads", R, kInt, ""}, {"num_key_value_heads", R, kInt, ""},
                                         {"num_hidden_layers", R, kInt, ""}, {"rms_norm_eps", R, kNum, ""}, {"rope_theta", R, kNum, ""},
-                                        {"tie_word_embeddings", R, kBool, ""}, {"checkpoint_activations", R, kBool, ""}});
+                                        {"tie_word_embeddings", R, kBool, ""}, {"checkpoint_activations", R, kBool, ""},
+                                        {"init_from", R, kStr, ""}});
   LlamaShape& l = m.llama;
   l.vocab_size = static_cast<int>(s.get_int("vocab_size", l.vocab_size, 1, 65536));
   l.seq_len = static_cast<int>(s.get_int("max_position_embeddings", l.seq_len, 1, kMaxInt));
@@ -354,6 +355,7 @@ ModelSection read_llama_model(const Section& top) {
   else l.rope_theta = theta;
   l.tie_word_embeddings = s.get_bool("tie_word_embeddings", false);
   m.checkpointing.enabled = s.get_bool("checkpoint_activations", false);
+  m.init_from = s.get_string("init_from", "");
   if (s.log().problems.size() == before) validate_shape(s, l);
   return m;
 }
@@ -367,7 +369,8 @@ ModelSection read_model(const Section& top) {
   const Use R = Use::read;
   const Section s = top.child("model", {{"type", R, kStr, ""}, {"vocab_size", R, kInt, ""}, {"n_ctx", R, kInt, ""},
                                         {"seq_len", R, kInt, ""}, {"n_embd", R, kInt, ""}, {"n_layer", R, kInt, ""},
-                                        {"n_head", R, kInt, ""}, {"checkpoint_activations", R, kBool, ""}});
+                                        {"n_head", R, kInt, ""}, {"checkpoint_activations", R, kBool, ""},
+                                        {"init_from", R, kStr, ""}});
   m.type = s.get_string("type", "gpt");
   if (m.type != "gpt") s.fail("type", cat("is \"", m.type, "\"; zero trains \"gpt\" and \"llama\""));
   if (s.has("n_ctx") && s.has("seq_len")) s.fail("seq_len", "and n_ctx are the same (the context length); keep one");
@@ -378,6 +381,7 @@ ModelSection read_model(const Section& top) {
   g.layers = static_cast<int>(s.get_int("n_layer", g.layers, 1, kMaxInt));
   g.heads = static_cast<int>(s.get_int("n_head", g.heads, 1, kMaxInt));
   m.checkpointing.enabled = s.get_bool("checkpoint_activations", false);
+  m.init_from = s.get_string("init_from", "");
   if (s.log().problems.size() != before) return m;  // a shape from reported values would only repeat them
   validate_shape(s, g);
   return m;

@@ -73,13 +73,16 @@ struct Schedule {
 // LlamaConfig names: "vocab_size", "max_position_embeddings" (the context trained at),
 // "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads" (default: the
 // heads), "num_hidden_layers", "rms_norm_eps", "rope_theta", "tie_word_embeddings", and
-// "checkpoint_activations". The checkpointing's settings come from DeepSpeed's
+// "checkpoint_activations", and "init_from" (either type). The checkpointing's settings come from DeepSpeed's
 // "activation_checkpointing" section (cpu_checkpointing).
 struct ModelSection {
   std::string type = "gpt";  // "gpt" or "llama"
   GptShape shape;  // type gpt; defaults V=256 T=64 C=128 L=4 H=4
   LlamaShape llama;  // type llama; defaults V=256 T=64 C=128 F=344 L=4 H=4 KV=4, untied
   GptCheckpointing checkpointing;  // enabled: checkpoint_activations (or the CLI's --activation-checkpointing)
+  // "init_from": a Hugging Face model directory whose weights start the run (config/init_from.h
+  // makes the section the directory's model); empty: counter-based initial weights.
+  std::string init_from;
 
   bool is_llama() const { return type == "llama"; }
   int seq_len() const { return is_llama() ? llama.seq_len : shape.seq_len; }

@@ -1,4 +1,5 @@
 // open_tokenizer: the one place that turns a spec (a name, a file, a directory) into a tokenizer.
+#include <algorithm>
 #include <filesystem>
 
 #include "common/error.h"
@@ -62,6 +63,12 @@ std::unique_ptr<Tokenizer> open_gpt2_file(const fs::path& file) {
 }
 
 }  // namespace
+
+bool holds_tokenizer(const std::string& dir) {
+  if (is_file(fs::path(dir) / "tokenizer.model")) return true;
+  return std::any_of(std::begin(kGpt2Pairs), std::end(kGpt2Pairs),
+                     [&](const FilePair& p) { return is_file(fs::path(dir) / p.vocab) && is_file(fs::path(dir) / p.merges); });
+}
 
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& spec) {
   if (spec.empty() || spec == "bytes") return std::make_unique<ByteTokenizer>();

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "backends/registry.h"
+#include "checkpoint/hf_weights.h"
 #include "common/error.h"
 #include "common/host_memory.h"
 #include "common/sha256.h"
@@ -298,6 +299,22 @@ void check_host_memory(const TrainConfig& c, int world_size, const std::string& 
                  tokens.private_bytes, memory);
 }
 
+// --init-from's weights (model.init_from) as step 0's state, unless the run resumes: a resumed
+// run's weights are its checkpoint's. Every rank's bytes read, for the summary.
+void init_from_directory(const TrainOptions& o, Engine& engine, Communicator& comm, TrainResult& result) {
+  const TrainConfig& c = o.config;
+  if (c.model.init_from.empty()) return;
+  if (!o.checkpoints.resume.empty()) {
+    if (comm.rank() == 0 && o.on_note) o.on_note(cat("--init-from ", c.model.init_from, " not read: the weights are --resume's checkpoint's"));
+    return;
+  }
+  const checkpoint::HfImportStats s = checkpoint::import_hf_weights(engine, c.model.init_from, c.model.is_llama(), comm);
+  result.init_from_bytes.resize(comm.size());
+  comm.all_gather_bytes(&s.bytes_read, sizeof s.bytes_read, result.init_from_bytes.data());
+  result.init_from_weight_bytes = s.weight_bytes;
+  result.init_from_seconds = s.seconds;
+}
+
 }  // namespace
 
 void check_train_options(const TrainOptions& o, int world_size, const std::string& backend) {
@@ -307,6 +324,10 @@ void check_train_options(const TrainOptions& o, int world_size, const std::strin
   CheckpointOptions checkpoints = o.checkpoints;
   checkpoints.tokenizer = tokenizer_record(o.config.data.tokenizer, *tokenizer);
   check_checkpoint_options(checkpoints, o.config);
+  if (!o.config.model.init_from.empty()) {  // every header read and matched to the model; no weight read
+    const ModelSection& m = o.config.model;
+    checkpoint::HfWeights(m.init_from, m.is_llama() ? m.llama.units() : m.shape.units(), m.is_llama());
+  }
   const HostMemory memory = host_memory();  // before the data: a decompressed copy is part of the need
   const RunData data = load_run_data(o, *tokenizer);
   const data::TokenData& tokens = data.train;
@@ -389,6 +410,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   const std::int64_t first_step = checkpoints.resume(engine, train_tokens);
   check_steps_after_resume(first_step, c.train_steps);
   TrainResult result;
+  init_from_directory(o, engine, comm, result);
   result.first_step = first_step;
   result.num_parameters = engine.layout().numel();
   result.padded_parameters = engine.layout().padded_numel();
@@ -406,6 +428,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   for (std::int64_t step = first_step; step < c.train_steps && !stopped_early; ++step) {
     const auto t0 = Clock::now();
     double loss_sum = 0;
+    std::uint64_t digest = 0;  // of the sequences this rank reads this step
     // Before the backward (offload may start Adam there). As DeepSpeed, the schedule advances only
     // on applied steps: an fp16 step skipped on overflow does not count.
     engine.set_learning_rate(c.scheduler.lr_at(engine.steps_done() - engine.skipped_steps(), c.engine.adam.lr));
@@ -414,6 +437,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
       const auto read_from = Clock::now();
       batches.fill(step, r.first, r.count, in.data(), tgt.data());
       reading += std::chrono::duration<double>(Clock::now() - read_from).count();
+      digest += data::batch_digest(r.first, r.count, T, in.data(), tgt.data());
       gpt.set_batch(in.data(), tgt.data());
       loss_sum += engine.forward_backward(m + 1 == A);
     }
@@ -427,13 +451,14 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     m.loss_scale = report.loss_scale;
     m.skipped = report.skipped;
     m.skipped_steps = engine.skipped_steps();
-    const RankFigures mine = figures(ledger, engine.last_step_traffic(), static_cast<float>(loss_sum / A));
+    RankFigures mine = figures(ledger, engine.last_step_traffic(), static_cast<float>(loss_sum / A));
+    mine.batch_digest = digest;
     m.ranks.resize(comm.size());
     comm.all_gather_bytes(&mine, sizeof mine, m.ranks.data());
     const StepEnd end = step_end(comm, seconds, o.stop_requested ? o.stop_requested() : 0);
     m.step_seconds = end.seconds;
     double loss = 0;
-    for (const RankFigures& f : m.ranks) loss += f.loss;
+    for (const RankFigures& f : m.ranks) loss += f.loss, m.batch_digest += f.batch_digest;
     m.loss = static_cast<float>(loss / comm.size());
     // The same on every rank (the loss is the mean over ranks, the norm the global one): every
     // rank stops here, before the step is saved. A non-finite gradient norm on an applied step
