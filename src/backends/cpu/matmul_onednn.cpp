@@ -22,8 +22,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <vector>
 
@@ -34,6 +34,9 @@ namespace zero {
 namespace {
 
 using dnnl::memory;
+
+// oneDNN's workspace starts on a cache line (its kernels' packed blocks).
+constexpr std::size_t kScratchpadAlign = 64;
 
 // Products of fewer multiply-adds than this run on one thread (see the top).
 constexpr std::int64_t kSmallProduct = std::int64_t{1} << 22;
@@ -109,11 +112,14 @@ class OnednnMatmul final : public Matmul {
       b_data = bf16_.data() + a_numel;
     }
     Cached& p = primitive(M, N, K, alpha, a, b, beta, ldc);
-    if (p.scratchpad_bytes > scratchpad_.size()) scratchpad_.resize(p.scratchpad_bytes);
+    if (p.scratchpad_bytes + kScratchpadAlign > scratchpad_.size()) scratchpad_.resize(p.scratchpad_bytes + kScratchpadAlign);
+    void* workspace = scratchpad_.data();
+    std::size_t space = scratchpad_.size();
+    std::align(kScratchpadAlign, p.scratchpad_bytes, workspace, space);  // fits: kScratchpadAlign spare bytes
     p.a.set_data_handle(const_cast<void*>(a_data));
     p.b.set_data_handle(const_cast<void*>(b_data));
     p.c.set_data_handle(c);
-    p.scratchpad.set_data_handle(scratchpad_.data());
+    p.scratchpad.set_data_handle(workspace);
     p.primitive.execute(stream_, {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}, {DNNL_ARG_SCRATCHPAD, p.scratchpad}});
     stream_.wait();
   }
@@ -140,7 +146,7 @@ class OnednnMatmul final : public Matmul {
                    memory(sd, engine_, nullptr), sd.get_size()};
       return cache_.emplace(key, std::move(entry)).first->second;
     } catch (const dnnl::error& e) {
-      throw Error(cat("[model] oneDNN has no ", matmul_label(kind_), " matrix product for M=", M, " N=", N, " K=", K,
+      throw Error(cat("[model] oneDNN cannot compute a matrix product of M=", M, " N=", N, " K=", K, " for ", matmul_label(kind_),
                       " on this CPU (", e.what(), "); run with --dtype fp32"));
     }
   }
