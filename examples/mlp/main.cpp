@@ -4,6 +4,8 @@
 //
 //   mlp_classifier --stage 3 --ranks 2          2 ranks as threads
 //   mpirun -np 2 mlp_classifier --stage 3       2 MPI processes
+//   --save DIR: also writes DIR/initial.f32 and DIR/final.f32, the weights as raw floats in the
+//   order of the units' declarations (tests/library/ checks the training against NumPy on them)
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -24,18 +26,29 @@ struct Options {
   int global_batch = 64;  // rows per step, split evenly over the ranks
   int inputs = 8, hidden = 16;
   std::uint64_t seed = 7;
+  std::string save;  // a directory for the initial and final weights, or empty
 };
+
+int whole_number(const std::string& flag, const char* text) {
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (*text == '\0' || *end != '\0' || value < 0 || value > 1'000'000) {
+    throw zero::ConfigError("[example] " + flag + " takes a whole number, not '" + text + "'");
+  }
+  return static_cast<int>(value);
+}
 
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) throw zero::ConfigError("[example] " + flag + " needs a value");
-    const int value = std::atoi(argv[++i]);
-    if (flag == "--stage") o.stage = value;
-    else if (flag == "--ranks") o.ranks = value;
-    else if (flag == "--steps") o.steps = value;
-    else throw zero::ConfigError("[example] unknown flag " + flag + ": use --stage, --ranks, --steps");
+    const char* text = argv[++i];
+    if (flag == "--save") o.save = text;
+    else if (flag == "--stage") o.stage = whole_number(flag, text);
+    else if (flag == "--ranks") o.ranks = whole_number(flag, text);
+    else if (flag == "--steps") o.steps = whole_number(flag, text);
+    else throw zero::ConfigError("[example] unknown flag " + flag + ": use --stage, --ranks, --steps, --save");
   }
   return o;
 }
@@ -49,6 +62,12 @@ std::uint64_t checksum(const std::vector<float>& w) {
     for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ULL;
   }
   return h;
+}
+
+void save(const std::vector<float>& weights, const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  const bool ok = f && std::fwrite(weights.data(), sizeof(float), weights.size(), f) == weights.size();
+  if ((f && std::fclose(f) != 0) || !ok) throw zero::Error("[example] cannot write " + path + ": check the --save directory");
 }
 
 // The mean of every rank's loss, in rank order (the same float on every rank).
@@ -75,13 +94,16 @@ void train(const Options& o, zero::Communicator& comm) {
   zero::Ledger ledger;  // this rank's memory, by tier and category
   zero::Engine engine(config, model, comm, ledger);
 
+  const std::vector<float> initial = engine.full_parameters();  // a collective in stage 3
+  if (comm.rank() == 0 && !o.save.empty()) save(initial, o.save + "/initial.f32");
   float first = 0.0f, last = 0.0f;
   for (int step = 0; step < o.steps; ++step) {
     model.set_batch(example::make_batch(o.inputs, o.seed, step, comm.rank() * rows, rows));
     last = mean_loss(comm, engine.train_step());
     if (step == 0) first = last;
   }
-  const std::vector<float> weights = engine.full_parameters();  // a collective in stage 3
+  const std::vector<float> weights = engine.full_parameters();
+  if (comm.rank() == 0 && !o.save.empty()) save(weights, o.save + "/final.f32");
   if (comm.rank() == 0) {
     std::printf("stage %d, %d ranks (%s): loss %.4f -> %.4f after %d steps; weights %zu floats, checksum %016llx\n", o.stage,
                 comm.size(), comm.backend().c_str(), first, last, o.steps, weights.size(),

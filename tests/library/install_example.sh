@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # zero as a library, from outside: installs the build into a fresh prefix, builds examples/mlp (a
 # model zero does not ship) from a copy outside the source tree against the installed copy only,
-# and trains it under stages 0-3 on 2 thread ranks and under mpirun -np 2: the final weights must
-# be the same bits everywhere and the loss must fall. Also compiles the public headers with the
-# installed paths alone, and the example again with one g++ command from `pkg-config --cflags --libs zero`.
+# and trains it under stages 0-3 on 2 thread ranks and under mpirun -np 2. The final weights must
+# be the same bits everywhere and within NumPy's rounding of the same training from the same
+# initial weights (mlp_reference.py), and the loss must fall. Also compiles the public headers
+# with the installed paths alone, and the example with one g++ line from pkg-config.
 #   install_example.sh SOURCE_DIR BUILD_DIR CXX [MPIRUN...]   (no MPIRUN: the mpirun run is skipped)
 set -euo pipefail
 src=$(cd "$1" && pwd) build=$(cd "$2" && pwd) cxx=$3
@@ -44,6 +45,9 @@ run() {  # prints "<checksum> <first loss> <last loss>" of one run
 export OMP_NUM_THREADS=1
 results=()
 for stage in 0 1 2 3; do results+=("stage $stage threads: $(run "$tmp/mlp-build/mlp_classifier" --stage "$stage" --ranks 2)"); done
+mkdir "$tmp/weights"
+results+=("stage 3 threads, weights saved: $(run "$tmp/mlp-build/mlp_classifier" --stage 3 --ranks 2 --steps 60 --save "$tmp/weights")")
+/usr/bin/python3 "$src/tests/library/mlp_reference.py" "$tmp/weights" 60 || fail "the engine's weights are not NumPy's"
 if [ ${#mpirun[@]} -gt 0 ]; then
   for stage in 0 3; do results+=("stage $stage mpi: $(run "${mpirun[@]}" -np 2 "$tmp/mlp-build/mlp_classifier" --stage "$stage")"); done
 fi
