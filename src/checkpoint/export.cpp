@@ -63,13 +63,6 @@ std::uint64_t ParameterReader::verify_all() {
 
 namespace {
 
-struct Planned {
-  int param;
-  HfTensor hf;
-  std::vector<std::int64_t> shape;  // Hugging Face's
-  std::uint64_t begin, end;         // data offsets
-};
-
 // (rows, cols) -> (cols, rows)
 std::vector<float> transposed(const std::vector<float>& x, std::int64_t rows, std::int64_t cols) {
   std::vector<float> t(x.size());
@@ -80,49 +73,45 @@ std::vector<float> transposed(const std::vector<float>& x, std::int64_t rows, st
 
 }  // namespace
 
-ExportStats export_safetensors(ParameterReader& reader, const std::string& out_path, bool bf16) {
-  const std::size_t elem = bf16 ? 2 : 4;
-  std::vector<Planned> plan;
-  std::uint64_t at = 0;
-  ExportStats stats;
-  nlohmann::json header = nlohmann::json::object();
-  // A LLaMA's parameters have Hugging Face's names and (out, in) layouts already (model/llama_shape.h),
-  // and its rotary embeddings rotate_half's pairs, as LlamaForCausalLM's q and k rows expect.
+std::vector<ExportTensor> export_tensors(const ParameterReader& reader, bool bf16) {
   const bool llama = reader.manifest().info.value("/model/type"_json_pointer, std::string("gpt")) == "llama";
+  std::vector<ExportTensor> tensors;
   for (int i = 0; i < reader.count(); ++i) {
-    Planned p{i, llama ? HfTensor{reader.name(i), false} : gpt2_tensor(reader.name(i)), reader.shape(i), 0, 0};
-    if (p.hf.transpose) std::reverse(p.shape.begin(), p.shape.end());
+    ExportTensor t{i, llama ? HfTensor{reader.name(i), false} : gpt2_tensor(reader.name(i)), reader.shape(i), 0};
+    if (t.hf.transpose) std::reverse(t.shape.begin(), t.shape.end());
     std::uint64_t numel = 1;
-    for (std::int64_t d : p.shape) numel *= static_cast<std::uint64_t>(d);
-    p.begin = at;
-    p.end = at += numel * elem;
-    stats.largest_tensor_bytes = std::max<std::uint64_t>(stats.largest_tensor_bytes, numel * 4);
-    header[p.hf.name] = {{"dtype", bf16 ? "BF16" : "F32"}, {"shape", p.shape}, {"data_offsets", {p.begin, p.end}}};
-    plan.push_back(std::move(p));
+    for (std::int64_t d : t.shape) numel *= static_cast<std::uint64_t>(d);
+    t.bytes = numel * (bf16 ? 2 : 4);
+    tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
+std::uint64_t write_safetensors(ParameterReader& reader, const std::vector<ExportTensor>& tensors, std::size_t first,
+                                std::size_t last, bool bf16, OutputFile& out) {
+  nlohmann::json header = nlohmann::json::object();
+  std::uint64_t at = 0;
+  for (std::size_t i = first; i < last; ++i) {
+    const ExportTensor& t = tensors[i];
+    header[t.hf.name] = {{"dtype", bf16 ? "BF16" : "F32"}, {"shape", t.shape}, {"data_offsets", {at, at + t.bytes}}};
+    at += t.bytes;
   }
   header["__metadata__"] = {{"format", "pt"}, {"source", "zero checkpoint"}, {"step", std::to_string(reader.manifest().step)}};
   std::string text = header.dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');  // the data starts 8-byte aligned
-  // The one way a user's path is written (common/output_file.h); the checkpoint's own files are
-  // its inputs, so --out naming one of them is refused before anything is written.
-  std::vector<NamedPath> inputs = {{"the checkpoint's manifest", reader.dir() + "/manifest.json"}};
-  for (int r = 0; r < reader.manifest().world_size; ++r) {
-    inputs.push_back({"a rank file of the checkpoint", reader.dir() + "/" + rank_file_name(r, reader.manifest().world_size)});
-  }
-  OutputFile w({"--out", out_path}, inputs);
-  check_outside_checkpoints("--out", out_path);  // `latest` overwritten, or the file pruned with a step
+  std::uint64_t written = 0;
   auto append = [&](const void* bytes, std::size_t size) {
-    w.write(std::string_view(static_cast<const char*>(bytes), size));
-    stats.file_bytes += size;
+    out.write(std::string_view(static_cast<const char*>(bytes), size));
+    written += size;
   };
-  std::uint64_t n = text.size();
   unsigned char len[8];
-  for (int b = 0; b < 8; ++b) len[b] = static_cast<unsigned char>(n >> (8 * b));  // little-endian u64
+  for (int b = 0; b < 8; ++b) len[b] = static_cast<unsigned char>(static_cast<std::uint64_t>(text.size()) >> (8 * b));  // little-endian u64
   append(len, 8);
   append(text.data(), text.size());
-  for (const Planned& p : plan) {
-    std::vector<float> x = reader.read(p.param);
-    if (p.hf.transpose) x = transposed(x, p.shape[1], p.shape[0]);
+  for (std::size_t i = first; i < last; ++i) {
+    const ExportTensor& t = tensors[i];
+    std::vector<float> x = reader.read(t.param);
+    if (t.hf.transpose) x = transposed(x, t.shape[1], t.shape[0]);
     if (bf16) {
       std::vector<std::uint16_t> h(x.size());
       for (std::size_t e = 0; e < x.size(); ++e) h[e] = float_to_bf16(x[e]);
@@ -131,8 +120,28 @@ ExportStats export_safetensors(ParameterReader& reader, const std::string& out_p
       append(x.data(), x.size() * 4);
     }
   }
+  return written;
+}
+
+std::vector<NamedPath> checkpoint_inputs(const ParameterReader& reader) {
+  std::vector<NamedPath> inputs = {{"the checkpoint's manifest", reader.dir() + "/manifest.json"}};
+  for (int r = 0; r < reader.manifest().world_size; ++r) {
+    inputs.push_back({"a rank file of the checkpoint", reader.dir() + "/" + rank_file_name(r, reader.manifest().world_size)});
+  }
+  return inputs;
+}
+
+ExportStats export_safetensors(ParameterReader& reader, const std::string& out_path, bool bf16) {
+  const std::vector<ExportTensor> tensors = export_tensors(reader, bf16);
+  // The one way a user's path is written (common/output_file.h); the checkpoint's own files are
+  // its inputs, so --out naming one of them is refused before anything is written.
+  OutputFile w({"--out", out_path}, checkpoint_inputs(reader));
+  check_outside_checkpoints("--out", out_path);  // `latest` overwritten, or the file pruned with a step
+  ExportStats stats;
+  stats.file_bytes = write_safetensors(reader, tensors, 0, tensors.size(), bf16, w);
   w.commit();
-  stats.tensors = static_cast<int>(plan.size());
+  stats.tensors = static_cast<int>(tensors.size());
+  for (const ExportTensor& t : tensors) stats.largest_tensor_bytes = std::max(stats.largest_tensor_bytes, t.bytes * (bf16 ? 2 : 1));  // f32
   return stats;
 }
 

@@ -11,6 +11,8 @@
 
 #include "checkpoint/manifest.h"
 #include "checkpoint/shard_file.h"
+#include "common/output_file.h"
+#include "model/gpt_hf_names.h"
 
 namespace zero::checkpoint {
 
@@ -45,10 +47,30 @@ struct ExportStats {
   std::uint64_t largest_tensor_bytes = 0;  // f32, before conversion
 };
 
-// Writes the checkpoint's GPT as one safetensors file with GPT-2's names and layouts
-// (model/gpt_hf_names.h), or its LLaMA with LlamaForCausalLM's (model/llama_shape.h), f32 or bf16, tensor by tensor, through OutputFile: a path that is not a
-// regular file, or is one of the checkpoint's files, is refused before anything is written, and
-// the file appears whole or not at all.
+// One of the checkpoint's parameters as Hugging Face's model holds it: GPT-2's names and layouts
+// (model/gpt_hf_names.h) for a GPT; LlamaForCausalLM's, which are zero's (model/llama_shape.h), for
+// a LLaMA, whose rotary embeddings rotate_half's pairs as LlamaForCausalLM's q and k rows expect.
+struct ExportTensor {
+  int param = 0;                     // the checkpoint's parameter
+  HfTensor hf;
+  std::vector<std::int64_t> shape;   // Hugging Face's
+  std::uint64_t bytes = 0;           // in the exported dtype
+};
+
+// Every parameter of the checkpoint as exported, in layout order.
+std::vector<ExportTensor> export_tensors(const ParameterReader& reader, bool bf16);
+
+// Writes tensors [first, last) as one safetensors file into `out` (the caller commits it), read
+// tensor by tensor: the peak memory is one tensor. Returns the bytes written.
+std::uint64_t write_safetensors(ParameterReader& reader, const std::vector<ExportTensor>& tensors, std::size_t first,
+                                std::size_t last, bool bf16, OutputFile& out);
+
+// The checkpoint's manifest and rank files, which an output must not be.
+std::vector<NamedPath> checkpoint_inputs(const ParameterReader& reader);
+
+// Writes the checkpoint's model as one safetensors file, f32 or bf16, through OutputFile: a path
+// that is not a regular file, or is one of the checkpoint's files or inside a checkpoint
+// directory, is refused before anything is written, and the file appears whole or not at all.
 ExportStats export_safetensors(ParameterReader& reader, const std::string& out_path, bool bf16);
 
 }  // namespace zero::checkpoint

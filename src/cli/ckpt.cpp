@@ -1,4 +1,4 @@
-// `zero ckpt inspect DIR` and `zero ckpt export DIR --out model.safetensors [--dtype fp32|bf16]`.
+// `zero ckpt inspect DIR`, and the verbs' dispatch (export: cli/ckpt_export.cpp).
 #include "cli/ckpt.h"
 
 #include <sys/resource.h>
@@ -14,9 +14,7 @@
 #include "train/checkpointing.h"
 
 namespace zero::cli {
-namespace {
 
-// `zero ckpt VERB DIR --flags`: DIR may come first or as --checkpoint.
 std::string checkpoint_arg(std::vector<std::string>& args, const std::string& command) {
   std::string dir;
   if (!args.empty() && args[0].rfind("--", 0) != 0) {
@@ -35,12 +33,13 @@ std::string checkpoint_arg(std::vector<std::string>& args, const std::string& co
   return dir;
 }
 
-// Peak resident memory of this process so far.
 std::uint64_t peak_rss_bytes() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;
 }
+
+namespace {
 
 int inspect(std::vector<std::string> args) {
   std::string dir = checkpoint_arg(args, "zero ckpt inspect");
@@ -83,30 +82,6 @@ int inspect(std::vector<std::string> args) {
   return 0;
 }
 
-int export_model(std::vector<std::string> args) {
-  std::string dir = checkpoint_arg(args, "zero ckpt export");
-  Flags flags("zero ckpt export", ckpt_export_flags(), args);
-  if (flags.help()) {
-    std::printf("Writes a checkpoint's model as one safetensors file with Hugging Face names (GPT-2's, or LLaMA's).\n\nusage: zero ckpt export DIR --out FILE\n\n%s",
-                flags.usage().c_str());
-    return 0;
-  }
-  const std::string out = flags.get("out"), dtype = flags.get("dtype");
-  if (out.empty()) throw ConfigError("[cli] zero ckpt export needs --out FILE (e.g. --out model.safetensors)");
-  if (dtype != "fp32" && dtype != "bf16") throw ConfigError(cat("[cli] --dtype must be fp32 or bf16, not '", dtype, "'"));
-  dir = checkpoint::find_checkpoint(dir);
-  checkpoint::ParameterReader reader(dir, checkpoint::read_manifest(dir + "/manifest.json"));
-  const auto t0 = std::chrono::steady_clock::now();
-  const checkpoint::ExportStats s = checkpoint::export_safetensors(reader, out, dtype == "bf16");
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::uint64_t model = 0;
-  for (const auto& u : reader.manifest().units) model += u.numel * 4;
-  std::printf("wrote %s: %d tensors, %s (%s) in %.0f ms; largest tensor %s (f32), model %s (f32); peak resident memory %s\n",
-              out.c_str(), s.tensors, format_bytes(s.file_bytes).c_str(), dtype.c_str(), secs * 1e3,
-              format_bytes(s.largest_tensor_bytes).c_str(), format_bytes(model).c_str(), format_bytes(peak_rss_bytes()).c_str());
-  return 0;
-}
-
 }  // namespace
 
 // `--checkpoint DIR` is taken out of the words before the table parses them (checkpoint_arg), so
@@ -115,24 +90,19 @@ std::vector<FlagSpec> ckpt_inspect_flags() {
   return {{"checkpoint", "the checkpoint (instead of DIR): a --save directory (its latest) or one step-N directory", true, ""}};
 }
 
-std::vector<FlagSpec> ckpt_export_flags() {
-  return {{"checkpoint", "the checkpoint (instead of DIR): a --save directory (its latest) or one step-N directory", true, ""},
-          {"out", "the safetensors file to write", true, ""},
-          {"dtype", "fp32 or bf16 (rounded to nearest even)", true, "fp32"}};
-}
-
 int ckpt_main(const std::vector<std::string>& args) {
   const std::string verb = args.empty() ? "" : args[0];
   std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
   if (verb == "--help" || verb == "-h") {
     std::printf("usage: zero ckpt inspect DIR              a checkpoint's manifest in human terms, every checksum verified\n"
-                "       zero ckpt export DIR --out FILE    one safetensors file with Hugging Face names (--dtype fp32|bf16)\n"
+                "       zero ckpt export DIR --out OUTDIR  a Hugging Face directory: config, weights (sharded), tokenizer\n"
+                "       zero ckpt export DIR --out FILE.safetensors   the weights alone, one file (--dtype fp32|bf16)\n"
                 "\nDIR: a --save directory (its latest) or one step-N directory. zero ckpt VERB --help for a verb's flags.\n");
     return 0;
   }
   if (verb == "inspect") return inspect(rest);
-  if (verb == "export") return export_model(rest);
-  throw ConfigError(cat("[cli] zero ckpt needs a verb: inspect DIR, or export DIR --out FILE", verb.empty() ? "" : cat(" (not '", verb, "')")));
+  if (verb == "export") return ckpt_export_main(rest);
+  throw ConfigError(cat("[cli] zero ckpt needs a verb: inspect DIR, or export DIR --out OUTDIR", verb.empty() ? "" : cat(" (not '", verb, "')")));
 }
 
 }  // namespace zero::cli

@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include "cli/bench_adam.h"
+#include "cli/bench_comm.h"
 #include "cli/bench_offload.h"
 #include "cli/bench_train.h"
 #include "cli/ckpt.h"
@@ -35,7 +36,8 @@ std::vector<CommandFlags> command_flag_tables() {
           {{"bench"}, {}},
           {{"bench", "train"}, names(bench_train_flags())},
           {{"bench", "offload"}, names(bench_offload_flags())},
-          {{"bench", "adam"}, bench_adam_flag_names()}};
+          {{"bench", "adam"}, bench_adam_flag_names()},
+          {{"bench", "comm"}, names(bench_comm_flags())}};
 }
 
 }  // namespace zero::cli

@@ -45,6 +45,18 @@ void check_launch_size(const Flags& flags, long long n) {
                         " --hostfile FILE zero ...), or add --oversubscribe to start them anyway"));
 }
 
+// Inside a Slurm allocation (sbatch, salloc), --ranks beyond the tasks it granted would have
+// mpirun oversubscribe the allocation's cores silently (zero starts mpirun with --oversubscribe).
+void check_slurm_tasks(const Flags& flags, long long n) {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  const char* tasks = std::getenv("SLURM_NTASKS");
+  if (!job || !tasks || flags.has("oversubscribe")) return;
+  const long long granted = std::atoll(tasks);
+  if (granted <= 0 || n <= granted) return;
+  throw ConfigError(cat("[cli] --ranks ", n, " but this Slurm allocation (job ", job, ") has ", granted, " task(s) (SLURM_NTASKS): use --ranks ",
+                        granted, " or fewer, ask Slurm for more (sbatch -n ", n, "), or add --oversubscribe to start them anyway"));
+}
+
 }  // namespace
 
 int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&)>& per_rank) {
@@ -104,6 +116,7 @@ PlannedWorld planned_world(const Flags& flags, bool relaunches) {
   }
   if (comm == "auto" && relaunches) {
     const int n = static_cast<int>(flags.get_int("ranks", 1, 4096));
+    if (n > 1) check_slurm_tasks(flags, n);
     if (n > 1) check_launch_size(flags, n);
     return {n, n > 1 ? "mpi" : "threads"};  // more than one: relaunched under mpirun
   }
@@ -136,8 +149,20 @@ int relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& co
     cmd.push_back(a);
   }
   cmd.insert(cmd.end(), {"--comm", "mpi"});
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::string threads = std::to_string(std::max<long long>(1, cores / n));
+  // Placement: each rank bound to hardware threads of its own, as many as its OpenMP threads
+  // (counted as the affinity mask counts them, hence --use-hwthread-cpus); more ranks than
+  // hardware threads are not bound at all (they take turns on every core). The line printed says
+  // which, so that a user's own mpirun can do the same or otherwise.
+  const long long per_rank = usable_hardware_threads() / n;
+  const std::string threads = std::to_string(std::max<long long>(1, per_rank));
+  const std::vector<std::string> placement = per_rank >= 1
+      ? std::vector<std::string>{"--use-hwthread-cpus", "--map-by", cat("slot:PE=", per_rank), "--bind-to", "hwthread"}
+      : std::vector<std::string>{"--bind-to", "none"};
+  cmd.insert(cmd.begin() + 4 + (geteuid() == 0 ? 1 : 0), placement.begin(), placement.end());
+  std::string shown = cat("mpirun -np ", n);
+  for (const std::string& p : placement) shown += " " + p;
+  std::printf("launch: %s, OMP_NUM_THREADS=%s%s\n", shown.c_str(), std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : threads.c_str(),
+              per_rank >= 1 ? "" : " (more ranks than hardware threads: not bound)");
   setenv("OMP_NUM_THREADS", threads.c_str(), 0);
   setenv("OPENBLAS_NUM_THREADS", threads.c_str(), 0);
   setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);

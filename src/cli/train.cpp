@@ -13,6 +13,7 @@
 #include "checkpoint/directory.h"
 #include "cli/flags.h"
 #include "cli/launch.h"
+#include "cli/layout.h"
 #include "cli/mfu.h"
 #include "cli/stop_signal.h"
 #include "common/error.h"
@@ -53,7 +54,8 @@ std::vector<FlagSpec> train_flags() {
           {"strict-config", "refuse top-level config keys that are not DeepSpeed's (by default they are ignored with a warning, as DeepSpeed does)", false, ""},
           {"metrics", "write one JSON object per step (all ranks' figures) to this file", true, ""},
           {"offload", "ZeRO-Offload: none, optimizer, or optimizer+param (sets zero_optimization.offload_*)", true, ""},
-          {"device", cat("where the model computes and the device tier lives: ", backend_names(), " (overrides device)"), true, default_device()},
+          {"device", cat("where the model computes and the device tier lives: ", backend_names(), " (overrides device); a GPU per rank, the rank's "
+                         "local rank on its host (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID), or ZERO_CUDA_DEVICE=K"), true, default_device()},
           {"device-memory", "device tier capacity per rank, e.g. 16GiB (overrides device_memory)", true, ""},
           {"host-memory", "host memory of one node, shared by the ranks on it, e.g. 512GiB (overrides host_memory)", true, ""},
           {"trace", "write a Chrome trace (compute, communication, copies, CPU optimizer per rank) to this file", true, ""},
@@ -237,6 +239,13 @@ std::uint64_t metrics_kept_bytes(const std::string& text, std::int64_t next) {
   return kept;
 }
 
+// 16 hex digits: a 64-bit value as JSON text, which no JSON reader rounds to a double.
+std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 nlohmann::json metrics_json(const StepMetrics& m) {
   nlohmann::json ranks = nlohmann::json::array();
   for (std::size_t r = 0; r < m.ranks.size(); ++r) {
@@ -256,6 +265,7 @@ nlohmann::json metrics_json(const StepMetrics& m) {
   return {{"step", m.step}, {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm}, {"loss_scale", m.loss_scale},
           {"skipped", m.skipped}, {"skipped_steps", m.skipped_steps}, {"step_seconds", m.step_seconds},
           {"tokens_per_second", m.tokens_per_second}, {"val_loss", m.val_loss >= 0 ? nlohmann::json(m.val_loss) : nlohmann::json()},
+          {"batch_digest", hex64(m.batch_digest)},
           {"ranks", ranks}};
 }
 
@@ -400,8 +410,11 @@ int train_rank(const Flags& flags, Communicator& comm, Ledger& ledger) {
   std::optional<OutputLog> metrics;
   std::optional<StepMetrics> last_line;  // the last step's --metrics line, until the final validation loss
   std::optional<OutputFile> trace;
+  const std::vector<RankPlace> places = gather_places(comm);  // every rank: a collective
   if (comm.rank() == 0) {
     print_header(c, comm);
+    std::printf("%s", describe_layout(places, comm.backend()).c_str());
+    for (const std::string& w : layout_warnings(places)) std::printf("%s\n", w.c_str());
     for (const std::string& s : o.config_overrides) std::printf("config: %s\n", s.c_str());
     std::fflush(stdout);  // in the log now, not at the first step (the start-up can take minutes)
     if (!flags.get("metrics").empty()) {

@@ -41,29 +41,39 @@ Opened open_checkpoint(const std::string& path) {
   return o;
 }
 
-// The tokenizer to read and print text with: the one the checkpoint records (bytes if none), found
-// where it was at training or where --tokenizer says it is now. Its files must be the ones the
-// checkpoint was trained with, by SHA-256 (else the text would silently be other tokens), and its
-// vocabulary must fit the model's.
+// The tokenizer to read and print text with (open_checkpoint_tokenizer).
 std::unique_ptr<data::Tokenizer> open_model_tokenizer(const Flags& flags, const Opened& ck) {
-  const nlohmann::json recorded = ck.manifest.info.value("/data/tokenizer"_json_pointer, nlohmann::json());
-  const std::string spec = flags.has("tokenizer") ? flags.get("tokenizer") : recorded.is_null() ? "" : recorded.value("spec", std::string());
-  std::unique_ptr<data::Tokenizer> tokenizer = data::open_tokenizer(spec);
-  check_same_tokenizer(recorded, tokenizer_record(spec, *tokenizer), ck.dir + "/manifest.json",
-                       flags.has("tokenizer") ? "give --tokenizer the files the checkpoint was trained with"
-                                              : "its files changed since; give --tokenizer the files it was trained with");
-  if (tokenizer->vocab_size() > static_cast<std::size_t>(ck.model.vocab_size())) {
-    throw ConfigError(cat("[cli] the tokenizer ", tokenizer->describe(), " has ", tokenizer->vocab_size(), " tokens but the checkpoint's GPT has a "
-                          "vocabulary of ", ck.model.vocab_size(), ": give --tokenizer the tokenizer the checkpoint was trained with"));
+  return open_checkpoint_tokenizer(ck.manifest, ck.dir + "/manifest.json", flags.has("tokenizer") ? std::optional(flags.get("tokenizer")) : std::nullopt,
+                                   ck.model.vocab_size());
+}
+
+}  // namespace
+
+std::unique_ptr<data::Tokenizer> open_checkpoint_tokenizer(const checkpoint::Manifest& manifest, const std::string& manifest_path,
+                                                           const std::optional<std::string>& moved_to, int model_vocab) {
+  const nlohmann::json recorded = manifest.info.value("/data/tokenizer"_json_pointer, nlohmann::json());
+  const std::string spec = moved_to ? *moved_to : recorded.is_null() ? "" : recorded.value("spec", std::string());
+  std::unique_ptr<data::Tokenizer> tokenizer;
+  try {
+    tokenizer = data::open_tokenizer(spec);
+  } catch (const Error& e) {
+    if (moved_to) throw;
+    throw CheckpointError(cat("[checkpoint] ", manifest_path, " records the tokenizer ", spec, ", which cannot be read now (", e.what(),
+                              "): give --tokenizer the files the checkpoint was trained with"));
+  }
+  check_same_tokenizer(recorded, tokenizer_record(spec, *tokenizer), manifest_path,
+                       moved_to ? "give --tokenizer the files the checkpoint was trained with"
+                                : "its files changed since; give --tokenizer the files it was trained with");
+  if (tokenizer->vocab_size() > static_cast<std::size_t>(model_vocab)) {
+    throw ConfigError(cat("[cli] the tokenizer ", tokenizer->describe(), " has ", tokenizer->vocab_size(), " tokens but the checkpoint's model has a "
+                          "vocabulary of ", model_vocab, ": give --tokenizer the tokenizer the checkpoint was trained with"));
   }
   return tokenizer;
 }
 
-const char* kTokenizerHelp = "where the checkpoint's tokenizer is now, if it moved (its files must have the SHA-256 recorded at "
+const char* const kTokenizerHelp = "where the checkpoint's tokenizer is now, if it moved (its files must have the SHA-256 recorded at "
                              "training): bytes, a GPT-2 vocab.json / encoder.json, a SentencePiece tokenizer.model, or a directory "
                              "holding one";
-
-}  // namespace
 
 std::vector<FlagSpec> generate_flags() {
   return {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},

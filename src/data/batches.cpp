@@ -160,4 +160,23 @@ void ValidationWindows::fill_padded(int first_window, int count, int rows, std::
   }
 }
 
+std::uint64_t batch_digest(int first, int count, int seq_len, const std::int32_t* inputs, const std::int32_t* targets) {
+  std::uint64_t sum = 0;
+  for (int j = 0; j < count; ++j) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the index and the tokens, then a finalizer
+    auto mix = [&h](std::uint64_t v) {
+      for (int b = 0; b < 8; ++b) h = (h ^ ((v >> (8 * b)) & 0xff)) * 0x100000001b3ULL;
+    };
+    mix(static_cast<std::uint64_t>(first + j));
+    const std::int32_t* row = inputs + static_cast<std::ptrdiff_t>(j) * seq_len;
+    for (int t = 0; t < seq_len; ++t) mix(static_cast<std::uint32_t>(row[t]));
+    mix(static_cast<std::uint32_t>(targets[static_cast<std::ptrdiff_t>(j) * seq_len + seq_len - 1]));
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    sum += h;
+  }
+  return sum;
+}
+
 }  // namespace zero::data

@@ -48,6 +48,14 @@ SequenceRange batch_slice(int global_batch, int world_size, int rank);
 // Micro-batch `micro_step` of `accumulation_steps` within that rank's slice, split the same way.
 SequenceRange micro_batch_slice(int global_batch, int world_size, int rank, int accumulation_steps, int micro_step);
 
+// A fingerprint of which tokens sequences [first, first + count) of a global batch hold:
+// the sum (mod 2^64) over the sequences of a 64-bit hash of (the sequence's index in the global
+// batch, its T inputs, its last target). A sum, so the ranks' and micro-batches' parts add up to
+// the whole global batch's, however it was sliced: two runs read the same tokens at the same
+// places of a step exactly when their step's sums agree (up to hash collisions). `inputs` and
+// `targets` are (count, T) as TokenBatches::fill writes them.
+std::uint64_t batch_digest(int first, int count, int seq_len, const std::int32_t* inputs, const std::int32_t* targets);
+
 class TokenBatches {
  public:
   // `tokens` (usually the train split) must outlive this object and hold >= seq_len + 1 tokens.

@@ -15,6 +15,17 @@ std::string Gpt2Bpe::describe() const {
   return cat("GPT-2 BPE (", vocab_size(), " tokens) from ", vocab_path_, " + ", merges_path_);
 }
 
+// OpenAI's encoder.json is the JSON object transformers' GPT2Tokenizer reads as vocab.json, and
+// vocab.bpe (a "#version" line, then a merge a line) its merges.txt: the files are copied as they are.
+HfTokenizer Gpt2Bpe::hugging_face() const {
+  HfTokenizer hf;
+  hf.tokenizer_class = "GPT2Tokenizer";
+  hf.names = {"vocab.json", "merges.txt"};
+  if (vocab_.end_of_text) hf.bos = hf.eos = hf.unk = HfTokenizer::Special{*vocab_.end_of_text, "<|endoftext|>"};
+  hf.options_json = R"({"add_prefix_space": false, "add_bos_token": false})";  // as zero encodes: no space or token put first
+  return hf;
+}
+
 std::vector<TokenId> Gpt2Bpe::merge_word(std::string_view word) const {
   std::vector<TokenId> parts(word.size());  // (word bytes) the word's tokens, merged in place
   for (std::size_t i = 0; i < word.size(); ++i) parts[i] = vocab_.byte_ids[static_cast<unsigned char>(word[i])];

@@ -28,6 +28,7 @@ class Gpt2Bpe final : public Tokenizer {
   std::optional<TokenId> end_of_text() const override { return vocab_.end_of_text; }
   std::string describe() const override;
   std::vector<std::string> files() const override { return {vocab_path_, merges_path_}; }
+  HfTokenizer hugging_face() const override;
 
   // The BPE of one word (its bytes), without the regex: the merge rule alone, for tests.
   std::vector<TokenId> merge_word(std::string_view word) const;

@@ -48,6 +48,23 @@ std::optional<TokenId> SentencePieceTokenizer::end_of_text() const {
   return eos >= 0 ? std::optional<TokenId>(static_cast<TokenId>(eos)) : std::nullopt;
 }
 
+// zero encodes text as libsentencepiece does, adding no <s> or </s>: LlamaTokenizer is told to add
+// none either (its default adds <s>), and `legacy` keeps its tokenize() libsentencepiece's own, so
+// that it gives the ids the model was trained on.
+HfTokenizer SentencePieceTokenizer::hugging_face() const {
+  HfTokenizer hf;
+  hf.tokenizer_class = "LlamaTokenizer";
+  hf.names = {"tokenizer.model"};
+  const auto special = [&](int id) {
+    return id < 0 ? std::nullopt : std::optional(HfTokenizer::Special{static_cast<TokenId>(id), processor_->IdToPiece(id)});
+  };
+  hf.bos = special(processor_->bos_id());
+  hf.eos = special(processor_->eos_id());
+  hf.unk = special(processor_->unk_id());
+  hf.options_json = R"({"add_bos_token": false, "add_eos_token": false, "legacy": true, "sp_model_kwargs": {}})";
+  return hf;
+}
+
 std::string SentencePieceTokenizer::describe() const {
   return cat("SentencePiece (", vocab_size(), " tokens) from ", model_path_);
 }

@@ -28,6 +28,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::optional<TokenId> end_of_text() const override;  // the model's </s>, if it has one
   std::string describe() const override;
   std::vector<std::string> files() const override { return {model_path_}; }
+  HfTokenizer hugging_face() const override;
 
  private:
   std::string model_path_;

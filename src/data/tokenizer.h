@@ -23,6 +23,20 @@ namespace zero::data {
 
 using TokenId = std::uint32_t;
 
+// A tokenizer as a Hugging Face model directory holds it (zero ckpt export writes one): the slow
+// tokenizer class of transformers' that reads the same files, the name that class reads each of
+// files() under, and the special tokens it names in tokenizer_config.json.
+struct HfTokenizer {
+  struct Special {
+    TokenId id;
+    std::string text;  // "<|endoftext|>", "</s>"
+  };
+  std::string tokenizer_class;     // "GPT2Tokenizer", "LlamaTokenizer"; empty: transformers has none (bytes)
+  std::vector<std::string> names;  // (files().size()) e.g. "vocab.json", "merges.txt"
+  std::optional<Special> bos, eos, unk;
+  std::string options_json = "{}";  // the class's own tokenizer_config.json fields, a JSON object
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -37,6 +51,7 @@ class Tokenizer {
   virtual std::string describe() const = 0;
   // The files it was read from (none for the byte tokenizer), to record in checkpoints.
   virtual std::vector<std::string> files() const = 0;
+  virtual HfTokenizer hugging_face() const = 0;
 };
 
 // The tokenizer a spec names: "bytes" or "" (the byte tokenizer); a SentencePiece *.model; a GPT-2 vocabulary
@@ -64,6 +79,7 @@ class ByteTokenizer final : public Tokenizer {
   std::optional<TokenId> end_of_text() const override { return std::nullopt; }
   std::string describe() const override { return "bytes (256 tokens)"; }
   std::vector<std::string> files() const override { return {}; }
+  HfTokenizer hugging_face() const override { return {}; }
 };
 
 // Length of the well-formed UTF-8 sequence at bytes[at] (1-4), or 0 when the bytes there do not

@@ -228,9 +228,14 @@ void check_same_tokenizer(const nlohmann::json& then, const nlohmann::json& now,
   const bool then_bytes = then.is_null() || then.value("files", nlohmann::json::array()).empty();
   const bool now_bytes = now.is_null() || now.value("files", nlohmann::json::array()).empty();
   if (then_bytes && now_bytes) return;
-  if (then_bytes != now_bytes || tokenizer_digests(then) != tokenizer_digests(now)) {
+  const std::vector<std::string> a = tokenizer_digests(then), b = tokenizer_digests(now);
+  if (then_bytes != now_bytes || a != b) {
+    std::string changed;  // the first file that differs, named, when the two have the same files
+    for (std::size_t i = 0; a.size() == b.size() && changed.empty() && i < a.size(); ++i) {
+      if (a[i] != b[i]) changed = cat("; its file ", now["files"][i].value("path", std::string("?")), " is not the one trained with");
+    }
     throw CheckpointError(cat("[checkpoint] ", path, " was trained with the tokenizer ", tokenizer_words(then),
-                              " but this run tokenizes with ", tokenizer_words(now), ": ", what_to_do));
+                              " but this run tokenizes with ", tokenizer_words(now), changed, ": ", what_to_do));
   }
 }
 

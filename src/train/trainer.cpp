@@ -406,6 +406,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   for (std::int64_t step = first_step; step < c.train_steps && !stopped_early; ++step) {
     const auto t0 = Clock::now();
     double loss_sum = 0;
+    std::uint64_t digest = 0;  // of the sequences this rank reads this step
     // Before the backward (offload may start Adam there). As DeepSpeed, the schedule advances only
     // on applied steps: an fp16 step skipped on overflow does not count.
     engine.set_learning_rate(c.scheduler.lr_at(engine.steps_done() - engine.skipped_steps(), c.engine.adam.lr));
@@ -414,6 +415,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
       const auto read_from = Clock::now();
       batches.fill(step, r.first, r.count, in.data(), tgt.data());
       reading += std::chrono::duration<double>(Clock::now() - read_from).count();
+      digest += data::batch_digest(r.first, r.count, T, in.data(), tgt.data());
       gpt.set_batch(in.data(), tgt.data());
       loss_sum += engine.forward_backward(m + 1 == A);
     }
@@ -427,13 +429,14 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     m.loss_scale = report.loss_scale;
     m.skipped = report.skipped;
     m.skipped_steps = engine.skipped_steps();
-    const RankFigures mine = figures(ledger, engine.last_step_traffic(), static_cast<float>(loss_sum / A));
+    RankFigures mine = figures(ledger, engine.last_step_traffic(), static_cast<float>(loss_sum / A));
+    mine.batch_digest = digest;
     m.ranks.resize(comm.size());
     comm.all_gather_bytes(&mine, sizeof mine, m.ranks.data());
     const StepEnd end = step_end(comm, seconds, o.stop_requested ? o.stop_requested() : 0);
     m.step_seconds = end.seconds;
     double loss = 0;
-    for (const RankFigures& f : m.ranks) loss += f.loss;
+    for (const RankFigures& f : m.ranks) loss += f.loss, m.batch_digest += f.batch_digest;
     m.loss = static_cast<float>(loss / comm.size());
     // The same on every rank (the loss is the mean over ranks, the norm the global one): every
     // rank stops here, before the step is saved. A non-finite gradient norm on an applied step

@@ -27,6 +27,7 @@ struct RankFigures {
   std::uint64_t sent[kNumCollectives];      // in the last optimizer step
   std::uint64_t received[kNumCollectives];  // in the last optimizer step
   float loss;                               // this rank's mean loss over its micro-batches
+  std::uint64_t batch_digest;               // data::batch_digest of the sequences this rank read this step
 };
 
 struct StepMetrics {
@@ -40,6 +41,7 @@ struct StepMetrics {
   double step_seconds = 0.0;   // max over ranks
   double tokens_per_second = 0.0;
   float val_loss = -1.0f;      // the validation loss after this step, where --eval-every ran it; -1 elsewhere
+  std::uint64_t batch_digest = 0;  // data::batch_digest of the step's whole global batch (the ranks' sum)
   std::vector<RankFigures> ranks;  // (world size) on rank 0; empty elsewhere
 };
 

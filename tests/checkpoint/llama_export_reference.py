@@ -1,26 +1,27 @@
 #!/usr/bin/python3
-"""llama_export_reference.py FILE MANIFEST DATA EVAL_JSON: reads the safetensors FILE that
-`zero ckpt export` wrote of a LLaMA checkpoint (the header by json, the tensors by
-numpy.frombuffer; no torch), checks that it holds exactly LlamaForCausalLM's tensor names and
+"""llama_export_reference.py PATH MANIFEST DATA EVAL_JSON: reads the safetensors file or the
+Hugging Face directory (its shards, by its index) that `zero ckpt export` wrote of a LLaMA
+checkpoint (safetensors_read.py: the header by json, the tensors by numpy.frombuffer; no
+torch), checks that it holds exactly LlamaForCausalLM's tensor names and
 shapes for the manifest's model, and computes with the NumPy reference (tests/model/
 llama_reference.py, float64) the loss on DATA's bytes in consecutive windows of
 max_position_embeddings tokens; it must equal `zero eval`'s loss (EVAL_JSON) within 1e-5
 relative. Exits 1 on a failure."""
 import json
 import os
-import struct
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model"))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "model"))
+sys.path.insert(0, here)
 import llama_reference  # noqa: E402
+import safetensors_read  # noqa: E402
 
 path, manifest, data, eval_json = sys.argv[1:5]
-blob = open(path, "rb").read()
-(n,) = struct.unpack_from("<Q", blob, 0)
-header = json.loads(blob[8:8 + n])
-header.pop("__metadata__", None)
+weights = safetensors_read.read_weights(path)
+header = {k: entry for k, (entry, _) in weights.items()}
 s = json.load(open(manifest))["info"]["model"]
 C, F, V, L = s["hidden_size"], s["intermediate_size"], s["vocab_size"], s["num_hidden_layers"]
 KV = s["num_key_value_heads"] * C // s["num_attention_heads"]
@@ -38,10 +39,9 @@ if got != want:
     print("FAIL: tensors differ from LlamaForCausalLM's:", sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k)))
     sys.exit(1)
 p = {}
-for k, v in header.items():
-    assert v["dtype"] == "F32", v
-    b, e = v["data_offsets"]
-    p[k] = np.frombuffer(blob, dtype="<f4", count=(e - b) // 4, offset=8 + n + b).astype(np.float64).reshape(v["shape"])
+for k, (entry, x) in weights.items():
+    assert entry["dtype"] == "F32", entry
+    p[k] = x
 T = s["max_position_embeddings"]
 tokens = np.frombuffer(open(data, "rb").read(), dtype=np.uint8).astype(np.int64)
 W = (len(tokens) - 1) // T

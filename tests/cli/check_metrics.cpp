@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       return fail("line " + std::to_string(n) + " is not JSON: " + e.what());
     }
-    for (const char* key : {"step", "loss", "lr", "grad_norm", "step_seconds", "tokens_per_second", "ranks"})
+    for (const char* key : {"step", "loss", "lr", "grad_norm", "step_seconds", "tokens_per_second", "batch_digest", "ranks"})
       if (!j.contains(key)) return fail("line " + std::to_string(n) + " lacks '" + key + "'");
     if (j["step"] != n) return fail("line " + std::to_string(n) + " is step " + j["step"].dump());
     if (j["ranks"].size() != static_cast<std::size_t>(ranks)) return fail("line " + std::to_string(n) + " has " + std::to_string(j["ranks"].size()) + " ranks");

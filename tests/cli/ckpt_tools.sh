@@ -23,12 +23,16 @@ for dtype in fp32 bf16; do
   python3 "$checker" "$step" "$dir/model_$dtype.safetensors" $dtype $mixed || { echo "FAIL: $dtype file"; exit 1; }
 done
 # --out as a file name alone (in the current directory), and --out paths that would destroy
-# something: refused with the one line of the output writer, every file as it was.
+# something (a name not ending in .safetensors is a directory --out): refused with one line,
+# every file as it was.
 (cd "$dir" && "$zero" ckpt export ck --out relative.safetensors >"$dir/export_relative.txt" 2>&1) &&
   python3 "$checker" "$step" "$dir/relative.safetensors" fp32 $mixed || { echo "FAIL: export to a relative name"; cat "$dir/export_relative.txt"; exit 1; }
+ln "$step/rank-00002-of-00003.bin" "$dir/rank_link.safetensors"  # another name of a rank file
 before=$(cd "$dir/ck" && sha256sum latest step-*/*)
-for bad in "$dir:is a directory" "$step/manifest.json:is the same file as the checkpoint's manifest" \
-           "$step/rank-00002-of-00003.bin:is the same file as a rank file of the checkpoint" "/dev/null:is a character device" \
+for bad in "$dir:is a directory that is not empty" "$step/manifest.json:is inside the checkpoint directory $step" \
+           "$step/rank-00002-of-00003.bin:is inside the checkpoint directory $step" "/dev/null:exists and is not a directory" \
+           "$dir/train.txt:exists and is not a directory" \
+           "$dir/rank_link.safetensors:is the same file as a rank file of the checkpoint" \
            "$dir/ck/latest:is inside the checkpoint directory $dir/ck" "$dir/ck/model.safetensors:is inside the checkpoint directory $dir/ck" \
            "$step/model.safetensors:is inside the checkpoint directory $step"; do
   out=$("$zero" ckpt export "$dir/ck" --out "${bad%%:*}" 2>&1) && { echo "FAIL: export to ${bad%%:*} succeeded"; exit 1; }

@@ -99,4 +99,8 @@ finish "$id"
 grep -q "^resumed from .*at step $k" "$dir/resumed.out" || fail "the third job did not resume at step $k"
 [ -n "$(sha "$dir/resumed.out")" ] && [ "$(sha "$dir/resumed.out")" = "$(sha "$dir/straight.out")" ] || fail "the resumed job's weights differ from a straight $((k + 3))-step run"
 grep -q "ZeRO stage 2, 2 ranks (mpi)" "$dir/long.out" || fail "the srun job was not 2 MPI ranks"
+# The ranks found their layout through PMIx as under mpirun: one host, both ranks on it.
+for f in plain long; do
+  grep -qE "^layout: 2 ranks \(mpi\) on 1 host, 2 ranks per host, [0-9]+ OpenMP threads? per rank" "$dir/$f.out" || fail "the $f job's layout line is wrong: $(grep -E '^(layout|  host)' "$dir/$f.out")"
+done
 echo "srun --mpi=pmix job, scancel --signal=TERM after step 3: stopped after step $k with a checkpoint; resumed to step $((k + 3)) = the straight run: $(sha "$dir/resumed.out")"

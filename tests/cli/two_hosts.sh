@@ -45,6 +45,7 @@ ip netns exec "$a" env OMPI_MCA_plm_rsh_agent="$here/netns_rsh.sh" \
 sha() { grep -oiE 'sha-?256[^0-9a-f]*[0-9a-f]{64}' "$1" | grep -oE '[0-9a-f]{64}' | tail -1; }
 one=$(sha "$work/one.txt") two=$(sha "$work/two.txt")
 grep -q "Data for node: 10.201.0.2" "$work/two.txt" || { echo "FAIL: no rank was placed on the second host"; cat "$work/two.txt"; exit 1; }
+grep -q "^layout: 2 ranks (mpi) on 2 hosts, 1 rank per host" "$work/two.txt" || { echo "FAIL: the ranks did not find themselves on 2 hosts"; cat "$work/two.txt"; exit 1; }
 [ -n "$one" ] || { echo "FAIL: no weights SHA-256 in the one-host output"; cat "$work/one.txt"; exit 1; }
 if [ "$one" != "$two" ]; then
   echo "FAIL: the weights differ: one host $one, two hosts ${two:-(none)}"; cat "$work/two.txt"; exit 1

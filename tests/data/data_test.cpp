@@ -358,6 +358,45 @@ TEST(Batches, GlobalBatchIsTheSameForEveryWorldSize) {
   }
 }
 
+// The digest of a global batch is the sum of its slices' digests however it is cut (ranks and
+// micro-batches), and tells apart another step, one token changed, and two sequences swapped.
+TEST(Batches, DigestAddsUpOverSlicesAndSeesChanges) {
+  const TokenData data = byte_data(5000);
+  const TokenBatches batches(data.tokens, 16, 1234);
+  constexpr int kBatch = 12, kT = 16;
+  std::vector<std::int32_t> in(kBatch * kT), tg(kBatch * kT);
+  batches.fill(3, 0, kBatch, in.data(), tg.data());
+  const std::uint64_t whole = batch_digest(0, kBatch, kT, in.data(), tg.data());
+  for (int n : {1, 2, 3, 4, 6, 12}) {
+    for (int a : {1, 2}) {
+      if (kBatch % (n * a) != 0) continue;
+      std::uint64_t sum = 0;
+      for (int r = 0; r < n; ++r) {
+        for (int m = 0; m < a; ++m) {
+          const SequenceRange s = micro_batch_slice(kBatch, n, r, a, m);
+          std::vector<std::int32_t> sin(s.count * kT), stg(s.count * kT);
+          batches.fill(3, s.first, s.count, sin.data(), stg.data());
+          sum += batch_digest(s.first, s.count, kT, sin.data(), stg.data());
+        }
+      }
+      EXPECT_EQ(sum, whole) << n << " ranks, " << a << " micro-batches";
+    }
+  }
+  std::vector<std::int32_t> in4(kBatch * kT), tg4(kBatch * kT);
+  batches.fill(4, 0, kBatch, in4.data(), tg4.data());
+  EXPECT_NE(batch_digest(0, kBatch, kT, in4.data(), tg4.data()), whole);
+  std::vector<std::int32_t> changed = in;
+  changed[5 * kT + 3] ^= 1;
+  EXPECT_NE(batch_digest(0, kBatch, kT, changed.data(), tg.data()), whole);
+  std::vector<std::int32_t> last = tg;
+  last[2 * kT + kT - 1] ^= 1;  // the last target: the one token of a sequence not among its inputs
+  EXPECT_NE(batch_digest(0, kBatch, kT, in.data(), last.data()), whole);
+  std::vector<std::int32_t> swapped = in, swapped_tg = tg;
+  std::swap_ranges(swapped.begin(), swapped.begin() + kT, swapped.begin() + kT);
+  std::swap_ranges(swapped_tg.begin(), swapped_tg.begin() + kT, swapped_tg.begin() + kT);
+  EXPECT_NE(batch_digest(0, kBatch, kT, swapped.data(), swapped_tg.data()), whole);
+}
+
 TEST(Batches, TargetsAreInputsShiftedByOne) {
   const TokenData data = byte_data(3000);
   const TokenBatches batches(data.tokens, 8, 7);

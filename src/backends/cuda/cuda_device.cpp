@@ -54,8 +54,14 @@ int cuda_device_ordinal() {
     }
     return ordinal;
   }
-  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  return local ? std::atoi(local) % count : 0;
+  // A GPU per rank, chosen by the rank's index among its host's ranks as the launcher numbers them
+  // (the device exists before the communicator): Open MPI's variable, Slurm's, MPICH's. More ranks
+  // on a host than GPUs share them round-robin (--comm mpi stages through host memory); the nccl
+  // transport refuses that (nccl_comm.cpp), as NCCL cannot run two ranks on one GPU.
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"}) {
+    if (const char* local = std::getenv(var)) return std::atoi(local) % count;
+  }
+  return 0;
 }
 
 namespace {

@@ -79,6 +79,26 @@ ncclDataType_t nccl_type(Dtype d) {
   return ncclUint8;
 }
 
+// NCCL cannot put two ranks on one GPU (ncclCommInitRank fails with "Duplicate GPU detected"
+// after every rank has waited in it): each rank checks first, from every rank's (node, GPU), and
+// all of them stop with the same message naming the ranks and the GPU.
+void check_one_gpu_per_rank(Communicator& mpi, int ordinal) {
+  const std::int32_t mine[2] = {mpi.node(), ordinal};
+  std::vector<std::int32_t> all(2 * static_cast<std::size_t>(mpi.size()));
+  mpi.all_gather_bytes(mine, sizeof mine, all.data());
+  int count = 0;
+  cuda_check(cudaGetDeviceCount(&count), "counting GPUs");
+  for (int a = 0; a < mpi.size(); ++a) {
+    for (int b = a + 1; b < mpi.size(); ++b) {
+      if (all[2 * a] == all[2 * b] && all[2 * a + 1] == all[2 * b + 1]) {
+        throw ConfigError(cat("[comm] ranks ", a, " and ", b, " run on the same host and would both use its GPU ", all[2 * a + 1], " (of ", count,
+                              "): the nccl backend needs a GPU per rank; start at most ", count, " ranks per host (mpirun --map-by ppr:",
+                              count, ":node, srun --ntasks-per-node=", count, "), set ZERO_CUDA_DEVICE per rank, or use --comm mpi to share GPUs"));
+      }
+    }
+  }
+}
+
 class NcclTransport final : public Transport {
  public:
   static std::unique_ptr<Transport> create(CommOptions options) {
@@ -88,6 +108,7 @@ class NcclTransport final : public Transport {
     }
     const int ordinal = cuda_device_ordinal();
     auto mpi = std::make_unique<Communicator>(make_mpi_transport(), options);
+    check_one_gpu_per_rank(*mpi, ordinal);
     cuda_check(cudaSetDevice(ordinal), "selecting the GPU for nccl");
     ncclUniqueId id{};
     if (mpi->rank() == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");

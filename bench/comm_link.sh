@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# zero's all-reduce bandwidth (zero bench comm) beside MPI_Allreduce's own loop
+# (bench/allreduce_reference.cpp, the OSU-style loop with nothing of zero's in between), on the same
+# link in the same run, alternated ROUNDS times: 2 ranks on one host (Open MPI's shared memory), and
+# 2 "hosts" (network namespaces joined by a veth pair, TCP only, as tests/cli/two_hosts.sh makes
+# them; add RATE=1gbit to throttle the link with tc). Prints each size's median over the rounds and
+# zero's ratio to the reference. Needs root and iproute2 for the two-host part. MPI_ARGS adds mpirun
+# options to every launch, e.g. UCX instead of Open MPI's ob1:
+#   MPI_ARGS='--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any' bash bench/comm_link.sh
+#   bash bench/comm_link.sh [BUILD_DIR] [ROUNDS]
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+rounds=${2:-3}
+here=$(cd "$(dirname "$0")/.." && pwd)
+zero=$build/zero ref=$build/tests/allreduce_reference
+[ -x "$ref" ] || { echo "build the reference first: cmake --build $build --target allreduce_reference zero_cli"; exit 2; }
+sizes=(65536 1048576 4194304 16777216 67108864)
+csv=$(IFS=,; echo "${sizes[*]}")
+work=$(mktemp -d)
+a=zerocl_a_$$ b=zerocl_b_$$
+cleanup() { ip netns del "$a" 2>/dev/null || true; ip netns del "$b" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
+
+read -r -a extra <<<"${MPI_ARGS:-}"
+one_host() { mpirun --allow-run-as-root -np 2 "${extra[@]}" "$@"; }
+two_hosts() {
+  ip netns exec "$a" env OMPI_MCA_plm_rsh_agent="$here/tests/cli/netns_rsh.sh" ZERO_NETNS_HOSTS="10.201.0.1=$a 10.201.0.2=$b" \
+    mpirun --allow-run-as-root --host 10.201.0.1:1,10.201.0.2:1 -np 2 "${extra[@]}" --mca btl tcp,self \
+    --mca btl_tcp_if_include 10.201.0.0/24 --mca oob_tcp_if_include 10.201.0.0/24 -x OMP_NUM_THREADS "$@"
+}
+
+# run LAUNCHER: ROUNDS alternations of zero and the reference; rows "bytes mode GB/s" into $work/rows
+measure() {
+  local launcher=$1; : >"$work/rows"
+  for r in $(seq "$rounds"); do
+    $launcher "$zero" bench comm --comm mpi --sizes "$csv" --iters 10 | awk '$1 ~ /^[0-9]+$/ {print $1, $2, $5}' >>"$work/rows"
+    $launcher "$ref" 10 "${sizes[@]}" | awk '{print $1, $2, $5}' >>"$work/rows"
+  done
+  python3 - "$work/rows" <<'PY'
+import collections, statistics, sys
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    b, mode, bw = line.split(); rows[(int(b), mode)].append(float(bw))
+print(f"{'bytes':>10} {'MPI_Allreduce':>14} {'deterministic':>14} {'ratio':>6} {'fast':>8} {'ratio':>6}   (busbw GB/s, median of rounds)")
+for b in sorted({k[0] for k in rows}):
+    ref = statistics.median(rows[(b, 'MPI_Allreduce')]); det = statistics.median(rows[(b, 'deterministic')]); fast = statistics.median(rows[(b, 'fast')])
+    print(f"{b:>10} {ref:>14.3f} {det:>14.3f} {det / ref:>6.2f} {fast:>8.3f} {fast / ref:>6.2f}")
+PY
+}
+
+echo "== one host, 2 ranks (shared memory), $rounds rounds"
+measure one_host
+if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && ip netns add "$a" 2>/dev/null; then
+  ip netns add "$b"
+  ip link add "c$$a" netns "$a" type veth peer name "c$$b" netns "$b"
+  ip -n "$a" addr add 10.201.0.1/24 dev "c$$a"; ip -n "$b" addr add 10.201.0.2/24 dev "c$$b"
+  for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
+  ip -n "$a" link set "c$$a" up; ip -n "$b" link set "c$$b" up
+  if [ -n "${RATE:-}" ]; then
+    for ns in "$a" "$b"; do ip netns exec "$ns" tc qdisc add dev "c$$([ "$ns" = "$a" ] && echo a || echo b)" root tbf rate "$RATE" burst 256kb latency 50ms; done
+  fi
+  echo "== two hosts (network namespaces, TCP over a veth pair${RATE:+, $RATE}), 1 rank each, $rounds rounds"
+  measure two_hosts
+else
+  echo "(two hosts skipped: needs root, iproute2 and network namespaces)"
+fi
