@@ -16,6 +16,7 @@
 #include "backends/gpt_kernel_table.h"
 #include "backends/llama_kernel_table.h"
 #include "comm/communicator.h"
+#include "zero/comm_factory.h"
 #include "device/device.h"
 
 namespace zero {
@@ -50,9 +51,6 @@ std::unique_ptr<Device> make_device(const std::string& name, Ledger& ledger);
 
 // The backend whose device communicator is called `comm`, or nullptr (zero's own: self, threads, mpi).
 const Backend* backend_of_communicator(const std::string& comm);
-// The names of the backends' device communicators: "nccl" (for --comm's help and errors).
-std::string device_communicator_names();
-// A communicator by name: a backend's device communicator, else comm's make_communicator.
-std::unique_ptr<Communicator> make_named_communicator(const std::string& name, CommOptions options = {});
+// make_named_communicator and device_communicator_names: the public zero/comm_factory.h.
 
 }  // namespace zero

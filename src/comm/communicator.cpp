@@ -7,6 +7,7 @@
 
 #include "comm/segmented.h"
 #include "common/error.h"
+#include "common/task_queue.h"
 #include "common/trace.h"
 #include "memory/ledger.h"
 

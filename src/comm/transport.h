@@ -24,7 +24,7 @@
 #include <memory>
 #include <string>
 
-#include "common/dtype.h"
+#include "zero/dtype.h"
 
 namespace zero {
 

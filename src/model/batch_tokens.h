@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "common/error.h"
+#include "zero/error.h"
 
 namespace zero {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/error.h"
+#include "zero/error.h"
 #include "model/batch_tokens.h"
 
 namespace zero {

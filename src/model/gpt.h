@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/module.h"
+#include "zero/module.h"
 #include "model/language_model.h"
-#include "memory/ledger.h"
+#include "zero/ledger.h"
 #include "model/gpt_activations.h"
-#include "backends/gpt_kernel_table.h"
+#include "zero/gpt_kernel_table.h"
 #include "model/gpt_shape.h"
 
 namespace zero {

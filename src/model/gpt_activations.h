@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "memory/ledger.h"
+#include "zero/ledger.h"
 #include "model/gpt_shape.h"
 
 namespace zero {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "engine/module.h"
+#include "zero/module.h"
 
 namespace zero {
 

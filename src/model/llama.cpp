@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/error.h"
+#include "zero/error.h"
 #include "model/batch_tokens.h"
 
 namespace zero {

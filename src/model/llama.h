@@ -16,11 +16,11 @@
 #include <memory>
 #include <vector>
 
-#include "backends/gpt_kernel_table.h"
-#include "backends/llama_kernel_table.h"
-#include "engine/module.h"
+#include "zero/gpt_kernel_table.h"
+#include "zero/llama_kernel_table.h"
+#include "zero/module.h"
 #include "model/language_model.h"
-#include "memory/ledger.h"
+#include "zero/ledger.h"
 #include "model/llama_activations.h"
 #include "model/llama_shape.h"
 

@@ -1,6 +1,6 @@
 #include "model/llama_activations.h"
 
-#include "common/error.h"
+#include "zero/error.h"
 
 namespace zero::llama {
 

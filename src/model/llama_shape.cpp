@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "common/error.h"
+#include "zero/error.h"
 
 namespace zero {
 

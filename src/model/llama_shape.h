@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "partition/spec.h"
+#include "zero/spec.h"
 
 namespace zero {
 

@@ -7,6 +7,8 @@ Each file's blocks run in order in a temporary directory of its own, with BUILD 
   ```sh       the block runs under `bash -euo pipefail`; it must exit 0.
   ```console  each `$ COMMAND` runs; every line shown after it must be a line of its output.
   ```json     a config: `zero train --config` on it, one step, must succeed.
+  ```cpp, ```cmake  an excerpt of a program under examples/: it must appear in one of its files
+              verbatim (the program itself is built and run by tests/library/).
 A block that cannot run here (it sets up a machine, or needs several hosts) carries the marker
 `<!-- doc-test: check only -->` on the line before its fence; it is checked instead: every
 `bash FILE` it names exists, and each flag it gives a `zero` command is one that command's --help
@@ -70,6 +72,17 @@ def check_only(body, repo, zero, helps):
     return problems
 
 
+def excerpt(body, repo):
+    for folder, _, names in os.walk(os.path.join(repo, "examples")):
+        for name in names:
+            try:
+                if body in open(os.path.join(folder, name), encoding="utf-8").read():
+                    return []
+            except (UnicodeDecodeError, OSError):
+                continue
+    return ["no file under examples/ holds this block verbatim: copy it from the program it shows"]
+
+
 def run(cmd, cwd, env, timeout=120):
     p = subprocess.run(["bash", "-euo", "pipefail", "-c", cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     return p.returncode, p.stdout + p.stderr
@@ -130,8 +143,10 @@ def main():
                     open(cfg, "w").write(body)
                     code, out = run(f"zero train --config {shlex.quote(cfg)} --steps 1 --sample 0 --eval-batches 1", tmp, env)
                     problems = [] if code == 0 else [f"zero train --config on it: exit {code}\n{out}"]
+                elif lang in ("cpp", "cmake"):
+                    problems = excerpt(body, repo)
                 else:
-                    problems = [f"a ```{lang} block: give it sh, console or json, or the marker {MARKER}"]
+                    problems = [f"a ```{lang} block: give it sh, console, json, cpp or cmake, or the marker {MARKER}"]
                 status = "FAIL" if problems else "ok"
                 print(f"{status} {rel}:{line} ({lang or 'no language'}{', check only' if marked else ''}, {time.time() - t0:.1f} s)")
                 for p in problems:

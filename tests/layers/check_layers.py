@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Checks the shape of zero's house against its build (issue 28, parts 1 and 2).
 
-1. Layers: every `#include "X/..."` in src/ names a layer that the including file's layer links
-   (directly or through the layers it links), as src/CMakeLists.txt declares them with
-   zero_layer(NAME BELOW ...) and writes them to <build>/layers.txt. The build runs this part
-   (--includes-only) before any layer compiles, so a back-edge include fails the build.
+1. Layers: every `#include "X/..."` in src/ and include/zero/ names a layer that the including
+   file's layer links (directly or through the layers it links), as src/CMakeLists.txt declares
+   them with zero_layer(NAME BELOW ... HEADERS ...) and writes them to <build>/layers.txt. A public
+   header (include/zero/X.h, included as "zero/X.h") belongs to the layer whose HEADERS name it;
+   one that no layer names is a problem. The files zero_api_only() names include only public
+   headers and each other. The build runs this part (--includes-only) before any layer compiles,
+   so a back-edge include fails the build.
 2. Docs: the table in docs/layers.md is the one these targets give (--write-docs rewrites it).
 3. Backends: no file outside src/backends/ names a backend (a quoted backend or device
    communicator name, as the backends' facts and registrations declare them).
@@ -16,20 +19,27 @@ import pathlib
 import re
 import sys
 
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"')
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/([^"]+)"')
 DOC_BEGIN = "<!-- layers: begin (generated from src/CMakeLists.txt by tests/layers/check_layers.py --write-docs) -->"
 DOC_END = "<!-- layers: end -->"
 
 
 def read_graph(path):
-    """{layer: [layers it links]} in the order of the file (bottom up)."""
-    graph = {}
+    """({layer: [layers it links]} in the order of the file (bottom up), {public header: layer},
+    {layer: [its API-only files]})."""
+    graph, public, api_only = {}, {}, {}
     for line in pathlib.Path(path).read_text().splitlines():
         if not line.strip() or line.startswith("#"):
             continue
-        name, _, below = line.partition(":")
-        graph[name.strip()] = below.split()
-    return graph
+        name, _, rest = line.partition(":")
+        kind, _, layer = name.strip().rpartition(" ")
+        if kind == "public":
+            public.update((h, layer) for h in rest.split())
+        elif kind == "api-only":
+            api_only.setdefault(layer, []).extend(rest.split())
+        else:
+            graph[layer] = rest.split()
+    return graph, public, api_only
 
 
 def reachable(graph, layer):
@@ -48,6 +58,17 @@ def sources(root):
             yield p
 
 
+def public_headers(root):
+    return sorted((root / "include" / "zero").glob("*.h"))
+
+
+def file_layer(rel, public):
+    """The layer of a file: its folder under src/, or for include/zero/X.h the layer naming X."""
+    if rel.startswith("include/zero/"):
+        return public.get(rel.split("/")[-1])
+    return rel.split("/")[1]
+
+
 def check_graph(graph):
     problems, seen = [], set()
     for layer, below in graph.items():
@@ -58,37 +79,66 @@ def check_graph(graph):
     return problems
 
 
-def check_includes(root, graph, pretend=()):
+def check_includes(root, graph, public, pretend=()):
     problems = []
-    files = [(p.relative_to(root / "src").as_posix(), p.read_text(errors="replace").splitlines()) for p in sources(root)]
+    paths = list(sources(root)) + public_headers(root)
+    files = [(p.relative_to(root).as_posix(), p.read_text(errors="replace").splitlines()) for p in paths]
     files += [(f, [f'#include "{inc}"']) for f, inc in pretend]
     for rel, lines in files:
-        layer = rel.split("/")[0]
+        layer = file_layer(rel, public)
+        if layer is None:
+            problems.append(f"{rel}: a public header no layer names: add it to HEADERS of its layer's zero_layer() in src/CMakeLists.txt")
+            continue
         if layer not in graph:
-            problems.append(f"src/{rel}: in folder {layer}/, which is no layer: add it with zero_layer() in src/CMakeLists.txt")
+            problems.append(f"{rel}: in folder {layer}/, which is no layer: add it with zero_layer() in src/CMakeLists.txt")
             continue
         allowed = reachable(graph, layer) | {layer}
         for n, line in enumerate(lines, 1):
             m = INCLUDE.match(line)
-            if m and m.group(1) in graph and m.group(1) not in allowed:
-                problems.append(f"src/{rel}:{n}: includes {m.group(1)}/, which layer {layer} does not link (it links "
-                                f"{', '.join(graph[layer]) or 'nothing'}): a back-edge; move the code down, or the include up")
+            if not m:
+                continue
+            target = public.get(m.group(2)) if m.group(1) == "zero" else m.group(1)
+            if m.group(1) == "zero" and target is None:
+                problems.append(f"{rel}:{n}: includes zero/{m.group(2)}, which no layer names as a public header (include/zero/)")
+            elif target in graph and target not in allowed:
+                problems.append(f"{rel}:{n}: includes {m.group(1)}/{m.group(2)} of layer {target}, which layer {layer} does not link "
+                                f"(it links {', '.join(graph[layer]) or 'nothing'}): a back-edge; move the code down, or the include up")
     return problems
 
 
-def doc_table(graph):
-    rows = ["| layer | links (the layers below it that it uses) |", "|---|---|"]
-    rows += [f"| {layer} | {', '.join(below) or '-'} |" for layer, below in graph.items()]
+def check_api_only(root, api_only, pretend=()):
+    """The API-only files include public headers ("zero/...") and each other only."""
+    problems = []
+    for layer, files in api_only.items():
+        for rel in files:
+            path = root / "src" / rel
+            if not path.is_file():
+                problems.append(f"src/{rel}: named by zero_api_only({layer} ...) in src/CMakeLists.txt, but there is no such file")
+                continue
+            lines = path.read_text(errors="replace").splitlines() + [f'#include "{inc}"' for f, inc in pretend if f == rel]
+            for n, line in enumerate(lines, 1):
+                m = INCLUDE.match(line)
+                if m and m.group(1) != "zero" and f"{m.group(1)}/{m.group(2)}" not in files:
+                    problems.append(f"src/{rel}:{n}: includes {m.group(1)}/{m.group(2)}, but this file is built on the public API "
+                                    f"alone (zero_api_only): include a public header (include/zero/), or make the API public")
+    return problems
+
+
+def doc_table(graph, public):
+    rows = ["| layer | links (the layers below it that it uses) | public headers (`include/zero/`) |", "|---|---|---|"]
+    for layer, below in graph.items():
+        headers = ", ".join(h for h, owner in public.items() if owner == layer)
+        rows.append(f"| {layer} | {', '.join(below) or '-'} | {headers or '-'} |")
     return "\n".join(rows)
 
 
-def check_docs(root, graph):
+def check_docs(root, graph, public):
     path = root / "docs" / "layers.md"
     text = path.read_text() if path.exists() else ""
     if DOC_BEGIN not in text or DOC_END not in text:
         return [f"docs/layers.md: no generated layer table: run tests/layers/check_layers.py --write-docs"]
     table = text.split(DOC_BEGIN, 1)[1].split(DOC_END, 1)[0].strip()
-    if table != doc_table(graph):
+    if table != doc_table(graph, public):
         return ["docs/layers.md: the layer table differs from src/CMakeLists.txt's layers: run tests/layers/check_layers.py --write-docs"]
     return []
 
@@ -104,16 +154,17 @@ def backend_names(root):
 # is no backend; and the counting communicator (comm's own transport for the planner) shares
 # its name with the counting device.
 OFFLOAD = re.compile(r'offload|OffloadDevice|"none"', re.IGNORECASE)
-ALLOWED = {("comm/counting_comm.cpp", "counting")}
+ALLOWED = {("src/comm/counting_comm.cpp", "counting")}
 
 
-def check_backend_names(root):
+def check_backend_names(root, public):
+    """No file outside src/backends/ and the backends layer's public headers names a backend."""
     problems, names = [], backend_names(root)
     if not {"cpu", "cuda", "nccl"} <= names:
         return [f"src/backends: found backend names {sorted(names)}; expected cpu, cuda and nccl among them"]
-    for p in sources(root):
-        rel = p.relative_to(root / "src").as_posix()
-        if rel.startswith("backends/"):
+    for p in list(sources(root)) + public_headers(root):
+        rel = p.relative_to(root).as_posix()
+        if file_layer(rel, public) == "backends":
             continue
         lines = p.read_text(errors="replace").splitlines()
         for n, line in enumerate(lines, 1):
@@ -122,7 +173,25 @@ def check_backend_names(root):
                     continue
                 if name == "cpu" and (OFFLOAD.search(line) or (n > 1 and OFFLOAD.search(lines[n - 2]))):
                     continue
-                problems.append(f'src/{rel}:{n}: names the backend "{name}" outside src/backends/: ask backends/registry.h or facts.h instead')
+                problems.append(f'{rel}:{n}: names the backend "{name}" outside src/backends/: ask backends/registry.h or facts.h instead')
+    return problems
+
+
+def self_test(root, graph, public, api_only):
+    """Deliberate back-edges (through a src/ path and through a public header) and an API-only
+    file reaching past the public API must be reported."""
+    problems = []
+    caught = check_includes(root, graph, public, pretend=[("src/device/back_edge.h", "engine/engine.h"),
+                                                           ("src/device/back_edge2.h", "zero/engine.h")])
+    for path, inc in (("src/device/back_edge.h", "engine/engine.h"), ("src/device/back_edge2.h", "zero/engine.h")):
+        if not any(p.startswith(f"{path}:1: includes {inc} of layer engine") for p in caught):
+            problems.append(f"self-test: an include of {inc} from device/ was not reported")
+    if "model/llama.cpp" in api_only.get("model", []):
+        caught = check_api_only(root, api_only, pretend=[("model/llama.cpp", "engine/stage.h")])
+        if not any("src/model/llama.cpp" in p and "engine/stage.h" in p for p in caught):
+            problems.append("self-test: an include of engine/stage.h from the API-only model/llama.cpp was not reported")
+    else:
+        problems.append("self-test: model/llama.cpp is not among the API-only files (zero_api_only in src/CMakeLists.txt)")
     return problems
 
 
@@ -135,20 +204,18 @@ def main():
     ap.add_argument("--self-test", action="store_true", help="also check that a deliberate back-edge is caught")
     a = ap.parse_args()
     root = pathlib.Path(a.root)
-    graph = read_graph(a.graph)
+    graph, public, api_only = read_graph(a.graph)
     if a.write_docs:
         path = root / "docs" / "layers.md"
         text = path.read_text()
         head, rest = text.split(DOC_BEGIN, 1)
         tail = rest.split(DOC_END, 1)[1]
-        path.write_text(f"{head}{DOC_BEGIN}\n{doc_table(graph)}\n{DOC_END}{tail}")
-    problems = check_graph(graph) + check_includes(root, graph)
+        path.write_text(f"{head}{DOC_BEGIN}\n{doc_table(graph, public)}\n{DOC_END}{tail}")
+    problems = check_graph(graph) + check_includes(root, graph, public) + check_api_only(root, api_only)
     if not a.includes_only:
-        problems += check_docs(root, graph) + check_backend_names(root)
+        problems += check_docs(root, graph, public) + check_backend_names(root, public)
     if a.self_test:
-        caught = check_includes(root, graph, pretend=[("device/back_edge.h", "engine/engine.h")])
-        if not any(p.startswith("src/device/back_edge.h:1: includes engine/") for p in caught):
-            problems.append("self-test: an include of engine/ from device/ was not reported")
+        problems += self_test(root, graph, public, api_only)
     for p in problems:
         print(p, file=sys.stderr)
     if problems:

@@ -1,0 +1,120 @@
+// The engine's settings: everything a ZeRO configuration decides about a run (stage, placement,
+// buckets, stage 3's schedule, precision, clipping, scaling, optimizer), in one struct, with
+// DeepSpeed's defaults where DeepSpeed has the setting. It is the one description of a run:
+// config/ reads a ds_config.json into it, `zero train` builds the engine from it, and the
+// planner's dry run (`zero estimate`, the trainer's start-up check) runs the engine on it, so a
+// prediction is made from exactly the settings the trainer runs with.
+//
+//   EngineSettings s;  s.stage = 3;  s.offload.optimizer = true;
+//   check_settings(s, "engine");   // ConfigError naming the DeepSpeed key of each problem
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zero/dtype.h"
+#include "zero/adamw.h"
+#include "zero/lamb.h"
+#include "zero/loss_scaler.h"
+
+namespace zero {
+
+// ZeRO-Offload (DeepSpeed's offload_optimizer / offload_param, device "cpu").
+struct OffloadOptions {
+  bool optimizer = false;  // Adam's state, the fp32 master parameters and the gradient shard on the host tier; Adam on the CPU
+  bool params = false;     // stage 3: the parameter shards on the host tier too, brought to the device unit by unit
+  // Page-lock the host buffers (falls back to pageable memory with a warning). DeepSpeed's code
+  // default is false (its newest docs say true).
+  bool pin_memory = false;
+  // The delayed parameter update (ZeRO-Offload's DPU; ours: offload_optimizer.delayed_update):
+  // after `warmup_steps` ordinary steps, the CPU applies step t's update while the device runs
+  // step t+1's forward and backward with the parameters from before step t. Gradients are then
+  // one step stale.
+  bool delayed_update = false;
+  int warmup_steps = 0;
+};
+
+// Stage 3's schedule: DeepSpeed's stage3_* keys, counted in elements, with zero's defaults. Where
+// DeepSpeed defaults to a persistence threshold of 1e5 and a reuse distance of 1e9, which keep a
+// small model whole between uses, zero keeps stage 3's promise (one unit whole at a time, the
+// next one on its way) unless asked.
+struct Stage3Options {
+  // While a unit computes, the units used next (in the schedule's order of use, forward then
+  // backward) are gathered ahead as long as they add up to at most this many elements.
+  // -1: the next unit only, when the current one borrows none (zero's default); 0: none ahead.
+  std::int64_t prefetch_bucket = -1;
+  // No gather ahead starts that would make more elements whole at once than this.
+  std::int64_t max_live = 1'000'000'000;
+  // Units of fewer elements stay whole for the whole run, on the device: never gathered before
+  // use, their slices updated by the optimizer and all-gathered once after the step (as in
+  // stage 2): less traffic, more memory. 0: none.
+  std::int64_t persistence_threshold = 0;
+  // A unit used again within this micro-batch after fewer than this many elements of other
+  // uses stays whole in between instead of being freed and gathered again. 0: none.
+  std::int64_t max_reuse_distance = 0;
+};
+
+// Mixed precision (DeepSpeed's bf16 and fp16 sections). `compute` is the dtype of the parameters
+// the stages hold and the model reads, of the gradients, and of the collectives; with a 16-bit
+// compute dtype the optimizer keeps f32 master parameters beside Adam's f32 moments (K = 12) and
+// writes the 16-bit parameters from them in the same pass. fp16 scales the loss (loss_scaler).
+struct Precision {
+  Dtype compute = Dtype::kF32;
+  LossScalerConfig loss_scaler;  // fp16 only
+  bool mixed() const { return compute != Dtype::kF32; }
+};
+
+// The optimizer: Adam/AdamW (AdamConfig::decoupled), or DeepSpeed's Lamb (lamb.h), which
+// takes lr, betas, eps, weight_decay and bias_correction from AdamConfig and the rest from LambConfig.
+enum class OptimizerKind { kAdam, kLamb };
+
+struct EngineSettings {
+  int stage = 0;  // ZeRO stage: 0 (DDP), 1, 2 or 3
+  OffloadOptions offload;
+  // DeepSpeed's reduce_bucket_size and allgather_bucket_size (default 5e8 each): at most this
+  // many elements (all ranks' together) in one piece of a gradient reduction or a parameter
+  // gather. A unit larger than a bucket moves in bucket-sized pieces, which bounds the
+  // communication scratch by the bucket, not the unit; the bits do not change. 0: no bound but
+  // the transport's own.
+  std::size_t reduce_bucket_elements = 500'000'000;
+  std::size_t allgather_bucket_elements = 500'000'000;
+  // DeepSpeed's overlap_comm: gradient reductions run while backward goes on; false: each is
+  // waited for where it is issued (the same bits, no overlap). zero's default is true in every
+  // stage (DeepSpeed's: stage 3 only).
+  bool overlap_comm = true;
+  Stage3Options stage3;
+  Precision precision;
+  // Max global gradient norm; 0: no clipping (DeepSpeed's code default). With clipping (as with
+  // fp16's overflow check and Lamb) the optimizer waits for the whole reduced gradient before it
+  // starts, which changes when offload's host Adam runs and what is held meanwhile.
+  float gradient_clipping = 0.0f;
+  // DeepSpeed's gradient_predivide_factor f (prescale_gradients: f = world size): each rank's
+  // gradient is divided by f before the sum, and the sum by N * micro-batches / f after it, in
+  // place of the one division by N * micro-batches. 1: that one division, as without it.
+  double gradient_predivide_factor = 1.0;
+  // Compute the global gradient norm every step even without clipping (zero train reports it):
+  // one more small all-gather per step.
+  bool report_grad_norm = false;
+  OptimizerKind optimizer = OptimizerKind::kAdam;
+  AdamConfig adam;
+  LambConfig lamb;  // OptimizerKind::kLamb only
+};
+
+// One problem of a set of settings: the DeepSpeed key it is about ("zero_optimization.offload_param")
+// and what is wrong and what to do ("offloads parameters, which only stage 3 shards; ...").
+struct SettingProblem {
+  std::string key;
+  std::string what;
+};
+
+// The one validation of the settings' combinations and ranges (stage, offload and its delayed
+// update, stage 3's sizes, precision, clipping, predivide, Lamb): every problem found. The
+// optimizer's own hyperparameters are checked by optim/ (adam_step_scalars, lamb_step_scalars).
+std::vector<SettingProblem> settings_problems(const EngineSettings& settings);
+
+// ConfigError "[<component>] <key> <what>" with every problem (numbered when several), if any.
+void check_settings(const EngineSettings& settings, const std::string& component);
+
+}  // namespace zero
