@@ -19,7 +19,6 @@
 #include "data/tokenizer.h"
 #include "engine/engine.h"
 #include "model/gpt.h"
-#include "model/gpt_decoder.h"
 #include "model/llama.h"
 #include "partition/init.h"
 #include "train/checkpointing.h"
@@ -53,6 +52,31 @@ Opened open_checkpoint(const std::string& path) {
   if (!o.manifest.info.contains("model")) throw CheckpointError(cat("[checkpoint] ", o.dir, "/manifest.json does not describe its model"));
   o.model = model_section_from_json(o.manifest.info["model"], o.dir + "/manifest.json");
   return o;
+}
+
+// --checkpoint DIR or --init-from DIR (a Hugging Face directory), one of them.
+Opened open_model(const Flags& flags) {
+  if (flags.has("init-from") && flags.has("checkpoint")) throw ConfigError("[cli] give --checkpoint or --init-from, not both");
+  return flags.has("init-from") ? open_hf_directory(flags.get("init-from")) : open_checkpoint(flags.get("checkpoint"));
+}
+
+// Every parameter whole, in layout order, on this one process: a checkpoint's masters gathered
+// from its rank files, or a Hugging Face directory's tensors converted to f32.
+std::vector<float> whole_weights(const Opened& ck) {
+  if (!ck.hugging_face) {
+    checkpoint::ParameterReader reader(ck.dir, ck.manifest);
+    return reader.read_all();
+  }
+  const std::vector<UnitSpec> units = ck.model.is_llama() ? ck.model.llama.units() : ck.model.shape.units();
+  const FlatLayout layout(units, 1);
+  checkpoint::HfWeights files(ck.dir, units, ck.model.is_llama());
+  std::vector<float> all(layout.numel());
+  std::size_t at = 0;
+  for (int u = 0; u < layout.num_units(); ++u) {
+    for (const ParamPlace& p : layout.unit(u).params) files.read(p, 0, p.numel, all.data() + at + p.offset);
+    at += layout.unit(u).numel;
+  }
+  return all;
 }
 
 // The tokenizer to read and print text with (open_checkpoint_tokenizer).
@@ -99,6 +123,8 @@ const char* const kTokenizerHelp = "where the checkpoint's tokenizer is now, if 
 
 std::vector<FlagSpec> generate_flags() {
   return {{"checkpoint", "a --save directory (its latest) or one step-N directory", true, ""},
+          {"init-from", "instead of --checkpoint: a Hugging Face model directory (GPT-2 or LLaMA; as zero train --init-from), "
+                        "with its own tokenizer", true, ""},
           {"prompt", "the text to continue", true, ""},
           {"tokenizer", kTokenizerHelp, true, "the checkpoint's, recorded at training; bytes"},
           {"tokens", "how many tokens to generate (bytes with the byte tokenizer)", true, "200"},
@@ -110,7 +136,7 @@ std::vector<FlagSpec> generate_flags() {
 int generate_main(const std::vector<std::string>& args) {
   Flags flags("zero generate", generate_flags(), args);
   if (flags.help()) {
-    std::printf("Continues a prompt with a checkpoint's GPT (one sequence, keys and values cached).\n\n%s", flags.usage().c_str());
+    std::printf("Continues a prompt with a checkpoint's (or a Hugging Face directory's, --init-from) GPT or LLaMA (one sequence, keys and values cached).\n\n%s", flags.usage().c_str());
     return 0;
   }
   const int n = static_cast<int>(flags.get_int("tokens", 0, 1 << 24));
@@ -125,25 +151,20 @@ int generate_main(const std::vector<std::string>& args) {
   if (!(temperature >= 0) || !std::isfinite(temperature)) {
     throw ConfigError(cat("[cli] --temperature must be a number >= 0, not '", flags.get("temperature"), "'"));
   }
-  const Opened ck = open_checkpoint(flags.get("checkpoint"));
-  if (ck.model.is_llama()) {
-    throw ConfigError(cat("[cli] zero generate decodes with the GPT's KV-cached decoder; ", ck.dir, " holds a ", ck.model.describe(),
-                          ", which has none yet: evaluate it with zero eval, or export it with zero ckpt export"));
-  }
+  const Opened ck = open_model(flags);
   const std::unique_ptr<data::Tokenizer> tokenizer = open_model_tokenizer(flags, ck);
   const std::string prompt = flags.get("prompt");
   const std::vector<data::TokenId> tokens = tokenizer->encode(prompt);
   if (tokens.empty()) throw ConfigError("[cli] --prompt is empty: give some text to continue");
-  checkpoint::ParameterReader reader(ck.dir, ck.manifest);
-  GptDecoder decoder(ck.model.shape, reader.read_all());
+  const std::unique_ptr<Decoder> decoder = make_decoder(ck.model, whole_weights(ck));
   const auto t0 = std::chrono::steady_clock::now();
   const float* p = nullptr;
-  for (data::TokenId t : tokens) p = decoder.feed(static_cast<int>(t));
+  for (data::TokenId t : tokens) p = decoder->feed(static_cast<int>(t));
   std::vector<data::TokenId> out;
   for (int i = 0; i < n; ++i) {
     const int tok = sample_token(p, ck.model.vocab_size(), temperature, top_k, counter_uniform(seed, static_cast<std::uint64_t>(i)));
     out.push_back(static_cast<data::TokenId>(tok));
-    p = decoder.feed(tok);
+    p = decoder->feed(tok);
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // A token the model samples beyond the tokenizer's vocabulary (the model's may be larger) has no text.
@@ -181,8 +202,7 @@ int eval_main(const std::vector<std::string>& args) {
   const std::string split_name = flags.get("split");
   if (split_name != "all" && split_name != "val") throw ConfigError(cat("[cli] --split must be all or val, not '", split_name, "'"));
   const long long batches = flags.get_int("batches", 0, 1LL << 40);
-  if (flags.has("init-from") && flags.has("checkpoint")) throw ConfigError("[cli] give --checkpoint or --init-from, not both");
-  const Opened ck = flags.has("init-from") ? open_hf_directory(flags.get("init-from")) : open_checkpoint(flags.get("checkpoint"));
+  const Opened ck = open_model(flags);
   if (ck.hugging_face && split_name != "all") throw ConfigError("[cli] --init-from has no held-out split: evaluate --split all of --data");
   const nlohmann::json& info = ck.manifest.info;
   // --split val of a run with a validation file of its own (data.val_path) reads that file whole.

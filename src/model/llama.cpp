@@ -14,19 +14,6 @@ using namespace llama;  // the Act indices (llama_activations.h)
 // Parameter indices inside a block unit, in llama_shape.cpp's order.
 enum BlockParam : int { kInputNorm, kWq, kWk, kWv, kWo, kPostNorm, kWGate, kWUp, kWDown };
 
-// The rotary table, cos and sin (T, hd/2) of t * theta^(-2i/hd), in double then rounded: the
-// angles Hugging Face's LlamaRotaryEmbedding gives position t and the pair (i, i + hd/2).
-void rope_table(float* cos, float* sin, int T, int hd, double theta) {
-  const int half = hd / 2;
-  for (int i = 0; i < half; ++i) {
-    const double inv_freq = 1.0 / std::pow(theta, 2.0 * i / hd);
-    for (int t = 0; t < T; ++t) {
-      cos[t * half + i] = static_cast<float>(std::cos(t * inv_freq));
-      sin[t * half + i] = static_cast<float>(std::sin(t * inv_freq));
-    }
-  }
-}
-
 }  // namespace
 
 ActivationBytes Llama::activation_bytes(const LlamaShape& shape, int micro_batch, const GptCheckpointing& checkpointing) {
@@ -44,7 +31,7 @@ Llama::Llama(const LlamaShape& shape, int micro_batch, Ledger& ledger, const Gpt
   }
   // The rotary table is computed once on the host; the tables with LLaMA kernels compute in host memory.
   ZERO_CHECK(k_->host_addressable(), "the LLaMA's rotary table needs host-addressable model memory");
-  rope_table(acts_[kCos], acts_[kSin], shape_.seq_len, shape_.head_dim(), shape_.rope_theta);
+  shape_.rope_table(acts_[kCos], acts_[kSin]);
   inputs_.assign(static_cast<std::size_t>(B_) * shape_.seq_len, 0);
   targets_ = inputs_;
   tokens_ = k_->upload_tokens(inputs_.data(), targets_.data(), inputs_.size());

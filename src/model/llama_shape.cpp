@@ -69,4 +69,15 @@ std::string LlamaShape::describe() const {
              tie_word_embeddings ? " tied" : "");
 }
 
+void LlamaShape::rope_table(float* cos, float* sin) const {
+  const int hd = head_dim(), half = hd / 2;
+  for (int i = 0; i < half; ++i) {
+    const double inv_freq = 1.0 / std::pow(rope_theta, 2.0 * i / hd);
+    for (int t = 0; t < seq_len; ++t) {
+      cos[t * half + i] = static_cast<float>(std::cos(t * inv_freq));
+      sin[t * half + i] = static_cast<float>(std::sin(t * inv_freq));
+    }
+  }
+}
+
 }  // namespace zero

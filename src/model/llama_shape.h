@@ -41,6 +41,9 @@ struct LlamaShape {
   std::int64_t num_parameters() const;
   std::vector<UnitSpec> units() const;  // as listed above
   std::string describe() const;         // "V=256 T=64 C=128 L=4 H=4 KV=4 F=344" (+ " tied")
+  // The rotary table, cos and sin (T, hd/2) of t * theta^(-2i/hd), in double then rounded: the
+  // angles Hugging Face's LlamaRotaryEmbedding gives position t and the pair (i, i + hd/2).
+  void rope_table(float* cos, float* sin) const;
 };
 
 }  // namespace zero

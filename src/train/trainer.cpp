@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "model/gpt.h"
 #include "model/gpt_decoder.h"
+#include "model/llama_decoder.h"
 #include "model/llama.h"
 #include "partition/init.h"
 #include "planner/byte_size.h"
@@ -139,16 +140,16 @@ double summed_loss(const LanguageModel& gpt, const std::vector<std::int32_t>& ta
 
 // Generates text after a prompt, one token at a time, from the whole weights with the KV-cached
 // decoder (one sequence; each token costs one position, not a forward of the micro-batch).
-std::string generate(const GptShape& shape, std::vector<float> weights, std::span<const std::uint16_t> prompt, int chars,
+std::string generate(const ModelSection& model, std::vector<float> weights, std::span<const std::uint16_t> prompt, int chars,
                      std::uint64_t seed, const data::Tokenizer& tokenizer) {
-  GptDecoder decoder(shape, std::move(weights));
+  const std::unique_ptr<Decoder> decoder = make_decoder(model, std::move(weights));
   const float* p = nullptr;
-  for (std::uint16_t t : prompt) p = decoder.feed(t);
+  for (std::uint16_t t : prompt) p = decoder->feed(t);
   std::vector<std::uint16_t> out;
   for (int i = 0; i < chars; ++i) {
-    const int tok = sample_token(p, shape.vocab_size, 1.0, 0, counter_uniform(seed, static_cast<std::uint64_t>(i)));
+    const int tok = sample_token(p, decoder->vocab_size(), 1.0, 0, counter_uniform(seed, static_cast<std::uint64_t>(i)));
     out.push_back(static_cast<std::uint16_t>(tok));
-    p = decoder.feed(tok);
+    p = decoder->feed(tok);
   }
   return data::printable_text(tokenizer.decode(std::vector<data::TokenId>(out.begin(), out.end())));
 }
@@ -174,8 +175,8 @@ std::unique_ptr<LanguageModel> make_model(const TrainConfig& c, Ledger& ledger) 
   return std::make_unique<Gpt>(c.model.shape, c.micro_batch_size, ledger, c.model.checkpointing, gpt_compute(c));
 }
 
-// What a LLaMA run cannot do yet, refused before any rank starts: a device without LLaMA kernels,
-// cpu checkpointing and the generated sample (the KV-cached decoder is the GPT's).
+// What a LLaMA run cannot do yet, refused before any rank starts: a device without LLaMA kernels
+// and cpu checkpointing.
 void check_model(const TrainOptions& o) {
   const TrainConfig& c = o.config;
   if (!c.model.is_llama()) return;
@@ -184,7 +185,6 @@ void check_model(const TrainOptions& o) {
     throw ConfigError("[config] activation_checkpointing.cpu_checkpointing is not implemented for model.type llama yet: "
                       "set it false (model.checkpoint_activations alone works)");
   }
-  if (o.sample_requested && o.sample_chars > 0) throw ConfigError("[config] --sample generates with the GPT's decoder; model.type llama has none yet: leave --sample out");
 }
 
 // The settings this run's engine runs with, and the start-up check plans with: the config's, and
@@ -514,13 +514,18 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     throw diverged(cat("the weights after the last step (", result.last_step, ") are not all finite"), c.engine.adam.lr);
   }
   result.weights_sha256 = sha256_hex(weights.data(), weights.size() * sizeof(float));
-  if (o.sample_chars > 0 && !c.model.is_llama() && tokens.format == "text" && comm.rank() == 0 && !result.stopped_by_signal) {  // byte-level text: the sample is readable
+  if (o.sample_chars > 0 && tokens.format == "text" && comm.rank() == 0 && !result.stopped_by_signal) {  // byte-level text: the sample is readable
     const std::vector<std::uint16_t> prompt = (split.validation.empty() ? split.train : split.validation).first(T / 2).to_vector();
     result.sample = data::printable_text(tokenizer->decode(std::vector<data::TokenId>(prompt.begin(), prompt.end()))) +
-                    generate(c.model.shape, std::move(weights), prompt, o.sample_chars, c.seed, *tokenizer);
+                    generate(c.model, std::move(weights), prompt, o.sample_chars, c.seed, *tokenizer);
   }
   if (tracer) gather_trace(*tracer, comm, result);
   return result;
+}
+
+std::unique_ptr<Decoder> make_decoder(const ModelSection& model, std::vector<float> weights) {
+  if (model.is_llama()) return std::make_unique<LlamaDecoder>(model.llama, std::move(weights));
+  return std::make_unique<GptDecoder>(model.shape, std::move(weights));
 }
 
 }  // namespace zero

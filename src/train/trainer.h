@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "common/trace.h"
 #include "config/config.h"
 #include "memory/ledger.h"
+#include "model/decoder.h"
 #include "train/checkpointing.h"
 
 namespace zero {
@@ -104,6 +106,10 @@ float validation_loss(const data::ValidationWindows& windows, LanguageModel& mod
 // Trains as the options say. Before allocating anything, a run the planner says will not fit
 // the configured device memory is refused with the planner's table (OutOfMemoryError).
 TrainResult train(const TrainOptions& options, Communicator& comm);
+
+// The KV-cached decoder (model/decoder.h) of `model`, the GPT's or the LLaMA's, over its whole
+// weights in layout order (Engine::full_parameters, checkpoint::ParameterReader::read_all).
+std::unique_ptr<Decoder> make_decoder(const ModelSection& model, std::vector<float> weights);
 
 // What train() refuses before its first step, checked without a communicator for a world of
 // `world_size` ranks on `backend` (threads or mpi): the data file (loaded, and split into

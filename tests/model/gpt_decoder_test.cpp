@@ -1,5 +1,5 @@
-// The KV-cached decoder against the model's own full forward pass: the same next-token
-// distribution at every position, and after the window slides; and the sampler's rules.
+// The KV-cached decoders (GPT and LLaMA) against their model's own full forward pass: the same
+// next-token distribution at every position, and after the window slides; and the sampler's rules.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +9,8 @@
 #include "engine/engine.h"
 #include "model/gpt.h"
 #include "model/gpt_decoder.h"
+#include "model/llama.h"
+#include "model/llama_decoder.h"
 #include "partition/init.h"
 
 namespace zero {
@@ -68,6 +70,72 @@ TEST(GptDecoder, RefusesOtherWeightsAndTokens) {
   Model m;
   GptDecoder d(m.shape, m.engine->full_parameters());
   EXPECT_THROW(d.feed(61), ConfigError);
+}
+
+// The LLaMA, over grouped-query ratios 1, 2 and 3, tied and untied heads, an odd T.
+struct LlamaModel {
+  LlamaShape shape;
+  Ledger ledger;
+  std::unique_ptr<Communicator> comm = make_communicator("self");
+  std::unique_ptr<Llama> llama;
+  std::unique_ptr<Engine> engine;
+  // Trained a few steps at a high learning rate on one sequence first, so that its distributions
+  // are far from the uniform ones of the initial weights (a wrong position or head shows).
+  explicit LlamaModel(const LlamaShape& s) : shape(s), llama(std::make_unique<Llama>(s, 1, ledger)) {
+    EngineConfig c;
+    c.seed = 7;
+    c.adam.lr = 3e-2f;
+    engine = std::make_unique<Engine>(c, *llama, *comm, ledger);
+    std::vector<std::int32_t> in(s.seq_len), tgt(s.seq_len);
+    for (int t = 0; t < s.seq_len; ++t) in[t] = static_cast<std::int32_t>(counter_uniform(3, t) * s.vocab_size);
+    for (int t = 0; t < s.seq_len; ++t) tgt[t] = in[(t + 1) % s.seq_len];
+    llama->set_batch(in.data(), tgt.data());
+    for (int i = 0; i < 30; ++i) engine->train_step();
+  }
+  std::vector<std::vector<float>> full(const std::vector<int>& tokens) {
+    std::vector<std::int32_t> in(shape.seq_len, 0), tgt(shape.seq_len, 0);
+    std::copy(tokens.begin(), tokens.end(), in.begin());
+    llama->set_batch(in.data(), tgt.data());
+    engine->evaluate();
+    std::vector<std::vector<float>> out;
+    for (std::size_t t = 0; t < tokens.size(); ++t) {
+      const float* p = llama->probs(0, static_cast<int>(t));
+      out.emplace_back(p, p + shape.vocab_size);
+    }
+    return out;
+  }
+};
+
+TEST(LlamaDecoder, EqualsTheFullForwardAtEveryPosition) {
+  for (const auto& [kv, tied, theta] : {std::tuple{6, false, 10000.0}, std::tuple{3, true, 500000.0}, std::tuple{2, false, 10000.0}}) {
+    LlamaShape s;
+    s.vocab_size = 53, s.seq_len = 11, s.hidden = 24, s.intermediate = 40, s.layers = 2, s.heads = 6, s.kv_heads = kv;
+    s.tie_word_embeddings = tied, s.rope_theta = theta, s.rms_norm_eps = 1e-6f;
+    LlamaModel m(s);
+    std::vector<int> tokens;
+    for (int t = 0; t < s.seq_len; ++t) tokens.push_back(static_cast<int>(counter_uniform(11, t) * s.vocab_size));
+    const auto want = m.full(tokens);
+    LlamaDecoder d(s, m.engine->full_parameters());
+    double worst = 0;
+    for (int t = 0; t < s.seq_len; ++t) worst = std::max(worst, max_diff(d.feed(tokens[t]), want[t]));
+    EXPECT_LT(worst, 1e-5) << s.describe();
+    std::printf("LLaMA %s: max |decoder - full forward| over %d positions: %.2e\n", s.describe().c_str(), s.seq_len, worst);
+    const float* p = d.feed(5);  // past the window: the last T/2 tokens, then the new one from position 0
+    std::vector<int> window(tokens.end() - s.seq_len / 2, tokens.end());
+    window.push_back(5);
+    EXPECT_EQ(d.position(), static_cast<int>(window.size()));
+    EXPECT_LT(max_diff(p, m.full(window).back()), 1e-5) << s.describe();
+  }
+}
+
+TEST(LlamaDecoder, RefusesOtherWeightsAndTokens) {
+  LlamaShape s;
+  EXPECT_THROW(LlamaDecoder(s, std::vector<float>(10)), ConfigError);
+  s.vocab_size = 40, s.seq_len = 8, s.hidden = 16, s.intermediate = 24, s.layers = 1, s.heads = 2, s.kv_heads = 1;
+  LlamaModel m(s);
+  LlamaDecoder d(s, m.engine->full_parameters());
+  EXPECT_THROW(d.feed(40), ConfigError);
+  EXPECT_THROW(d.feed(-1), ConfigError);
 }
 
 TEST(SampleToken, TemperatureAndTopK) {
