@@ -151,7 +151,10 @@ std::string generate(const ModelSection& model, std::vector<float> weights, std:
     out.push_back(static_cast<std::uint16_t>(tok));
     p = decoder->feed(tok);
   }
-  return data::printable_text(tokenizer.decode(std::vector<data::TokenId>(out.begin(), out.end())));
+  // A token beyond the tokenizer's vocabulary (the model's may be larger) has no text: it ends the
+  // sample, as in zero generate.
+  const auto known = std::find_if(out.begin(), out.end(), [&](std::uint16_t t) { return t >= tokenizer.vocab_size(); });
+  return data::printable_text(tokenizer.decode(std::vector<data::TokenId>(out.begin(), known)));
 }
 
 // The error for a run that diverged: `what` happened; the advice fits the learning rate in use
