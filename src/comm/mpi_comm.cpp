@@ -355,13 +355,7 @@ class MpiTransport final : public Transport {
         fail(cat("[comm] ", what, " on rank ", rank(), " did not complete within ", timeout().count(), " ms; ",
                  missing_ranks(), ": they died, are stuck, or issued a different sequence of collectives"));
       }
-      // Open MPI progresses a non-blocking collective only inside MPI calls: a poll is what moves
-      // each round of a large collective on. Yield (not sleep) while the wait is short, so the
-      // collective runs at the link's speed and a core another thread wants is still given up;
-      // sleep only once it has waited long (a peer far behind, or many ranks per core).
-      const auto waited = std::chrono::steady_clock::now() - start;
-      if (waited < std::chrono::milliseconds(200)) std::this_thread::yield();
-      else std::this_thread::sleep_for(std::chrono::microseconds(waited < std::chrono::seconds(2) ? 20 : 500));
+      if (polls > 100) std::this_thread::sleep_for(std::chrono::microseconds(polls > 10000 ? 500 : 20));
     }
   }
 
