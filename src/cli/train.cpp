@@ -34,6 +34,9 @@ std::vector<FlagSpec> train_flags() {
   return {{"config", "DeepSpeed-style JSON config (ds_config.json); without it, a small built-in GPT setup", true, ""},
           {"ranks", "data-parallel ranks: launches `mpirun -np N` itself (or N thread ranks with --comm threads)", true, "1"},
           {"oversubscribe", "with --ranks N, start the ranks even beyond 4 per hardware thread of this machine", false, ""},
+          {"hostfile", "with --ranks N, start the ranks on the hosts of this Open MPI hostfile (HOST slots=K per line), each "
+                       "checked first to answer the launcher agent (ssh, or OMPI_MCA_plm_rsh_agent)", true, ""},
+          {"host-timeout", "seconds each --hostfile host has to answer before the run is refused", true, "10"},
           {"comm", "backend: auto (mpi under mpirun, else launch mpirun for --ranks > 1), mpi, threads", true, "auto"},
           {"stage", "ZeRO stage 0-3 (overrides zero_optimization.stage)", true, ""},
           {"steps", "optimizer steps (overrides train_steps)", true, ""},
