@@ -81,6 +81,25 @@ std::vector<FlagSpec> train_flags() {
 namespace {
 
 // The setup used without --config: a small character-level GPT on the default text.
+// A tokenizer other than bytes with no vocab_size of the user's (the built-in model's 256, or a
+// config whose model section gives none): the model takes the tokenizer's vocabulary, as a
+// Hugging Face model takes its tokenizer's, instead of refusing the run. A vocab_size the user
+// gave stays, and is checked against the tokenizer later.
+void default_vocab_to_tokenizer(nlohmann::json& j, const nlohmann::json& file_model, const Flags& flags, std::vector<std::string>& notes) {
+  if (flags.has("init-from") || (j.contains("model") && j["model"].contains("init_from"))) return;  // the directory's model
+  if (file_model.contains("vocab_size")) return;
+  for (const std::string& assignment : flags.get_all("set")) {
+    const std::string key = assignment.substr(0, assignment.find('='));
+    if (key == "model" || key == "model.vocab_size") return;
+  }
+  if (!j.contains("data") || !j["data"].contains("tokenizer") || !j["data"]["tokenizer"].is_string()) return;
+  const std::string spec = j["data"]["tokenizer"].get<std::string>();
+  if (spec.empty() || spec == "bytes") return;
+  const std::size_t size = data::open_tokenizer(spec)->vocab_size();
+  j["model"]["vocab_size"] = size;
+  notes.push_back(cat("model.vocab_size -> ", size, " (the tokenizer's, as no vocab_size was given)"));
+}
+
 nlohmann::json default_config() {
   return {{"train_micro_batch_size_per_gpu", 8},
           {"gradient_accumulation_steps", 1},
@@ -179,6 +198,7 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
     }
     apply_override(j, assignment);
   }
+  default_vocab_to_tokenizer(j, file_model, flags, from_flags);
   apply_init_from_flags(j, file_model, flags);  // the model and tokenizer of --init-from's directory
   ConfigOptions options;
   options.strict = flags.has("strict-config");
