@@ -115,7 +115,8 @@ int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&
 PlannedWorld planned_world(const Flags& flags, bool relaunches) {
   int launched = 1;
   const bool under_mpi = launched_by_mpi(&launched) && launched > 1;
-  if (flags.has("hostfile") && !(relaunches && flags.get("comm") == "auto" && !under_mpi && flags.get_int("ranks", 1, 4096) > 1)) {
+  // (only the commands that relaunch have the flag)
+  if (relaunches && flags.has("hostfile") && !(flags.get("comm") == "auto" && !under_mpi && flags.get_int("ranks", 1, 4096) > 1)) {
     throw ConfigError(cat("[cli] --hostfile is for zero's own launcher (--ranks N with N > 1, outside mpirun): ",
                           under_mpi ? "this process already runs under mpirun, so give the hostfile to mpirun (mpirun --hostfile FILE)"
                                     : "add --ranks N, or drop --hostfile"));
