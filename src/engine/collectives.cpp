@@ -5,6 +5,7 @@
 #include <memory>
 #include <set>
 
+#include "common/task_queue.h"
 #include "memory/ledger.h"
 
 #include "common/error.h"
@@ -22,7 +23,7 @@ std::size_t per_rank(std::size_t bucket, int ranks) {
 
 Collectives::Collectives(Communicator& comm, Device& device, std::size_t reduce_bucket, std::size_t gather_bucket, double predivide,
                          bool overlap)
-    : comm_(comm), device_(device), overlap_(overlap), reduce_segment_(per_rank(reduce_bucket, comm.size())),
+    : comm_(comm), device_(device), overlap_(overlap), reduce_bucket_(reduce_bucket), reduce_segment_(per_rank(reduce_bucket, comm.size())),
       gather_segment_(per_rank(gather_bucket, comm.size())), predivide_(static_cast<float>(predivide)) {}
 
 // The element type travels with the spans: 16-bit spans make 16-bit collectives (half the bytes
@@ -34,7 +35,45 @@ Handle Collectives::reduce_scatter(const DeviceSpan& send, const DeviceSpan& rec
              "reduce_scatter of ", send.size(), " ", dtype_label(send.dtype()), " into ", recv.size(), " ", dtype_label(recv.dtype()));
   const auto issue = [&](void* s, void* r) { return comm_.reduce_scatter_async(s, r, recv.size(), recv.dtype(), reduce_segment_); };
   Handle h = staged() ? through_host(send, recv, issue) : issue(device_.transport(send), device_.transport(recv));
-  return settle(reserve_scratch(Collective::kReduceScatter, recv.size(), reduce_segment_, recv.dtype(), std::move(h)));
+  h = reserve_scratch(comm_, Collective::kReduceScatter, recv.size(), reduce_segment_, recv.dtype(), std::move(h));
+  if (replicas_) h = across_replicas(std::move(h), recv, unit);
+  return settle(std::move(h));
+}
+
+Collectives::~Collectives() = default;  // the chain runs what it was given, then joins
+
+void Collectives::set_replicas(Communicator* replicas) {
+  if (replicas && staged()) {
+    throw ConfigError("[engine] hybrid sharding (zero_optimization.mics_shard_size) with a communicator that cannot read the device's "
+                      "memory is not supported yet: use a device communicator (nccl), or remove mics_shard_size");
+  }
+  replicas_ = replicas;
+  replica_segment_ = replicas ? per_rank(reduce_bucket_, replicas->size()) : 0;
+  if (replicas && !chain_) chain_ = std::make_unique<TaskQueue>();
+}
+
+// In the dry run nothing runs and the group's reduce-scatter has completed when issued, so the
+// replicas' all-reduce is issued at once (and its scratch reserved as any collective's).
+Handle Collectives::across_replicas(Handle group, const DeviceSpan& recv, const std::string& unit) {
+  Communicator& replicas = *replicas_;
+  void* data = device_.transport(recv);
+  const std::size_t count = recv.size(), segment = replica_segment_;
+  const Dtype dtype = recv.dtype();
+  if (!device_.computes()) {
+    group.wait();
+    replicas.set_context(comm_.context());
+    const std::size_t k = count / static_cast<std::size_t>(replicas.size());
+    return reserve_scratch(replicas, Collective::kAllReduce, k, segment, dtype, replicas.all_reduce_async(data, count, dtype, segment));
+  }
+  // The order check hashes the label and the context: both are those of the group's collective,
+  // so that every rank's chain issues what its compute thread meant, whatever it does meanwhile.
+  const std::string label = "unit " + unit, context = comm_.context();
+  return Handle(chain_->push([group, &replicas, data, count, dtype, segment, label, context] {
+    group.wait();
+    const CollectiveLabel labelled(label);
+    replicas.set_context(context);  // only this thread issues on the replicas
+    replicas.all_reduce_async(data, count, dtype, segment).wait();
+  }));
 }
 
 Handle Collectives::all_gather(const DeviceSpan& send, const DeviceSpan& recv, const std::string& unit) {
@@ -43,7 +82,7 @@ Handle Collectives::all_gather(const DeviceSpan& send, const DeviceSpan& recv, c
              "all_gather of ", send.size(), " ", dtype_label(send.dtype()), " into ", recv.size(), " ", dtype_label(recv.dtype()));
   const auto issue = [&](void* s, void* r) { return comm_.all_gather_async(s, r, send.size(), send.dtype(), gather_segment_); };
   Handle h = staged() ? through_host(send, recv, issue) : issue(device_.transport(send), device_.transport(recv));
-  return reserve_scratch(Collective::kAllGather, send.size(), gather_segment_, send.dtype(), std::move(h));
+  return reserve_scratch(comm_, Collective::kAllGather, send.size(), gather_segment_, send.dtype(), std::move(h));
 }
 
 Handle Collectives::all_reduce(const DeviceSpan& data, const std::string& unit) {
@@ -51,7 +90,7 @@ Handle Collectives::all_reduce(const DeviceSpan& data, const std::string& unit) 
   if (predivide_ != 1.0f) device_.divide(device_.compute(), data, predivide_);
   const auto issue = [&](void*, void* r) { return comm_.all_reduce_async(r, data.size(), data.dtype(), reduce_segment_); };
   Handle h = staged() ? through_host(data, data, issue) : issue(nullptr, device_.transport(data));
-  return settle(reserve_scratch(Collective::kAllReduce, data.size() / static_cast<std::size_t>(comm_.size()), reduce_segment_, data.dtype(),
+  return settle(reserve_scratch(comm_, Collective::kAllReduce, data.size() / static_cast<std::size_t>(comm_.size()), reduce_segment_, data.dtype(),
                          std::move(h)));
 }
 
@@ -86,9 +125,10 @@ Handle Collectives::settle(Handle reduction) const {
   return reduction;
 }
 
-Handle Collectives::reserve_scratch(Collective kind, std::size_t k, std::size_t segment, Dtype dtype, Handle issued) {
+Handle Collectives::reserve_scratch(const Communicator& comm, Collective kind, std::size_t k, std::size_t segment, Dtype dtype,
+                                    Handle issued) {
   if (device_.computes()) return issued;  // a running backend accounts its own scratch
-  const std::uint64_t bytes = comm_.scratch_bytes(kind, k, segment, dtype);
+  const std::uint64_t bytes = comm.scratch_bytes(kind, k, segment, dtype);
   if (bytes == 0) return issued;
   if (!dry_) dry_ = std::make_shared<DryScratch>(device_.ledger());
   // Outstanding until the first wait; or until the last handle goes, if none ever waits.
