@@ -8,7 +8,8 @@
 //   for (m = 0; m < k; ++m) { model.set_batch(...); engine.forward_backward(m == k - 1); }
 //   engine.step();
 //
-// Every stage gives the same parameters, bit for bit, for a given world size and seed.
+// Every stage gives the same parameters, bit for bit, for a given world size and seed (hybrid
+// sharding in groups of 1 < G < N aside: it adds each group's gradients first; docs/hybrid.md).
 #pragma once
 
 #include <cstdint>
