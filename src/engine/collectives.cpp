@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -52,18 +53,26 @@ void Collectives::set_replicas(Communicator* replicas) {
   if (replicas && !chain_) chain_ = std::make_unique<TaskQueue>();
 }
 
-// In the dry run nothing runs and the group's reduce-scatter has completed when issued, so the
-// replicas' all-reduce is issued at once (and its scratch reserved as any collective's).
+// In the dry run nothing runs, so the replicas' all-reduce is issued at once. Both scratches stay
+// reserved until the pair is first waited for: the group's reduce-scatter's as in any stage (the
+// compute thread goes on allocating while it runs), the all-reduce's on its own communicator,
+// whose thread runs it while the group's runs the next collective (stage 1 issues every unit's
+// reduction before it waits). Where the two ran one after the other, that bounds the running
+// backend's peak by at most the all-reduce's scratch.
 Handle Collectives::across_replicas(Handle group, const DeviceSpan& recv, const std::string& unit) {
   Communicator& replicas = *replicas_;
   void* data = device_.transport(recv);
   const std::size_t count = recv.size(), segment = replica_segment_;
   const Dtype dtype = recv.dtype();
   if (!device_.computes()) {
-    group.wait();
     replicas.set_context(comm_.context());
     const std::size_t k = count / static_cast<std::size_t>(replicas.size());
-    return reserve_scratch(replicas, Collective::kAllReduce, k, segment, dtype, replicas.all_reduce_async(data, count, dtype, segment));
+    const Handle all_reduce =
+        reserve_scratch(replicas, Collective::kAllReduce, k, segment, dtype, replicas.all_reduce_async(data, count, dtype, segment));
+    return Handle(std::async(std::launch::deferred, [group, all_reduce] {
+      group.wait();
+      all_reduce.wait();
+    }).share());
   }
   // The order check hashes the label and the context: both are those of the group's collective,
   // so that every rank's chain issues what its compute thread meant, whatever it does meanwhile.
@@ -94,29 +103,36 @@ Handle Collectives::all_reduce(const DeviceSpan& data, const std::string& unit) 
                          std::move(h)));
 }
 
-// The scratch of the outstanding collectives, held in the ledger as the largest of them.
+// The scratch of the outstanding collectives, held in the ledger as the largest of each
+// communicator's, summed over the communicators: each runs one collective at a time on its own
+// comm thread, and hybrid sharding's group and replicas run theirs at the same time.
 class Collectives::DryScratch {
  public:
   explicit DryScratch(Ledger& ledger) : ledger_(ledger) {}
   ~DryScratch() { set_held(0); }
-  void add(std::uint64_t bytes) {
-    outstanding_.insert(bytes);
+  void add(const Communicator* comm, std::uint64_t bytes) {
+    outstanding_[comm].insert(bytes);
     update();
   }
-  void remove(std::uint64_t bytes) {
-    outstanding_.erase(outstanding_.find(bytes));
+  void remove(const Communicator* comm, std::uint64_t bytes) {
+    std::multiset<std::uint64_t>& o = outstanding_[comm];
+    o.erase(o.find(bytes));
     update();
   }
 
  private:
-  void update() { set_held(outstanding_.empty() ? 0 : *outstanding_.rbegin()); }
+  void update() {
+    std::uint64_t held = 0;
+    for (const auto& [comm, o] : outstanding_) held += o.empty() ? 0 : *o.rbegin();
+    set_held(held);
+  }
   void set_held(std::uint64_t bytes) {
     if (bytes > held_) ledger_.on_alloc(Tier::kDevice, Category::kCommBuffers, bytes - held_, "communication scratch");
     if (bytes < held_) ledger_.on_free(Tier::kDevice, Category::kCommBuffers, held_ - bytes);
     held_ = bytes;
   }
   Ledger& ledger_;
-  std::multiset<std::uint64_t> outstanding_;
+  std::map<const Communicator*, std::multiset<std::uint64_t>> outstanding_;
   std::uint64_t held_ = 0;
 };
 
@@ -133,20 +149,21 @@ Handle Collectives::reserve_scratch(const Communicator& comm, Collective kind, s
   if (!dry_) dry_ = std::make_shared<DryScratch>(device_.ledger());
   // Outstanding until the first wait; or until the last handle goes, if none ever waits.
   struct Token {
-    Token(std::shared_ptr<DryScratch> s, std::uint64_t b) : scratch(std::move(s)), bytes(b) {}
+    Token(std::shared_ptr<DryScratch> s, const Communicator* c, std::uint64_t b) : scratch(std::move(s)), comm(c), bytes(b) {}
     Token(const Token&) = delete;
     Token& operator=(const Token&) = delete;
     std::shared_ptr<DryScratch> scratch;
+    const Communicator* comm;
     std::uint64_t bytes;
     bool done = false;
     void end() {
-      if (!done) scratch->remove(bytes);
+      if (!done) scratch->remove(comm, bytes);
       done = true;
     }
     ~Token() { end(); }
   };
-  dry_->add(bytes);
-  auto token = std::make_shared<Token>(dry_, bytes);
+  dry_->add(&comm, bytes);
+  auto token = std::make_shared<Token>(dry_, &comm, bytes);
   return Handle(std::async(std::launch::deferred, [issued, token] {
     issued.wait();
     token->end();
