@@ -112,7 +112,7 @@ TEST(Hybrid, ModelStatePerRankFollowsTheFormulasWithTheGroupSize) {
 
 std::string digest(const std::vector<float>& params) { return sha256_hex(params.data(), params.size() * sizeof(float)); }
 
-TEST(Hybrid, SameBitsAsStage3AtGroupOfOneOrAllAndReproducible) {
+TEST(Hybrid, SameBitsAsStage3AtGroupOfOneOrAllReproducibleAndWithOffload) {
   const int n = 4;
   const std::vector<float> stage3 = run_threads(stage3_run(n, n, 2), n)[0].params;
   for (int g : {1, 4}) {
@@ -126,6 +126,8 @@ TEST(Hybrid, SameBitsAsStage3AtGroupOfOneOrAllAndReproducible) {
     const std::vector<RankResult> a = run_threads(run, n), b = run_threads(run, n);
     for (int r = 1; r < n; ++r) EXPECT_TRUE(same_bits(a[r].params, a[0].params)) << "stage " << stage << " rank " << r;
     EXPECT_EQ(digest(a[0].params), digest(b[0].params)) << "stage " << stage;
+    run.offload.optimizer = true;  // the placement changes no bit, as without groups
+    EXPECT_TRUE(same_bits(run_threads(run, n)[0].params, a[0].params)) << "stage " << stage << " with offload";
   }
 }
 
