@@ -45,8 +45,9 @@ Collectives::~Collectives() = default;  // the chain runs what it was given, the
 
 void Collectives::set_replicas(Communicator* replicas) {
   if (replicas && staged()) {
-    throw ConfigError("[engine] hybrid sharding (zero_optimization.mics_shard_size) with a communicator that cannot read the device's "
-                      "memory is not supported yet: use a device communicator (nccl), or remove mics_shard_size");
+    throw ConfigError("[engine] hybrid sharding (zero_optimization.mics_shard_size) over a communicator that cannot read the device's "
+                      "memory (its collectives staged through the host) is not supported yet: train on the cpu device, or remove "
+                      "mics_shard_size");
   }
   replicas_ = replicas;
   replica_segment_ = replicas ? per_rank(reduce_bucket_, replicas->size()) : 0;
