@@ -97,6 +97,11 @@ struct EngineSettings {
   // Compute the global gradient norm every step even without clipping (zero train reports it):
   // one more small all-gather per step.
   bool report_grad_norm = false;
+  // Hybrid sharding (DeepSpeed's zero_optimization.mics_shard_size; FSDP's HYBRID_SHARD): stages
+  // 1-3 shard the state among groups of this many consecutive ranks instead of the world; the
+  // groups replicate it. Gradients are reduce-scattered in the group, then all-reduced across
+  // the groups. -1: off (shard among the world). It must divide the world size (check_world).
+  int mics_shard_size = -1;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   AdamConfig adam;
   LambConfig lamb;  // OptimizerKind::kLamb only
@@ -116,5 +121,12 @@ std::vector<SettingProblem> settings_problems(const EngineSettings& settings);
 
 // ConfigError "[<component>] <key> <what>" with every problem (numbered when several), if any.
 void check_settings(const EngineSettings& settings, const std::string& component);
+
+// What the settings need of a world of `world_size` ranks (mics_shard_size divides it), checked
+// where the world size is known before any rank starts (config/, the planner) and by the engine.
+std::vector<SettingProblem> world_problems(const EngineSettings& settings, int world_size);
+void check_world(const EngineSettings& settings, int world_size, const std::string& component);
+// The ranks that share one copy of the state: mics_shard_size when set, else the world size.
+int shard_group_size(const EngineSettings& settings, int world_size);
 
 }  // namespace zero

@@ -69,6 +69,12 @@ void check_slurm_tasks(const Flags& flags, long long n) {
                         granted, " or fewer, ask Slurm for more (sbatch -n ", n, "), or add --oversubscribe to start them anyway"));
 }
 
+// --ranks-per-node, for the commands that take it: thread ranks as nodes (0: one node).
+int thread_ranks_per_node(const Flags& flags, int n) {
+  if (!flags.declares("ranks-per-node") || !flags.has("ranks-per-node")) return 0;
+  return static_cast<int>(flags.get_int("ranks-per-node", 1, n));
+}
+
 }  // namespace
 
 int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&)>& per_rank) {
@@ -79,7 +85,7 @@ int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&
   if (backend == "threads") {
     const int n = static_cast<int>(flags.get_int("ranks", 1, 1024));
     std::vector<int> codes(n, 0);
-    ThreadWorld world(n);
+    ThreadWorld world(n, {}, thread_ranks_per_node(flags, n));
     // The ranks share this process's cores: split them, and keep OpenBLAS (one pool for the
     // whole process) single-threaded, or the ranks' threads would oversubscribe the cores.
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -122,7 +128,15 @@ PlannedWorld planned_world(const Flags& flags, bool relaunches) {
                                     : "add --ranks N, or drop --hostfile"));
   }
   const std::string comm = flags.get("comm");
-  if (comm == "threads") return {static_cast<int>(flags.get_int("ranks", 1, 1024)), "threads"};
+  if (comm == "threads") {
+    const int n = static_cast<int>(flags.get_int("ranks", 1, 1024));
+    thread_ranks_per_node(flags, n);  // checked before any rank starts
+    return {n, "threads"};
+  }
+  if (flags.declares("ranks-per-node") && flags.has("ranks-per-node")) {
+    throw ConfigError("[cli] --ranks-per-node arranges thread ranks as nodes (--comm threads); under MPI the nodes are the machines "
+                      "the ranks run on: drop it, or add --comm threads");
+  }
   const bool device_comm = backend_of_communicator(comm) != nullptr;  // one device per process, bootstrapped over mpi
   if (comm == "mpi" || device_comm || (comm == "auto" && under_mpi)) {
     const int size = under_mpi ? launched : 1;

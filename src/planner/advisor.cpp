@@ -61,6 +61,7 @@ std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::o
     z.offload.params = param;
     z.offload.delayed_update = base.offload.delayed_update && opt && !param;  // the engine has no DPU with offload_param
     z.offload.pin_memory = base.offload.pin_memory && (opt || param);        // a setting of offload: none without it
+    if (stage == 0) z.mics_shard_size = -1;  // hybrid sharding groups what a stage shards; stage 0 shards nothing
     out.push_back(z);
   };
   for (int s = 0; s <= 3; ++s) add(s, false, false);

@@ -56,6 +56,23 @@ TEST(ConfigSchema, DeepSpeedKeysZeroLacksAreNamedAsSuch) {
                   "zero_optimization.zenflow = {\"topk_ratio\":0.1} is known but not supported yet: ZenFlow");
 }
 
+// Hybrid sharding: read at stages 1-3; a group that does not divide the world, a size that is no
+// group, and stage 0 (which DeepSpeed ignores the key at: nothing to shard) refused while the
+// config is read, before any rank starts.
+TEST(ConfigSchema, MicsShardSizeIsReadAndCheckedAgainstTheWorld) {
+  const auto with = [](int stage, int g) {
+    return json{{"train_batch_size", 8}, {"zero_optimization", {{"stage", stage}, {"mics_shard_size", g}}}};
+  };
+  EXPECT_EQ(parse_config(with(3, 2), 4).engine.mics_shard_size, 2);
+  EXPECT_EQ(parse_config(with(1, 4), 8).engine.mics_shard_size, 4);
+  EXPECT_CONTAINS(error_of(with(3, 3), 4), "zero_optimization.mics_shard_size is 3, which does not divide the 4 ranks into equal shard "
+                                           "groups: use a divisor of 4");
+  EXPECT_CONTAINS(error_of(with(2, 8), 4), "zero_optimization.mics_shard_size is 8, which does not divide the 4 ranks");
+  EXPECT_CONTAINS(error_of(with(0, 2), 4), "zero_optimization.mics_shard_size shards the state among groups of ranks, and stage 0 "
+                                           "shards nothing");
+  EXPECT_CONTAINS(error_of(with(3, 0), 4), "zero_optimization.mics_shard_size is 0; it must be a positive number of ranks");
+}
+
 // ---- All problems at once ----
 
 TEST(ConfigProblems, FiveMistakesGetFiveMessagesInOneRun) {
