@@ -67,8 +67,19 @@ struct Precision {
 };
 
 // The optimizer: Adam/AdamW (AdamConfig::decoupled), or DeepSpeed's Lamb (lamb.h), which
-// takes lr, betas, eps, weight_decay and bias_correction from AdamConfig and the rest from LambConfig.
-enum class OptimizerKind { kAdam, kLamb };
+// takes lr, betas, eps, weight_decay and bias_correction from AdamConfig and the rest from LambConfig,
+// or DeepSpeed's 1-bit Adam (OneBitAdamConfig), stage 0 only.
+enum class OptimizerKind { kAdam, kLamb, kOneBitAdam };
+
+// 1-bit Adam (Tang et al., 2021; DeepSpeed's OnebitAdam), with AdamConfig's lr, betas, eps and
+// weight_decay (decoupled, no bias correction, as DeepSpeed's). Its first `freeze_step` steps
+// are Adam over all-reduced gradients (the first of them, as in DeepSpeed, only initialises:
+// it updates nothing); after them the second moment is frozen and each step's momentum, updated
+// from the rank's own gradient, is averaged by the error-compensated 1-bit compressed all-reduce
+// (engine/compressed_all_reduce.h) in place of the gradient all-reduce.
+struct OneBitAdamConfig {
+  std::int64_t freeze_step = 100000;  // DeepSpeed's default
+};
 
 struct EngineSettings {
   int stage = 0;  // ZeRO stage: 0 (DDP), 1, 2 or 3
@@ -100,6 +111,7 @@ struct EngineSettings {
   OptimizerKind optimizer = OptimizerKind::kAdam;
   AdamConfig adam;
   LambConfig lamb;  // OptimizerKind::kLamb only
+  OneBitAdamConfig onebit;  // OptimizerKind::kOneBitAdam only
 };
 
 // One problem of a set of settings: the DeepSpeed key it is about ("zero_optimization.offload_param")

@@ -46,6 +46,25 @@ void stage3_problems(const Stage3Options& s3, std::vector<SettingProblem>& out) 
   }
 }
 
+// 1-bit Adam compresses the all-reduce of the whole momentum, which only stage 0 holds whole on
+// every rank; DeepSpeed refuses it with ZeRO too (AssertionError "1bit-Adam is not compatible with ZeRO").
+void onebit_problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
+  if (s.optimizer != OptimizerKind::kOneBitAdam) return;
+  if (s.stage != 0) {
+    out.push_back({"optimizer.type", cat("= OneBitAdam needs zero_optimization.stage 0, not ", s.stage, ": it all-reduces the whole momentum, "
+                                         "compressed, where ZeRO stages shard it (DeepSpeed refuses it with ZeRO too: \"1bit-Adam is not "
+                                         "compatible with ZeRO\"); set the stage to 0, or use Adam/AdamW")});
+  }
+  if (s.onebit.freeze_step < 0) {
+    out.push_back({"optimizer.params.freeze_step", cat("is ", s.onebit.freeze_step, "; it must be >= 0 (the steps of uncompressed Adam before the "
+                                                       "variance is frozen)")});
+  }
+  if (s.precision.mixed()) {
+    out.push_back({"optimizer.type", "= OneBitAdam runs in fp32 only in zero so far (its compressed step has no 16-bit path yet): turn "
+                                     "fp16/bf16 off, or use Adam/AdamW"});
+  }
+}
+
 }  // namespace
 
 std::vector<SettingProblem> settings_problems(const EngineSettings& s) {
@@ -73,6 +92,7 @@ std::vector<SettingProblem> settings_problems(const EngineSettings& s) {
                                      "middle of the update, which the delayed update runs in the background): turn delayed_update "
                                      "off, or use Adam/AdamW"});
   }
+  onebit_problems(s, out);
   return out;
 }
 

@@ -35,6 +35,7 @@ struct MlpRun {
   LossScalerConfig scaler = fp16_test_scaler();
   OptimizerKind optimizer = OptimizerKind::kAdam;  // kLamb: with `lamb`'s clamp
   LambConfig lamb;
+  OneBitAdamConfig onebit;  // OptimizerKind::kOneBitAdam
 
   // fp16: 2^8, so that most of the test MLP's steps apply (DeepSpeed's default 2^16 would skip
   // several: its gradients are of order 1); the overflow tests set their own.
@@ -77,6 +78,7 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.precision.loss_scaler = run.scaler;
   c.optimizer = run.optimizer;
   c.lamb = run.lamb;
+  c.onebit = run.onebit;
   return c;
 }
 

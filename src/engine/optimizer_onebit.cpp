@@ -1,0 +1,188 @@
+// 1-bit Adam (settings.h: OneBitAdamConfig) at stage 0: every rank holds every element's
+// parameters, gradients and moments, as DeepSpeed's OnebitAdam does without ZeRO.
+//
+// Its steps, numbered from 1 as Adam's (skipped fp16 steps aside):
+//   1                  initialisation only, nothing updated (DeepSpeed's first step allocates its
+//                      buffers and returns before any update)
+//   2 .. freeze_step   Adam (decoupled decay, no bias correction) over the all-reduced gradient
+//   after freeze_step  the warm-up's second moment v is frozen; the stage keeps the gradient local
+//                      (local_gradients()), each rank updates its momentum from its own gradient,
+//                      the momenta are averaged by the compressed all-reduce
+//                      (compressed_all_reduce.h, one tensor per unit, with this rank's error
+//                      feedback), and every rank applies the same update:
+//                        m = fma(beta1, m, (1 - beta1) g_local);  m = compressed average of m
+//                        p = p (1 - lr wd);  p = fma(-lr, m / (sqrt(v) + eps), p)
+// The compressed steps run on the CPU over the device's host memory (the engine refuses other
+// placements). The errors are optimizer state in the ledger; a checkpoint does not keep them:
+// loading one starts them from zero, as DeepSpeed does.
+#include <cmath>
+#include <deque>
+
+#include "common/error.h"
+#include "engine/compressed_all_reduce.h"
+#include "engine/optimizer.h"
+
+namespace zero {
+namespace {
+
+class OneBitAdamOptimizer final : public ShardOptimizer {
+ public:
+  explicit OneBitAdamOptimizer(const OptimizerContext& ctx)
+      : ctx_(ctx),
+        dev_(ctx.device),
+        ranks_(ctx.layout.world_size()),
+        m_(dev_.alloc(Tier::kDevice, Category::kOptimizerState, ctx.state_numel, "Adam first moment")),
+        v_(dev_.alloc(Tier::kDevice, Category::kOptimizerState, ctx.state_numel, "Adam second moment")),
+        grads_(ctx.layout.num_units()) {
+    ZERO_CHECK(!ctx.sheds_gradients && ctx.dtype == Dtype::kF32 && !ctx.offload.optimizer && ctx.comm,
+               "1-bit Adam outside stage 0 in f32: the settings were not checked");
+    std::vector<std::size_t> sizes;
+    std::size_t worker = 0;
+    for (const OptimizerPart& p : ctx_.parts) {
+      sizes.push_back(p.params.size());
+      worker += CompressedAllReduce::padded_size(p.params.size(), ranks_);
+    }
+    if (ranks_ == 1) return;  // one rank: the frozen-variance steps have nothing to average
+    worker_error_ = dev_.alloc(Tier::kDevice, Category::kOptimizerState, worker, "1-bit Adam worker error");
+    server_error_ = dev_.alloc(Tier::kDevice, Category::kOptimizerState, worker / static_cast<std::size_t>(ranks_), "1-bit Adam server error");
+    if (dev_.computes()) reducer_ = std::make_unique<CompressedAllReduce>(*ctx.comm, sizes);
+  }
+
+  void begin_micro_batch(bool first, bool boundary) override {
+    // The planner's dry run (a device that does not compute) plans the warm-up's steps.
+    if (first) compressed_ = applied_ >= std::max<std::int64_t>(ctx_.onebit.freeze_step, 1) && dev_.computes();
+    micro_batches_ = first ? 1 : micro_batches_ + 1;
+    boundary_ = boundary;
+  }
+  bool local_gradients() const override { return compressed_; }
+  Traffic own_traffic() const override { return reducer_ ? reducer_->pair_traffic() : Traffic{}; }
+
+  DeviceSpan reduce_target(int) override {
+    ZERO_CHECK(false, "1-bit Adam with a stage that sheds its gradients");
+    return {};
+  }
+
+  // Summed over the ranks in the warm-up (the average divides by N); the rank's own after it.
+  void reduced(int u, const DeviceSpan& region, const Handle& done) override {
+    grads_[u] = region;
+    const int ranks = compressed_ ? 1 : ranks_;
+    const double predivide = compressed_ ? 1.0 : ctx_.predivide;  // only a reduction predivides
+    pending_.push_back({done, u, boundary_ ? gradient_divisor(ranks, micro_batches_, predivide) : 1.0f});
+  }
+
+  void finish() override {
+    while (!pending_.empty()) {
+      const Pending p = pending_.front();
+      pending_.pop_front();
+      p.done.wait();
+      if (p.divisor != 1.0f) dev_.divide(dev_.compute(), grads_[p.unit], p.divisor);
+    }
+  }
+
+  // A reduced gradient is the same on every rank, so each sums its norm slice; a local one is
+  // summed whole, the rank's own norm.
+  double sum_squares() override {
+    double acc = 0.0;
+    for (const OptimizerPart& p : ctx_.parts) acc = dev_.sum_squares(dev_.compute(), checked(p), acc);
+    return acc;
+  }
+  void scale(float c) override {
+    for (const OptimizerPart& p : ctx_.parts) dev_.scale(dev_.compute(), grads_[p.unit], c);
+  }
+  bool nonfinite() override {
+    bool any = false;
+    for (const OptimizerPart& p : ctx_.parts) any = dev_.nonfinite(dev_.compute(), checked(p)) || any;
+    return any;
+  }
+
+  void prepare(const AdamStep&) override {}
+
+  void step(const AdamStep& s) override {
+    if (++applied_ == 1) return;  // DeepSpeed's initialisation step
+    if (!compressed_) {
+      for (const OptimizerPart& p : ctx_.parts) dev_.adam(dev_.compute(), s, p.segments, p.params, grads_[p.unit], slot(m_, p), slot(v_, p), {});
+      return;
+    }
+    dev_.compute().synchronize();
+    std::vector<std::span<float>> moments;
+    for (const OptimizerPart& p : ctx_.parts) {
+      float* m = host(slot(m_, p));
+      const float* g = host(grads_[p.unit]);
+      for (std::size_t i = 0; i < p.params.size(); ++i) m[i] = std::fma(s.beta1, m[i], s.one_minus_beta1 * g[i]);
+      moments.emplace_back(m, p.params.size());
+    }
+    if (reducer_) reducer_->run(moments, std::span(host(worker_error_.span()), worker_error_.size()),
+                                std::span(host(server_error_.span()), server_error_.size()));
+    for (const OptimizerPart& p : ctx_.parts) update_frozen(s, p);
+  }
+
+  void lamb_moments(const LambStep&, std::vector<LambNorms>&) override { ZERO_CHECK(false, "Lamb phases on 1-bit Adam"); }
+  void lamb_update(const LambStep&, const std::vector<float>&) override { ZERO_CHECK(false, "Lamb phases on 1-bit Adam"); }
+
+  DeviceSpan state(int u, StateTensor tensor) override {
+    const OptimizerPart& p = ctx_.parts.at(u);
+    switch (tensor) {
+      case StateTensor::kExpAvg: return slot(m_, p);
+      case StateTensor::kExpAvgSq: return slot(v_, p);
+      default: return p.params;
+    }
+  }
+  void state_written(std::int64_t, bool in_flight) override {
+    ZERO_CHECK(!in_flight, "an update in flight without the delayed update");
+    if (!worker_error_.empty()) {
+      dev_.fill(dev_.compute(), worker_error_.span(), 0.0f);
+      dev_.fill(dev_.compute(), server_error_.span(), 0.0f);
+    }
+  }
+  void set_steps_applied(std::int64_t applied) override { applied_ = applied; }
+
+ private:
+  struct Pending {
+    Handle done;
+    int unit;
+    float divisor;  // at the step's last micro-batch; 1 before it
+  };
+
+  static DeviceSpan slot(const DeviceBuffer& b, const OptimizerPart& p) { return b.sub(p.offset, p.params.size()); }
+  float* host(const DeviceSpan& s) { return static_cast<float*>(dev_.transport(s)); }
+  DeviceSpan checked(const OptimizerPart& p) const {
+    return compressed_ ? grads_[p.unit] : grads_[p.unit].sub(p.norm_begin, p.norm_numel);
+  }
+
+  // The update with the averaged momentum and the frozen v, over the parameters (padding skipped),
+  // in the order of the Adam kernel's last lines (adamw.h).
+  void update_frozen(const AdamStep& s, const OptimizerPart& part) {
+    float* p = host(part.params);
+    const float* m = host(slot(m_, part));
+    const float* v = host(slot(v_, part));
+    for (const Segment& seg : part.segments) {
+      if (seg.param < 0) continue;
+      const bool decay = seg.decay && s.decoupled;
+      for (std::size_t i = seg.offset; i < seg.offset + seg.numel; ++i) {
+        const float denom = std::fma(std::sqrt(v[i]), s.inv_sqrt_bc2, s.eps);
+        const float pi = decay ? p[i] * s.decay_factor : p[i];
+        p[i] = std::fma(-s.step_size, m[i] / denom, pi);
+      }
+    }
+  }
+
+  OptimizerContext ctx_;
+  Device& dev_;
+  int ranks_;
+  DeviceBuffer m_, v_;                 // (state_numel) f32, device tier, optimizer state
+  DeviceBuffer worker_error_;          // (sum of C_u) f32, device tier, optimizer state: N > 1 only
+  DeviceBuffer server_error_;          // (sum of C_u / N) f32, device tier, optimizer state: N > 1 only
+  std::unique_ptr<CompressedAllReduce> reducer_;  // N > 1, on a computing device
+  std::vector<DeviceSpan> grads_;      // (num_units) the stage's gradients
+  std::deque<Pending> pending_;
+  std::int64_t applied_ = 0;           // optimizer steps applied
+  bool compressed_ = false;            // this step runs after the freeze
+  int micro_batches_ = 0;
+  bool boundary_ = true;
+};
+
+}  // namespace
+
+std::unique_ptr<ShardOptimizer> make_onebit_optimizer(const OptimizerContext& ctx) { return std::make_unique<OneBitAdamOptimizer>(ctx); }
+
+}  // namespace zero

@@ -1,0 +1,144 @@
+// 1-bit Adam ("OneBitAdam", engine/optimizer_onebit.cpp) in the engine, on thread ranks: the bytes
+// of a step after the freeze are the compressed all-reduce's formula, counted by the
+// communicators; every rank holds the same weights; it learns the default text as Adam does,
+// within Adam's own spread over seeds; the same run twice gives the same SHA-256; and what it
+// cannot do is refused before any work. (Its compressed all-reduce alone is checked against
+// NumPy in compressed_all_reduce_test.)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+#include "config/config.h"
+#include "data/load.h"
+#include "engine/mlp_run.h"
+#include "train/trainer.h"
+
+namespace zero {
+namespace {
+
+using testing::MlpRun;
+using testing::run_threads;
+using testing::same_bits;
+
+MlpRun onebit_run(int steps, std::int64_t freeze_step) {
+  MlpRun run;
+  run.steps = steps;
+  run.optimizer = OptimizerKind::kOneBitAdam;
+  run.onebit.freeze_step = freeze_step;
+  return run;
+}
+
+// Bytes one rank sends in a step after the freeze, computed here from the layout: per unit of P
+// padded elements, C = P rounded up to N * lcm(N, 8); B = sum of C / (8 N); 2 (N-1) (B + 4 units).
+std::uint64_t compressed_step_bytes(const MlpShape& shape, int n) {
+  const FlatLayout layout(Mlp(shape).units(), n);
+  const std::size_t ranks = static_cast<std::size_t>(n), quantum = ranks * std::lcm(ranks, std::size_t{8});
+  std::uint64_t block = 0;
+  for (int u = 0; u < layout.num_units(); ++u) block += (layout.unit(u).padded + quantum - 1) / quantum * quantum / ranks / 8;
+  return 2ull * (ranks - 1) * (block + 4ull * static_cast<std::uint64_t>(layout.num_units()));
+}
+
+TEST(OneBitAdam, BytesAfterTheFreezeAreTheFormulasAndRanksAgree) {
+  for (int n : {2, 3, 4}) {
+    const MlpShape shape;
+    const std::uint64_t fp32_all_reduce = 2ull * (n - 1) * 4 * FlatLayout(Mlp(shape).units(), n).padded_numel() / n;
+    const std::vector<testing::RankResult> warm = run_threads(onebit_run(3, 3), n);  // the last step is the warm-up's
+    const std::vector<testing::RankResult> frozen = run_threads(onebit_run(5, 3), n);
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(warm[r].step_traffic.total_sent(), fp32_all_reduce) << "N=" << n << " rank " << r;
+      EXPECT_EQ(frozen[r].step_traffic.total_sent(), compressed_step_bytes(shape, n)) << "N=" << n << " rank " << r;
+      EXPECT_TRUE(same_bits(frozen[r].params, frozen[0].params)) << "N=" << n << ": rank " << r << " holds other weights";
+    }
+    std::printf("[ measured ] N=%d: bytes sent per rank per step: warm-up %llu (f32 all-reduce), after the freeze %llu (%.4f of it)\n", n,
+                static_cast<unsigned long long>(warm[0].step_traffic.total_sent()),
+                static_cast<unsigned long long>(frozen[0].step_traffic.total_sent()),
+                static_cast<double>(frozen[0].step_traffic.total_sent()) / static_cast<double>(warm[0].step_traffic.total_sent()));
+    // It trained: the compressed steps moved the weights past the warm-up's
+    EXPECT_FALSE(same_bits(frozen[0].params, warm[0].params));
+  }
+}
+
+TEST(OneBitAdam, TheFirstStepOnlyInitialisesAsDeepSpeeds) {
+  const std::vector<float> init = run_threads(onebit_run(0, 5), 2)[0].params;
+  EXPECT_TRUE(same_bits(run_threads(onebit_run(1, 5), 2)[0].params, init));
+  EXPECT_FALSE(same_bits(run_threads(onebit_run(2, 5), 2)[0].params, init));
+}
+
+TEST(OneBitAdam, RefusedWithZeroStagesAndBadFreezeStep) {
+  for (int stage : {1, 2, 3}) {
+    MlpRun run = onebit_run(1, 1);
+    run.stage = stage;
+    try {
+      run_threads(run, 2);
+      ADD_FAILURE() << "stage " << stage << " accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("OneBitAdam needs zero_optimization.stage 0"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("1bit-Adam is not compatible with ZeRO"), std::string::npos) << e.what();
+    }
+  }
+  MlpRun run = onebit_run(1, -1);
+  EXPECT_THROW(
+      try { run_threads(run, 2); } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("freeze_step is -1; it must be >= 0"), std::string::npos) << e.what();
+        throw;
+      },
+      ConfigError);
+}
+
+// ---- learning, on the default text ----
+
+struct Outcome {
+  float val_loss;
+  std::string sha256;
+};
+
+constexpr int kSteps = 120;
+
+Outcome train_text(const std::string& optimizer, int seed) {
+  nlohmann::json params = {{"lr", 3e-3}, {"betas", {0.9, 0.95}}, {"weight_decay", 0.1}};
+  if (optimizer == "OneBitAdam") params["freeze_step"] = 40;
+  nlohmann::json j = {{"train_micro_batch_size_per_gpu", 8},
+                      {"gradient_accumulation_steps", 1},
+                      {"optimizer", {{"type", optimizer}, {"params", params}}},
+                      {"gradient_clipping", 1.0},
+                      {"train_steps", kSteps},
+                      {"seed", seed},
+                      {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 64}, {"n_embd", 64}, {"n_layer", 2}, {"n_head", 4}}},
+                      {"data", {{"val_fraction", 0.05}, {"seed", seed}}}};
+  ThreadWorld world(2);
+  Outcome out{};
+  world.run([&](int r) {
+    Ledger ledger;
+    auto comm = world.communicator(r, &ledger);
+    TrainOptions o;
+    o.config = parse_config(j, 2);
+    o.data_path = data::default_text_path();
+    o.ledger = &ledger;
+    const TrainResult result = train(o, *comm);
+    if (r == 0) out = {result.final_val_loss, result.weights_sha256};
+  });
+  return out;
+}
+
+TEST(OneBitAdamLearning, LearnsAsAdamWithinAdamsSpreadAndRepeatsBitForBit) {
+  std::vector<double> adam, onebit;
+  for (int seed : {1, 2, 3}) adam.push_back(train_text("AdamW", seed).val_loss);
+  const auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); };
+  const double band = *std::max_element(adam.begin(), adam.end()) - *std::min_element(adam.begin(), adam.end());
+  std::string first_sha;
+  for (int seed : {1, 2, 3}) {
+    const Outcome o = train_text("OneBitAdam", seed);
+    onebit.push_back(o.val_loss);
+    if (seed == 1) first_sha = o.sha256;
+  }
+  std::printf("[ measured ] validation loss after %d steps, seeds 1-3: AdamW %.4f %.4f %.4f (range %.4f); OneBitAdam %.4f %.4f %.4f; "
+              "mean difference %+.4f\n", kSteps, adam[0], adam[1], adam[2], band, onebit[0], onebit[1], onebit[2], mean(onebit) - mean(adam));
+  EXPECT_LT(mean(adam), 3.5) << "Adam must have learned (ln 256 = 5.55 at the start)";
+  EXPECT_LE(std::abs(mean(onebit) - mean(adam)), band);
+  EXPECT_EQ(train_text("OneBitAdam", 1).sha256, first_sha) << "the same 1-bit Adam run twice gave other weights";
+}
+
+}  // namespace
+}  // namespace zero
