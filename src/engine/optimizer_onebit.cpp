@@ -13,12 +13,14 @@
 //                        m = fma(beta1, m, (1 - beta1) g_local);  m = compressed average of m
 //                        p = p (1 - lr wd);  p = fma(-lr, m / (sqrt(v) + eps), p)
 // The compressed steps run on the CPU over the device's host memory (the engine refuses other
-// placements). The errors are optimizer state in the ledger; a checkpoint does not keep them:
+// placements). Mixed precision as the device optimizer's: f32 masters beside m and v, 16-bit
+// gradients widened, the 16-bit parameters rounded (to nearest even) from the updated masters. The errors are optimizer state in the ledger; a checkpoint does not keep them:
 // loading one starts them from zero, as DeepSpeed does.
 #include <cmath>
 #include <deque>
 
 #include "common/error.h"
+#include "common/half.h"
 #include "engine/compressed_all_reduce.h"
 #include "engine/optimizer.h"
 
@@ -34,8 +36,11 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
         m_(dev_.alloc(Tier::kDevice, Category::kOptimizerState, ctx.state_numel, "Adam first moment")),
         v_(dev_.alloc(Tier::kDevice, Category::kOptimizerState, ctx.state_numel, "Adam second moment")),
         grads_(ctx.layout.num_units()) {
-    ZERO_CHECK(!ctx.sheds_gradients && ctx.dtype == Dtype::kF32 && !ctx.offload.optimizer && ctx.comm,
-               "1-bit Adam outside stage 0 in f32: the settings were not checked");
+    ZERO_CHECK(!ctx.sheds_gradients && !ctx.offload.optimizer && ctx.comm, "1-bit Adam outside stage 0: the settings were not checked");
+    if (ctx.dtype != Dtype::kF32) {  // counter-based init: the master holds what the 16-bit copy rounds
+      master_ = dev_.alloc(Tier::kDevice, master_category(ctx.dtype), ctx.state_numel, "fp32 master parameters");
+      for (const OptimizerPart& p : ctx_.parts) dev_.init(dev_.compute(), ctx.layout.unit(p.unit), p.segments, ctx.seed, slot(master_, p));
+    }
     std::vector<std::size_t> sizes;
     std::size_t worker = 0;
     for (const OptimizerPart& p : ctx_.parts) {
@@ -100,15 +105,18 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
   void step(const AdamStep& s) override {
     if (++applied_ == 1) return;  // DeepSpeed's initialisation step
     if (!compressed_) {
-      for (const OptimizerPart& p : ctx_.parts) dev_.adam(dev_.compute(), s, p.segments, p.params, grads_[p.unit], slot(m_, p), slot(v_, p), {});
+      for (const OptimizerPart& p : ctx_.parts) {
+        dev_.adam(dev_.compute(), s, p.segments, masters(p), grads_[p.unit], slot(m_, p), slot(v_, p), master_.empty() ? DeviceSpan() : p.params);
+      }
       return;
     }
     dev_.compute().synchronize();
     std::vector<std::span<float>> moments;
     for (const OptimizerPart& p : ctx_.parts) {
       float* m = host(slot(m_, p));
-      const float* g = host(grads_[p.unit]);
-      for (std::size_t i = 0; i < p.params.size(); ++i) m[i] = std::fma(s.beta1, m[i], s.one_minus_beta1 * g[i]);
+      const void* g = dev_.transport(grads_[p.unit]);
+      const Dtype dtype = grads_[p.unit].dtype();
+      for (std::size_t i = 0; i < p.params.size(); ++i) m[i] = std::fma(s.beta1, m[i], s.one_minus_beta1 * widen(dtype, g, i));
       moments.emplace_back(m, p.params.size());
     }
     if (reducer_) reducer_->run(moments, std::span(host(worker_error_.span()), worker_error_.size()),
@@ -122,6 +130,7 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
   DeviceSpan state(int u, StateTensor tensor) override {
     const OptimizerPart& p = ctx_.parts.at(u);
     switch (tensor) {
+      case StateTensor::kMaster: return masters(p);
       case StateTensor::kExpAvg: return slot(m_, p);
       case StateTensor::kExpAvgSq: return slot(v_, p);
       default: return p.params;
@@ -129,6 +138,8 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
   }
   void state_written(std::int64_t, bool in_flight) override {
     ZERO_CHECK(!in_flight, "an update in flight without the delayed update");
+    for (const OptimizerPart& p : ctx_.parts)
+      if (!master_.empty()) dev_.convert(dev_.compute(), p.params, slot(master_, p));  // rounded as the step rounds them
     if (!worker_error_.empty()) {
       dev_.fill(dev_.compute(), worker_error_.span(), 0.0f);
       dev_.fill(dev_.compute(), server_error_.span(), 0.0f);
@@ -145,6 +156,18 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
 
   static DeviceSpan slot(const DeviceBuffer& b, const OptimizerPart& p) { return b.sub(p.offset, p.params.size()); }
   float* host(const DeviceSpan& s) { return static_cast<float*>(dev_.transport(s)); }
+  // The f32 parameters the update writes: the part's own in f32, its masters in mixed precision.
+  DeviceSpan masters(const OptimizerPart& p) const { return master_.empty() ? p.params : slot(master_, p); }
+  static void narrow(Dtype dtype, float x, void* out, std::size_t i) {
+    static_cast<std::uint16_t*>(out)[i] = dtype == Dtype::kBf16 ? float_to_bf16(x) : float_to_fp16(x);
+  }
+  static float widen(Dtype dtype, const void* x, std::size_t i) {
+    switch (dtype) {
+      case Dtype::kF32: return static_cast<const float*>(x)[i];
+      case Dtype::kBf16: return bf16_to_float(static_cast<const std::uint16_t*>(x)[i]);
+      default: return fp16_to_float(static_cast<const std::uint16_t*>(x)[i]);
+    }
+  }
   DeviceSpan checked(const OptimizerPart& p) const {
     return compressed_ ? grads_[p.unit] : grads_[p.unit].sub(p.norm_begin, p.norm_numel);
   }
@@ -152,7 +175,8 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
   // The update with the averaged momentum and the frozen v, over the parameters (padding skipped),
   // in the order of the Adam kernel's last lines (adamw.h).
   void update_frozen(const AdamStep& s, const OptimizerPart& part) {
-    float* p = host(part.params);
+    float* p = host(masters(part));
+    void* copy = master_.empty() ? nullptr : dev_.transport(part.params);  // 16-bit parameters, rounded from p
     const float* m = host(slot(m_, part));
     const float* v = host(slot(v_, part));
     for (const Segment& seg : part.segments) {
@@ -162,6 +186,7 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
         const float denom = std::fma(std::sqrt(v[i]), s.inv_sqrt_bc2, s.eps);
         const float pi = decay ? p[i] * s.decay_factor : p[i];
         p[i] = std::fma(-s.step_size, m[i] / denom, pi);
+        if (copy) narrow(part.params.dtype(), p[i], copy, i);
       }
     }
   }
@@ -170,6 +195,7 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
   Device& dev_;
   int ranks_;
   DeviceBuffer m_, v_;                 // (state_numel) f32, device tier, optimizer state
+  DeviceBuffer master_;                // (state_numel) f32, device tier, optimizer state: mixed precision only
   DeviceBuffer worker_error_;          // (sum of C_u) f32, device tier, optimizer state: N > 1 only
   DeviceBuffer server_error_;          // (sum of C_u / N) f32, device tier, optimizer state: N > 1 only
   std::unique_ptr<CompressedAllReduce> reducer_;  // N > 1, on a computing device

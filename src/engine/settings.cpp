@@ -59,10 +59,6 @@ void onebit_problems(const EngineSettings& s, std::vector<SettingProblem>& out) 
     out.push_back({"optimizer.params.freeze_step", cat("is ", s.onebit.freeze_step, "; it must be >= 0 (the steps of uncompressed Adam before the "
                                                        "variance is frozen)")});
   }
-  if (s.precision.mixed()) {
-    out.push_back({"optimizer.type", "= OneBitAdam runs in fp32 only in zero so far (its compressed step has no 16-bit path yet): turn "
-                                     "fp16/bf16 off, or use Adam/AdamW"});
-  }
 }
 
 }  // namespace

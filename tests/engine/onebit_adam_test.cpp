@@ -60,6 +60,21 @@ TEST(OneBitAdam, BytesAfterTheFreezeAreTheFormulasAndRanksAgree) {
   }
 }
 
+// Mixed precision: the momentum is compressed in f32 whatever the compute dtype, so the bytes are
+// the same (fp16 adds its overflow check: one byte to each other rank); the 16-bit parameters every
+// rank rounds from its masters agree.
+TEST(OneBitAdam, MixedPrecisionCompressesTheSameBytes) {
+  for (Dtype dtype : {Dtype::kBf16, Dtype::kF16}) {
+    MlpRun run = onebit_run(6, 3);
+    run.dtype = dtype;
+    const std::vector<testing::RankResult> r = run_threads(run, 2);
+    const std::uint64_t overflow_check = dtype == Dtype::kF16 ? 1 : 0;
+    EXPECT_EQ(r[0].step_traffic.total_sent(), compressed_step_bytes(run.shape, 2) + overflow_check) << dtype_label(dtype);
+    EXPECT_TRUE(same_bits(r[1].params, r[0].params)) << dtype_label(dtype);
+    EXPECT_FALSE(r[0].skipped.back()) << dtype_label(dtype);
+  }
+}
+
 TEST(OneBitAdam, TheFirstStepOnlyInitialisesAsDeepSpeeds) {
   const std::vector<float> init = run_threads(onebit_run(0, 5), 2)[0].params;
   EXPECT_TRUE(same_bits(run_threads(onebit_run(1, 5), 2)[0].params, init));
@@ -94,18 +109,20 @@ struct Outcome {
   std::string sha256;
 };
 
-constexpr int kSteps = 120;
+// A small GPT for 150 steps, 1-bit Adam frozen after 50 (the paper warms up for 15-25% of the
+// run; freezing after 20 of 150 here, before the model has settled, learned 8% worse).
+constexpr int kSteps = 150;
 
 Outcome train_text(const std::string& optimizer, int seed) {
   nlohmann::json params = {{"lr", 3e-3}, {"betas", {0.9, 0.95}}, {"weight_decay", 0.1}};
-  if (optimizer == "OneBitAdam") params["freeze_step"] = 40;
+  if (optimizer == "OneBitAdam") params["freeze_step"] = 50;
   nlohmann::json j = {{"train_micro_batch_size_per_gpu", 8},
                       {"gradient_accumulation_steps", 1},
                       {"optimizer", {{"type", optimizer}, {"params", params}}},
                       {"gradient_clipping", 1.0},
                       {"train_steps", kSteps},
                       {"seed", seed},
-                      {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 64}, {"n_embd", 64}, {"n_layer", 2}, {"n_head", 4}}},
+                      {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 32}, {"n_embd", 32}, {"n_layer", 1}, {"n_head", 4}}},
                       {"data", {{"val_fraction", 0.05}, {"seed", seed}}}};
   ThreadWorld world(2);
   Outcome out{};
