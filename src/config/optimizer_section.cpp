@@ -130,7 +130,7 @@ std::string refused_optimizer(const std::string& low) {
 
 // The optimizer's name, checked ("" when refused; *name: as written). DeepSpeed lower-cases it.
 std::string optimizer_type(const Section& opt, std::string* written) {
-  if (!opt.present("type")) opt.fail("type", "is missing; set \"AdamW\", \"Adam\" or \"Lamb\"");
+  if (!opt.present("type")) opt.fail("type", "is missing; set \"AdamW\", \"Adam\", \"Lamb\" or \"OneBitAdam\"");
   if (!opt.has("type")) return "";
   const std::string name = *written = opt.get_string("type", "");
   std::string low = name;
@@ -142,7 +142,7 @@ std::string optimizer_type(const Section& opt, std::string* written) {
   static const std::set<std::string> known = {"onebitlamb", "zerooneadam", "adagrad", "lion",
                                               "muon", "muadam", "muadamw", "musgd", "sgd"};
   if (known.count(low)) {
-    opt.fail("type", cat("\"", name, "\" is known but not supported yet: ", refused_optimizer(low), "; use \"AdamW\", \"Adam\" or \"Lamb\""));
+    opt.fail("type", cat("\"", name, "\" is known but not supported yet: ", refused_optimizer(low), "; use \"AdamW\", \"Adam\", \"Lamb\" or \"OneBitAdam\""));
   } else {
     opt.fail("type", cat("\"", name, "\" is not an optimizer zero knows; did you mean \"", nearest(name, {"Adam", "AdamW", "Lamb", "OneBitAdam"}),
                          "\"? (zero implements Adam, AdamW, Lamb and OneBitAdam)"));
