@@ -58,26 +58,44 @@ std::vector<KeyRule> lamb_param_rules() {
   });
 }
 
-// DeepSpeed's "OneBitAdam" (its OnebitAdam): Adam's lr, betas, eps and weight_decay, and
-// freeze_step; the rest it takes and never reads, or reads to pick its communication library.
-std::vector<KeyRule> onebit_adam_param_rules() {
+// DeepSpeed's "OneBitAdam" (its OnebitAdam) and "ZeroOneAdam": Adam's lr, betas, eps and
+// weight_decay, and their schedules (freeze_step; var_freeze_step, var_update_scaler,
+// local_step_scaler, local_step_clipper); the rest they take and never read, or read to pick
+// their communication library.
+std::vector<KeyRule> onebit_adam_param_rules(bool zero_one) {
   const Use R = Use::read, I = Use::ignore, U = Use::unsupported;
-  return optimizer_param_rules({
-      {"freeze_step", R, JsonType::integer, ""},
+  const JsonType kInt = JsonType::integer;
+  std::vector<KeyRule> schedule = {{"freeze_step", R, kInt, ""}};
+  if (zero_one) {
+    schedule = {{"var_freeze_step", R, kInt, ""}, {"var_update_scaler", R, kInt, ""}, {"local_step_scaler", R, kInt, ""},
+                {"local_step_clipper", R, kInt, ""}};
+  }
+  std::vector<KeyRule> rules = optimizer_param_rules({
       {"comm_backend_name", R, kStr, ""},
       {"cuda_aware", I, kBool, "whether DeepSpeed's MPI backend hands GPU memory to MPI; zero compresses in host memory, so it means nothing here"},
-      {"eps_inside_sqrt", I, kBool, "DeepSpeed's OnebitAdam keeps the flag and never reads it: eps is added outside the square root"},
-      {"max_grad_norm", I, kNum, "DeepSpeed's OnebitAdam keeps it and never reads it; clipping is the top-level \"gradient_clipping\""},
-      {"amsgrad", U, kBool, "the AMSGrad variant, which DeepSpeed's OnebitAdam refuses too", false},
+      {"eps_inside_sqrt", I, kBool, "DeepSpeed's OnebitAdam and ZeroOneAdam keep the flag and never read it: eps is added outside the square root"},
+      {"max_grad_norm", I, kNum, "DeepSpeed's OnebitAdam and ZeroOneAdam keep it and never read it; clipping is the top-level \"gradient_clipping\""},
+      {"amsgrad", U, kBool, "the AMSGrad variant, which DeepSpeed's OnebitAdam and ZeroOneAdam refuse too", false},
   });
+  rules.insert(rules.end(), schedule.begin(), schedule.end());
+  return rules;
 }
 
 namespace {
 
-// freeze_step and comm_backend_name. DeepSpeed picks its compressed all-reduce's library by name
+// The schedule keys and comm_backend_name. DeepSpeed picks its compressed all-reduce's library by name
 // ("nccl" default, "mpi", "hccl", "compressed"); zero's runs on the run's own communicator.
-void read_onebit(const Section& p, OneBitAdamConfig& onebit) {
-  onebit.freeze_step = p.get_int("freeze_step", onebit.freeze_step, 0, std::numeric_limits<std::int64_t>::max());
+void read_onebit(const Section& p, EngineSettings& c) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  if (c.optimizer == OptimizerKind::kOneBitAdam) {
+    c.onebit.freeze_step = p.get_int("freeze_step", c.onebit.freeze_step, 0, kMax);
+  } else {
+    ZeroOneAdamConfig& z = c.zero_one;
+    z.var_freeze_step = p.get_int("var_freeze_step", z.var_freeze_step, 0, kMax);
+    z.var_update_scaler = p.get_int("var_update_scaler", z.var_update_scaler, 1, kMax);
+    z.local_step_scaler = p.get_int("local_step_scaler", z.local_step_scaler, 1, kMax);
+    z.local_step_clipper = p.get_int("local_step_clipper", z.local_step_clipper, 1, kMax);
+  }
   const std::string backend = p.get_string("comm_backend_name", "nccl");
   if (backend != "nccl" && backend != "mpi" && backend != "hccl" && backend != "compressed") {
     p.fail("comm_backend_name", cat("is \"", backend, "\"; DeepSpeed's names are \"nccl\", \"mpi\", \"hccl\" and \"compressed\" (zero's "
@@ -118,19 +136,16 @@ void read_betas(const Section& params, AdamConfig& adam) {
 
 // Why an optimizer DeepSpeed has is refused here, by DeepSpeed's lower-case name.
 std::string refused_optimizer(const std::string& low) {
-  if (low == "zerooneadam") {
-    return "0/1 Adam's adaptive variance freezing and local steps are not implemented (zero has 1-bit Adam, \"OneBitAdam\", with "
-           "the same compressed all-reduce)";
-  }
   if (low == "onebitlamb") {
-    return "1-bit Lamb's compressed momentum with per-layer scaling is not implemented (zero has 1-bit Adam, \"OneBitAdam\", and Lamb)";
+    return "1-bit Lamb's compressed momentum with per-layer scaling is not implemented (zero has 1-bit Adam, \"OneBitAdam\", "
+           "0/1 Adam, \"ZeroOneAdam\", and Lamb)";
   }
-  return "zero implements Adam, AdamW, Lamb and OneBitAdam";
+  return "zero implements Adam, AdamW, Lamb, OneBitAdam and ZeroOneAdam";
 }
 
 // The optimizer's name, checked ("" when refused; *name: as written). DeepSpeed lower-cases it.
 std::string optimizer_type(const Section& opt, std::string* written) {
-  if (!opt.present("type")) opt.fail("type", "is missing; set \"AdamW\", \"Adam\", \"Lamb\" or \"OneBitAdam\"");
+  if (!opt.present("type")) opt.fail("type", "is missing; set \"AdamW\", \"Adam\", \"Lamb\", \"OneBitAdam\" or \"ZeroOneAdam\"");
   if (!opt.has("type")) return "";
   const std::string name = *written = opt.get_string("type", "");
   std::string low = name;
@@ -139,13 +154,14 @@ std::string optimizer_type(const Section& opt, std::string* written) {
   if (low == "adamw") return "AdamW";
   if (low == "lamb") return "Lamb";
   if (low == "onebitadam") return "OneBitAdam";
-  static const std::set<std::string> known = {"onebitlamb", "zerooneadam", "adagrad", "lion",
+  if (low == "zerooneadam") return "ZeroOneAdam";
+  static const std::set<std::string> known = {"onebitlamb", "adagrad", "lion",
                                               "muon", "muadam", "muadamw", "musgd", "sgd"};
   if (known.count(low)) {
-    opt.fail("type", cat("\"", name, "\" is known but not supported yet: ", refused_optimizer(low), "; use \"AdamW\", \"Adam\", \"Lamb\" or \"OneBitAdam\""));
+    opt.fail("type", cat("\"", name, "\" is known but not supported yet: ", refused_optimizer(low), "; use \"AdamW\", \"Adam\", \"Lamb\", \"OneBitAdam\" or \"ZeroOneAdam\""));
   } else {
-    opt.fail("type", cat("\"", name, "\" is not an optimizer zero knows; did you mean \"", nearest(name, {"Adam", "AdamW", "Lamb", "OneBitAdam"}),
-                         "\"? (zero implements Adam, AdamW, Lamb and OneBitAdam)"));
+    opt.fail("type", cat("\"", name, "\" is not an optimizer zero knows; did you mean \"", nearest(name, {"Adam", "AdamW", "Lamb", "OneBitAdam", "ZeroOneAdam"}),
+                         "\"? (zero implements Adam, AdamW, Lamb, OneBitAdam and ZeroOneAdam)"));
   }
   return "";
 }
@@ -176,14 +192,17 @@ void read_optimizer(const Section& top, EngineSettings& c, std::string& type_nam
   std::string written;
   const std::string type = optimizer_type(opt, &written);
   type_name = type.empty() ? type_name : type;
-  c.optimizer = type_name == "Lamb" ? OptimizerKind::kLamb : type_name == "OneBitAdam" ? OptimizerKind::kOneBitAdam : OptimizerKind::kAdam;
+  c.optimizer = type_name == "Lamb"          ? OptimizerKind::kLamb
+                : type_name == "OneBitAdam"  ? OptimizerKind::kOneBitAdam
+                : type_name == "ZeroOneAdam" ? OptimizerKind::kZeroOneAdam
+                                             : OptimizerKind::kAdam;
   c.adam.decoupled = true;
   if (!opt.has("params")) return;
   const std::string hint = type.empty() && !written.empty()
                                ? cat(" (a parameter of ", written, " that Adam and AdamW do not have: remove it when you switch the type)")
                                : std::string();
-  const bool lamb = type == "Lamb", onebit = type == "OneBitAdam";
-  const Section p = opt.child("params", lamb ? lamb_param_rules() : onebit ? onebit_adam_param_rules() : adam_param_rules(), hint);
+  const bool lamb = type == "Lamb", onebit = compresses_all_reduce(c.optimizer);
+  const Section p = opt.child("params", lamb ? lamb_param_rules() : onebit ? onebit_adam_param_rules(type == "ZeroOneAdam") : adam_param_rules(), hint);
   c.adam.lr = p.get_float("lr", c.adam.lr);
   c.adam.eps = p.get_float("eps", c.adam.eps);
   c.adam.weight_decay = p.get_float("weight_decay", c.adam.weight_decay);
@@ -191,10 +210,10 @@ void read_optimizer(const Section& top, EngineSettings& c, std::string& type_nam
   if (lamb) {
     c.adam.bias_correction = p.get_bool("bias_correction", true);
     read_lamb(p, c.lamb);
-  } else if (onebit) {  // DeepSpeed's OnebitAdam keeps bias_correction and never reads it: its Adam has none
+  } else if (onebit) {  // DeepSpeed's OnebitAdam and ZeroOneAdam keep bias_correction and never read it
     p.get_bool("bias_correction", true);
     c.adam.bias_correction = false;
-    read_onebit(p, c.onebit);
+    read_onebit(p, c);
   } else {
     read_adam_variant(p, c.adam);
   }

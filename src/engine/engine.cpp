@@ -64,7 +64,7 @@ void check_ranks_agree(const FlatLayout& layout, Communicator& comm) {
 // no bias correction (DeepSpeed keeps the bias_correction flag and never reads it).
 void check_onebit_placement(const Device& device, const Communicator& comm, AdamConfig& adam) {
   if (!device.transport_is_host() || comm.reads_device_memory()) {
-    throw ConfigError("[engine] optimizer OneBitAdam compresses the momentum on the CPU, and this run keeps it in GPU memory or "
+    throw ConfigError("[engine] optimizers OneBitAdam and ZeroOneAdam compress the momentum on the CPU, and this run keeps it in GPU memory or "
                       "communicates through a GPU library: run it on the cpu device with the threads or mpi communicator");
   }
   adam.decoupled = true;
@@ -96,7 +96,7 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   check_ranks_agree(layout_, comm_);
   device_ = make_device(config_.device, ledger);
   device_->set_tracer(config_.tracer);
-  if (config_.optimizer == OptimizerKind::kOneBitAdam) check_onebit_placement(*device_, comm_, config_.adam);
+  if (compresses_all_reduce(config_.optimizer)) check_onebit_placement(*device_, comm_, config_.adam);
   collectives_ = std::make_unique<Collectives>(comm_, *device_, config_.reduce_bucket_elements, config_.allgather_bucket_elements,
                                                config_.gradient_predivide_factor, config_.overlap_comm);
   // The placement: where the stage-3 parameter shard and the optimizer live.
@@ -117,6 +117,7 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   octx.predivide = config_.gradient_predivide_factor;
   octx.kind = config_.optimizer;
   octx.onebit = config_.onebit;
+  octx.zero_one = config_.zero_one;
   octx.comm = &comm_;
   optimizer_ = make_optimizer(octx);
   stage_->set_optimizer(optimizer_.get());

@@ -44,8 +44,9 @@ struct OptimizerContext {
   OffloadOptions offload{};
   int local_ranks = 1;           // ranks sharing this node's host memory
   double predivide = 1.0;        // the reductions' inputs were divided by this (EngineConfig::gradient_predivide_factor)
-  OptimizerKind kind = OptimizerKind::kAdam;  // kOneBitAdam: make_onebit_optimizer (stage 0)
+  OptimizerKind kind = OptimizerKind::kAdam;  // kOneBitAdam, kZeroOneAdam: make_onebit_optimizer (stage 0)
   OneBitAdamConfig onebit{};
+  ZeroOneAdamConfig zero_one{};
   Communicator* comm = nullptr;  // the world: 1-bit Adam's compressed all-reduce
 };
 

@@ -1,5 +1,6 @@
-// 1-bit Adam (settings.h: OneBitAdamConfig) at stage 0: every rank holds every element's
-// parameters, gradients and moments, as DeepSpeed's OnebitAdam does without ZeRO.
+// 1-bit Adam and 0/1 Adam (settings.h: OneBitAdamConfig, ZeroOneAdamConfig) at stage 0: every
+// rank holds every element's parameters, gradients and moments, as DeepSpeed's OnebitAdam and
+// ZeroOneAdam do without ZeRO. 1-bit Adam first:
 //
 // Its steps, numbered from 1 as Adam's (skipped fp16 steps aside):
 //   1                  initialisation only, nothing updated (DeepSpeed's first step allocates its
@@ -12,10 +13,27 @@
 //                      feedback), and every rank applies the same update:
 //                        m = fma(beta1, m, (1 - beta1) g_local);  m = compressed average of m
 //                        p = p (1 - lr wd);  p = fma(-lr, m / (sqrt(v) + eps), p)
+// 0/1 Adam (DeepSpeed's ZeroOneAdam), its step 1 likewise only initialising; then, with lr, wd
+// and eps as above, u the accumulated local update and lrs the learning rates summed since the last
+// synchronisation (ZeroOneSchedule below keeps the intervals):
+//   variance phase (steps <= var_freeze_step): a step whose gradient the stage all-reduced (every
+//     var_interval-th) updates m and v from it; any other averages its local gradient through the
+//     compressed all-reduce and updates m alone; p -= lr (m / (sqrt(v) + eps) + wd p)
+//   frozen (after): m from the local gradient, lrs += lr, the same update of p, u -= lr (...);
+//     every local_interval-th step the ranks synchronise: u = u (sqrt(v) + eps), averaged
+//     compressed; m = -u / lrs; p = p_sync + u / (sqrt(v) + eps); p_sync = p; u = 0, lrs = 0.
+//     Other steps send nothing.
+// The errors are zeroed when the variance freezes (they then feed back u, not gradients).
+// DeepSpeed undoes the local steps with p -= u, which leaves each rank its own rounding of them, so
+// its replicas drift apart in the last bits; zero keeps p_sync, the parameters of the last
+// synchronisation (4 bytes per parameter more), so every rank holds the same bits after each.
+//
 // The compressed steps run on the CPU over the device's host memory (the engine refuses other
 // placements). Mixed precision as the device optimizer's: f32 masters beside m and v, 16-bit
-// gradients widened, the 16-bit parameters rounded (to nearest even) from the updated masters. The errors are optimizer state in the ledger; a checkpoint does not keep them:
-// loading one starts them from zero, as DeepSpeed does.
+// gradients widened, the 16-bit parameters rounded (to nearest even) from the updated masters.
+// The errors are optimizer state in the ledger; a checkpoint keeps m and v but not the errors (nor
+// 0/1 Adam's u and intervals): a loaded one starts them afresh, as DeepSpeed does.
+#include <algorithm>
 #include <cmath>
 #include <deque>
 
@@ -26,6 +44,33 @@
 
 namespace zero {
 namespace {
+
+// 0/1 Adam's policies, as DeepSpeed's ZeroOneAdam counts them: the variance is updated at
+// intervals that double every var_update_scaler updates; after the freeze the ranks synchronise
+// at intervals that double every local_step_scaler steps, up to local_step_clipper.
+struct ZeroOneSchedule {
+  std::int64_t var_interval = 1, var_counter = 0, local_interval = 1, local_counter = 0;
+  bool reduce_next = true;  // the next step's gradient is all-reduced (DeepSpeed's enable_backward_allreduce)
+  bool frozen = false;
+
+  // After step k (from 2; step 1 only initialises). True when the variance froze at this step.
+  bool advance(const ZeroOneAdamConfig& c, std::int64_t k) {
+    if (!frozen) {
+      if (k % var_interval == 0 && ++var_counter == c.var_update_scaler) {
+        var_counter = 0;
+        var_interval *= 2;
+      }
+      reduce_next = (k + 1) % var_interval == 0;
+    } else if (++local_counter == c.local_step_scaler) {
+      local_counter = 0;
+      local_interval = std::min(c.local_step_clipper, local_interval * 2);
+    }
+    if (k <= c.var_freeze_step || frozen) return false;
+    frozen = true;
+    reduce_next = false;
+    return true;
+  }
+};
 
 class OneBitAdamOptimizer final : public ShardOptimizer {
  public:
@@ -47,7 +92,11 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
       sizes.push_back(p.params.size());
       worker += CompressedAllReduce::padded_size(p.params.size(), ranks_);
     }
-    if (ranks_ == 1) return;  // one rank: the frozen-variance steps have nothing to average
+    if (zero_one()) {
+      u_ = dev_.alloc(Tier::kDevice, Category::kOptimizerState, ctx.state_numel, "0/1 Adam accumulated update");
+      sync_ = dev_.alloc(Tier::kDevice, Category::kOptimizerState, ctx.state_numel, "0/1 Adam parameters at the last synchronisation");
+    }
+    if (ranks_ == 1) return;  // one rank: the compressed steps have nothing to average
     worker_error_ = dev_.alloc(Tier::kDevice, Category::kOptimizerState, worker, "1-bit Adam worker error");
     server_error_ = dev_.alloc(Tier::kDevice, Category::kOptimizerState, worker / static_cast<std::size_t>(ranks_), "1-bit Adam server error");
     if (dev_.computes()) reducer_ = std::make_unique<CompressedAllReduce>(*ctx.comm, sizes);
@@ -55,11 +104,14 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
 
   void begin_micro_batch(bool first, bool boundary) override {
     // The planner's dry run (a device that does not compute) plans the warm-up's steps.
-    if (first) compressed_ = applied_ >= std::max<std::int64_t>(ctx_.onebit.freeze_step, 1) && dev_.computes();
+    if (first) {
+      const bool onebit_local = applied_ >= std::max<std::int64_t>(ctx_.onebit.freeze_step, 1);
+      local_ = (zero_one() ? !schedule_.reduce_next : onebit_local) && dev_.computes();
+    }
     micro_batches_ = first ? 1 : micro_batches_ + 1;
     boundary_ = boundary;
   }
-  bool local_gradients() const override { return compressed_; }
+  bool local_gradients() const override { return local_; }
   Traffic own_traffic() const override { return reducer_ ? reducer_->pair_traffic() : Traffic{}; }
 
   DeviceSpan reduce_target(int) override {
@@ -70,8 +122,8 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
   // Summed over the ranks in the warm-up (the average divides by N); the rank's own after it.
   void reduced(int u, const DeviceSpan& region, const Handle& done) override {
     grads_[u] = region;
-    const int ranks = compressed_ ? 1 : ranks_;
-    const double predivide = compressed_ ? 1.0 : ctx_.predivide;  // only a reduction predivides
+    const int ranks = local_ ? 1 : ranks_;
+    const double predivide = local_ ? 1.0 : ctx_.predivide;  // only a reduction predivides
     pending_.push_back({done, u, boundary_ ? gradient_divisor(ranks, micro_batches_, predivide) : 1.0f});
   }
 
@@ -104,7 +156,8 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
 
   void step(const AdamStep& s) override {
     if (++applied_ == 1) return;  // DeepSpeed's initialisation step
-    if (!compressed_) {
+    if (zero_one() && dev_.computes()) return zero_one_step(s);
+    if (!local_) {
       for (const OptimizerPart& p : ctx_.parts) {
         dev_.adam(dev_.compute(), s, p.segments, masters(p), grads_[p.unit], slot(m_, p), slot(v_, p), master_.empty() ? DeviceSpan() : p.params);
       }
@@ -119,8 +172,7 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
       for (std::size_t i = 0; i < p.params.size(); ++i) m[i] = std::fma(s.beta1, m[i], s.one_minus_beta1 * widen(dtype, g, i));
       moments.emplace_back(m, p.params.size());
     }
-    if (reducer_) reducer_->run(moments, std::span(host(worker_error_.span()), worker_error_.size()),
-                                std::span(host(server_error_.span()), server_error_.size()));
+    average(moments);
     for (const OptimizerPart& p : ctx_.parts) update_frozen(s, p);
   }
 
@@ -145,7 +197,16 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
       dev_.fill(dev_.compute(), server_error_.span(), 0.0f);
     }
   }
-  void set_steps_applied(std::int64_t applied) override { applied_ = applied; }
+  // 0/1 Adam restarts its intervals (DeepSpeed drops them with the errors at a load too).
+  void set_steps_applied(std::int64_t applied) override {
+    applied_ = applied;
+    schedule_ = {};
+    schedule_.frozen = applied > ctx_.zero_one.var_freeze_step;
+    schedule_.reduce_next = !schedule_.frozen;
+    lrs_ = 0.0;
+    if (!u_.empty()) dev_.fill(dev_.compute(), u_.span(), 0.0f);
+    if (zero_one()) keep_sync_point();  // the loaded parameters, the same on every rank
+  }
 
  private:
   struct Pending {
@@ -153,6 +214,28 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
     int unit;
     float divisor;  // at the step's last micro-batch; 1 before it
   };
+
+  bool zero_one() const { return ctx_.kind == OptimizerKind::kZeroOneAdam; }
+  std::span<float> whole(const DeviceBuffer& b) { return {host(b.span()), b.size()}; }
+  // The compressed average of `tensors` (one per part), in place; nothing on one rank.
+  void average(const std::vector<std::span<float>>& tensors) {
+    if (reducer_) reducer_->run(tensors, whole(worker_error_), whole(server_error_));
+  }
+  std::vector<std::span<float>> part_spans(const DeviceBuffer& b) {
+    std::vector<std::span<float>> out;
+    for (const OptimizerPart& p : ctx_.parts) out.emplace_back(host(slot(b, p)), p.params.size());
+    return out;
+  }
+  // Calls f(i, decay) for each parameter element i of the part (padding skipped).
+  template <typename F>
+  static void each_parameter(const OptimizerPart& part, F f) {
+    for (const Segment& seg : part.segments)
+      if (seg.param >= 0)
+        for (std::size_t i = seg.offset; i < seg.offset + seg.numel; ++i) f(i, seg.decay);
+  }
+  void round_copy(const OptimizerPart& part, std::size_t i) {
+    if (!master_.empty()) narrow(part.params.dtype(), host(masters(part))[i], dev_.transport(part.params), i);
+  }
 
   static DeviceSpan slot(const DeviceBuffer& b, const OptimizerPart& p) { return b.sub(p.offset, p.params.size()); }
   float* host(const DeviceSpan& s) { return static_cast<float*>(dev_.transport(s)); }
@@ -169,7 +252,7 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
     }
   }
   DeviceSpan checked(const OptimizerPart& p) const {
-    return compressed_ ? grads_[p.unit] : grads_[p.unit].sub(p.norm_begin, p.norm_numel);
+    return local_ ? grads_[p.unit] : grads_[p.unit].sub(p.norm_begin, p.norm_numel);
   }
 
   // The update with the averaged momentum and the frozen v, over the parameters (padding skipped),
@@ -191,6 +274,71 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
     }
   }
 
+  // 0/1 Adam's step k >= 2 (see the top of this file), on the CPU.
+  void zero_one_step(const AdamStep& s) {
+    dev_.compute().synchronize();
+    const bool frozen = schedule_.frozen, compressed = local_ && !frozen;
+    if (compressed) {  // the local gradients, widened into u_ (zero in this phase), averaged compressed
+      for (const OptimizerPart& p : ctx_.parts) {
+        float* g1 = host(slot(u_, p));
+        const void* g = dev_.transport(grads_[p.unit]);
+        for (std::size_t i = 0; i < p.params.size(); ++i) g1[i] = widen(grads_[p.unit].dtype(), g, i);
+      }
+      average(part_spans(u_));
+    }
+    if (frozen) lrs_ += s.lr;
+    for (const OptimizerPart& p : ctx_.parts) {
+      float *m = host(slot(m_, p)), *v = host(slot(v_, p)), *u = host(slot(u_, p)), *w = host(masters(p));
+      const void* g = dev_.transport(grads_[p.unit]);
+      for (std::size_t i = 0; i < p.params.size(); ++i) {
+        const float gi = compressed ? u[i] : widen(grads_[p.unit].dtype(), g, i);
+        if (!frozen && !local_) v[i] = std::fma(s.beta2, v[i], (s.one_minus_beta2 * gi) * gi);
+        m[i] = std::fma(s.beta1, m[i], s.one_minus_beta1 * gi);
+        if (compressed) u[i] = 0.0f;
+      }
+      each_parameter(p, [&](std::size_t i, bool decay) {  // DeepSpeed's update: p -= lr (m / (sqrt(v) + eps) + wd p)
+        const float update = m[i] / (std::sqrt(v[i]) + s.eps) + (decay ? s.weight_decay * w[i] : 0.0f);
+        w[i] = w[i] - s.lr * update;
+        if (frozen) u[i] = u[i] - s.lr * update;
+        round_copy(p, i);
+      });
+    }
+    if (frozen && applied_ % schedule_.local_interval == 0) synchronise(s.eps);
+    if (schedule_.advance(ctx_.zero_one, applied_)) {  // frozen now: every rank holds the same parameters
+      keep_sync_point();
+      if (!worker_error_.empty()) {  // the errors will feed back u
+        dev_.fill(dev_.compute(), worker_error_.span(), 0.0f);
+        dev_.fill(dev_.compute(), server_error_.span(), 0.0f);
+      }
+    }
+  }
+
+  void keep_sync_point() {
+    for (const OptimizerPart& p : ctx_.parts) dev_.copy(dev_.compute(), slot(sync_, p), masters(p));
+  }
+
+  // 0/1 Adam after the freeze: the local steps since the last synchronisation are undone and
+  // replaced by the compressed average of every rank's, rescaled by the frozen variance.
+  void synchronise(float eps) {
+    for (const OptimizerPart& p : ctx_.parts) {
+      float *v = host(slot(v_, p)), *u = host(slot(u_, p));
+      for (std::size_t i = 0; i < p.params.size(); ++i) u[i] = u[i] * (std::sqrt(v[i]) + eps);
+    }
+    average(part_spans(u_));
+    const float lrs = static_cast<float>(lrs_);
+    for (const OptimizerPart& p : ctx_.parts) {
+      float *m = host(slot(m_, p)), *v = host(slot(v_, p)), *u = host(slot(u_, p)), *w = host(masters(p)), *ws = host(slot(sync_, p));
+      for (std::size_t i = 0; i < p.params.size(); ++i) m[i] = -(u[i] / lrs);
+      each_parameter(p, [&](std::size_t i, bool) {
+        w[i] = ws[i] + u[i] / (std::sqrt(v[i]) + eps);
+        ws[i] = w[i];
+        round_copy(p, i);
+      });
+      std::fill(u, u + p.params.size(), 0.0f);
+    }
+    lrs_ = 0.0;
+  }
+
   OptimizerContext ctx_;
   Device& dev_;
   int ranks_;
@@ -201,8 +349,12 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
   std::unique_ptr<CompressedAllReduce> reducer_;  // N > 1, on a computing device
   std::vector<DeviceSpan> grads_;      // (num_units) the stage's gradients
   std::deque<Pending> pending_;
+  DeviceBuffer u_;                     // (state_numel) f32, device tier, optimizer state: 0/1 Adam's u (and its gradient scratch)
+  DeviceBuffer sync_;                  // (state_numel) f32, device tier, optimizer state: 0/1 Adam's p_sync
   std::int64_t applied_ = 0;           // optimizer steps applied
-  bool compressed_ = false;            // this step runs after the freeze
+  bool local_ = false;                 // this step's gradients are each rank's own
+  ZeroOneSchedule schedule_;           // 0/1 Adam
+  double lrs_ = 0.0;                   // 0/1 Adam: learning rates summed since the last synchronisation
   int micro_batches_ = 0;
   bool boundary_ = true;
 };

@@ -46,18 +46,29 @@ void stage3_problems(const Stage3Options& s3, std::vector<SettingProblem>& out) 
   }
 }
 
-// 1-bit Adam compresses the all-reduce of the whole momentum, which only stage 0 holds whole on
-// every rank; DeepSpeed refuses it with ZeRO too (AssertionError "1bit-Adam is not compatible with ZeRO").
+// 1-bit and 0/1 Adam compress the all-reduce of whole tensors, which only stage 0 holds whole on
+// every rank; DeepSpeed refuses them with ZeRO too (AssertionError "1bit-Adam is not compatible
+// with ZeRO", "0/1 Adam is not compatible with ZeRO").
 void onebit_problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
-  if (s.optimizer != OptimizerKind::kOneBitAdam) return;
+  const bool onebit = s.optimizer == OptimizerKind::kOneBitAdam, zero_one = s.optimizer == OptimizerKind::kZeroOneAdam;
+  if (!onebit && !zero_one) return;
   if (s.stage != 0) {
-    out.push_back({"optimizer.type", cat("= OneBitAdam needs zero_optimization.stage 0, not ", s.stage, ": it all-reduces the whole momentum, "
-                                         "compressed, where ZeRO stages shard it (DeepSpeed refuses it with ZeRO too: \"1bit-Adam is not "
+    const char* name = onebit ? "OneBitAdam" : "ZeroOneAdam";
+    const char* ds = onebit ? "1bit-Adam" : "0/1 Adam";
+    out.push_back({"optimizer.type", cat("= ", name, " needs zero_optimization.stage 0, not ", s.stage, ": it all-reduces whole tensors, "
+                                         "compressed, where ZeRO stages shard them (DeepSpeed refuses it with ZeRO too: \"", ds, " is not "
                                          "compatible with ZeRO\"); set the stage to 0, or use Adam/AdamW")});
   }
-  if (s.onebit.freeze_step < 0) {
+  if (onebit && s.onebit.freeze_step < 0) {
     out.push_back({"optimizer.params.freeze_step", cat("is ", s.onebit.freeze_step, "; it must be >= 0 (the steps of uncompressed Adam before the "
                                                        "variance is frozen)")});
+  }
+  if (!zero_one) return;
+  const ZeroOneAdamConfig& z = s.zero_one;
+  if (z.var_freeze_step < 0) out.push_back({"optimizer.params.var_freeze_step", cat("is ", z.var_freeze_step, "; it must be >= 0")});
+  for (const auto& [key, value] : {std::pair<const char*, std::int64_t>{"var_update_scaler", z.var_update_scaler},
+                                   {"local_step_scaler", z.local_step_scaler}, {"local_step_clipper", z.local_step_clipper}}) {
+    if (value < 1) out.push_back({cat("optimizer.params.", key), cat("is ", value, "; it must be >= 1 (a count of steps)")});
   }
 }
 

@@ -70,7 +70,7 @@ std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::o
     z.offload.pin_memory = base.offload.pin_memory && (opt || param);        // a setting of offload: none without it
     out.push_back(z);
   };
-  if (base.optimizer == OptimizerKind::kOneBitAdam) {  // 1-bit Adam runs at stage 0 only (engine/settings.cpp)
+  if (compresses_all_reduce(base.optimizer)) {  // 1-bit and 0/1 Adam run at stage 0 only (engine/settings.cpp)
     add(0, false, false);
     if (only_stage && *only_stage != 0) check_settings(z_with_stage(base, *only_stage), "planner");
     return out;
@@ -122,7 +122,7 @@ std::vector<std::string> preference(const PlanInput& in, std::optional<int> only
       // 1+opt is 2+opt by another name (with offload stage 1 sheds its gradients as stage 2
       // does); on many ranks stage 1 beats stage 0, on one rank nothing is sharded: stage 0.
       if (z.stage == 1 && z.offload.optimizer) continue;
-      const bool stage0_only = in.settings.optimizer == OptimizerKind::kOneBitAdam;
+      const bool stage0_only = compresses_all_reduce(in.settings.optimizer);
       if (!z.offload.optimizer && !stage0_only && (in.ranks == 1 ? z.stage > 0 : z.stage == 0)) continue;
     }
     labels.push_back(plan_label(z));

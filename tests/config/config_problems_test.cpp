@@ -96,9 +96,7 @@ TEST(ConfigProblems, SwappedOptimizerShowsAllItsParametersAtOnce) {
   EXPECT_CONTAINS(next, "3 problems");
   EXPECT_CONTAINS(next, "optimizer.params.max_coeff");
   EXPECT_CONTAINS(next, "optimizer.params.freeze_step");
-  for (const char* t : {"ZeroOneAdam", "OneBitLamb"}) {
-    EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"optimizer", {{"type", t}}}}), "(zero has 1-bit Adam, \"OneBitAdam\"");
-  }
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"optimizer", {{"type", "OneBitLamb"}}}}), "(zero has 1-bit Adam, \"OneBitAdam\"");
 }
 
 // DeepSpeed's Lamb (FusedLamb): Adam's parameters and its own; its defaults are FusedLamb's.
@@ -143,6 +141,28 @@ TEST(ConfigOneBitAdam, ParametersAndWhatItRefuses) {
   EXPECT_CONTAINS(msg, "optimizer.params.freeze_step");
   EXPECT_CONTAINS(msg, "optimizer.params.comm_backend_name is \"gloo\"");
   EXPECT_CONTAINS(msg, "optimizer.type = OneBitAdam needs zero_optimization.stage 0, not 2");
+}
+
+// DeepSpeed's ZeroOneAdam: its four schedule keys, DeepSpeed's defaults where absent; stage 0 only.
+TEST(ConfigOneBitAdam, ZeroOneAdamParameters) {
+  const json z = {{"type", "ZeroOneAdam"}, {"params", {{"lr", 4e-4}, {"var_freeze_step", 12500}, {"local_step_scaler", 32678},
+                                                       {"cuda_aware", false}, {"comm_backend_name", "nccl"}}}};
+  const TrainConfig c = parse_config({{"train_batch_size", 8}, {"optimizer", z}}, 2);
+  EXPECT_EQ(c.optimizer_type, "ZeroOneAdam");
+  EXPECT_EQ(c.engine.optimizer, OptimizerKind::kZeroOneAdam);
+  EXPECT_EQ(c.engine.zero_one.var_freeze_step, 12500);
+  EXPECT_EQ(c.engine.zero_one.var_update_scaler, 16);
+  EXPECT_EQ(c.engine.zero_one.local_step_scaler, 32678);
+  EXPECT_EQ(c.engine.zero_one.local_step_clipper, 16);
+  EXPECT_FALSE(c.engine.adam.bias_correction);
+  json bad = z;
+  bad["params"]["local_step_clipper"] = 0;
+  bad["params"]["freeze_step"] = 10;  // 1-bit Adam's key
+  const std::string msg = error_of({{"train_batch_size", 8}, {"optimizer", bad}, {"zero_optimization", {{"stage", 1}}}});
+  EXPECT_CONTAINS(msg, "3 problems");
+  EXPECT_CONTAINS(msg, "optimizer.params.local_step_clipper");
+  EXPECT_CONTAINS(msg, "unknown key 'optimizer.params.freeze_step'");
+  EXPECT_CONTAINS(msg, "optimizer.type = ZeroOneAdam needs zero_optimization.stage 0, not 1");
 }
 
 TEST(ConfigLamb, BadParametersAllAtOnce) {

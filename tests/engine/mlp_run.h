@@ -36,6 +36,7 @@ struct MlpRun {
   OptimizerKind optimizer = OptimizerKind::kAdam;  // kLamb: with `lamb`'s clamp
   LambConfig lamb;
   OneBitAdamConfig onebit;  // OptimizerKind::kOneBitAdam
+  ZeroOneAdamConfig zero_one;  // OptimizerKind::kZeroOneAdam
 
   // fp16: 2^8, so that most of the test MLP's steps apply (DeepSpeed's default 2^16 would skip
   // several: its gradients are of order 1); the overflow tests set their own.
@@ -79,6 +80,7 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.optimizer = run.optimizer;
   c.lamb = run.lamb;
   c.onebit = run.onebit;
+  c.zero_one = run.zero_one;
   return c;
 }
 

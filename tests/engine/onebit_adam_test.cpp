@@ -102,6 +102,81 @@ TEST(OneBitAdam, RefusedWithZeroStagesAndBadFreezeStep) {
       ConfigError);
 }
 
+// ---- 0/1 Adam ----
+
+// DeepSpeed's ZeroOneAdam schedule, restated from its step() (zoadam.py): for steps 1..n, what
+// each sends: 'R' the stage's f32 all-reduce, 'C' one compressed all-reduce, '0' nothing.
+std::string zero_one_schedule(const ZeroOneAdamConfig& c, int n) {
+  std::string out;
+  bool enable = true, freeze = false;
+  std::int64_t var_interval = 1, var_counter = 0, local_interval = 1, local_counter = 0;
+  for (std::int64_t step = 1; step <= n; ++step) {
+    if (step == 1) {  // the initialisation step (its compression of a zero buffer sends nothing here)
+      out += 'R';
+      continue;
+    }
+    if (!freeze) out += enable ? 'R' : 'C';
+    else out += step % local_interval == 0 ? 'C' : '0';
+    if (!freeze) {
+      if (step % var_interval == 0 && ++var_counter == c.var_update_scaler) var_counter = 0, var_interval *= 2;
+      enable = (step + 1) % var_interval == 0;
+    } else if (++local_counter == c.local_step_scaler) {
+      local_counter = 0, local_interval = std::min(c.local_step_clipper, local_interval * 2);
+    }
+    if (step > c.var_freeze_step) freeze = true, enable = false;
+  }
+  return out;
+}
+
+struct ZeroOneSteps {
+  std::string kinds;                // per step, as zero_one_schedule's letters, from the bytes sent
+  std::vector<std::vector<float>> params;  // per rank, after the last step
+};
+
+ZeroOneSteps run_zero_one(const ZeroOneAdamConfig& z, int steps, int n) {
+  MlpRun run;
+  run.optimizer = OptimizerKind::kZeroOneAdam;
+  run.zero_one = z;
+  const MlpShape shape;
+  const std::uint64_t reduce = 2ull * (n - 1) * 4 * FlatLayout(Mlp(shape).units(), n).padded_numel() / n;
+  const std::uint64_t compressed = compressed_step_bytes(shape, n);
+  ZeroOneSteps out;
+  out.params.resize(n);
+  ThreadWorld world(n);
+  world.run([&](int r) {
+    Ledger ledger;
+    auto comm = world.communicator(r, &ledger);
+    Mlp mlp(shape);
+    Engine engine(testing::engine_config(run), mlp, *comm, ledger);
+    const int rows = run.global_batch / n;
+    for (int s = 0; s < steps; ++s) {
+      mlp.set_batch(mlp_synthetic_batch(shape, run.seed, s, r * rows, rows));
+      engine.train_step();
+      const std::uint64_t sent = engine.last_step_traffic().total_sent();
+      if (r == 0) out.kinds += sent == reduce ? 'R' : sent == compressed ? 'C' : sent == 0 ? '0' : '?';
+    }
+    out.params[r] = engine.full_parameters();
+  });
+  return out;
+}
+
+TEST(ZeroOneAdam, SendsWhatDeepSpeedsScheduleSaysAndRanksAgreeAfterASync) {
+  ZeroOneAdamConfig z;
+  z.var_freeze_step = 10, z.var_update_scaler = 2, z.local_step_scaler = 2, z.local_step_clipper = 4;
+  const std::string want = zero_one_schedule(z, 24);
+  const int last_sync = static_cast<int>(want.find_last_of('C')) + 1;
+  for (int n : {2, 3}) {
+    const ZeroOneSteps got = run_zero_one(z, last_sync, n);
+    std::printf("[ measured ] N=%d, steps 1-%d: %s (R: f32 all-reduce, C: compressed, 0: nothing)\n", n, last_sync, got.kinds.c_str());
+    EXPECT_EQ(got.kinds, want.substr(0, static_cast<std::size_t>(last_sync))) << "N=" << n;
+    for (int r = 1; r < n; ++r) EXPECT_TRUE(same_bits(got.params[r], got.params[0])) << "N=" << n << " rank " << r;
+  }
+  // Between synchronisations the ranks step on their own gradients: their weights differ
+  const ZeroOneSteps between = run_zero_one(z, last_sync - 1, 2);
+  ASSERT_EQ(want[static_cast<std::size_t>(last_sync - 2)], '0');
+  EXPECT_FALSE(same_bits(between.params[1], between.params[0]));
+}
+
 // ---- learning, on the default text ----
 
 struct Outcome {
@@ -109,13 +184,15 @@ struct Outcome {
   std::string sha256;
 };
 
-// A small GPT for 150 steps, 1-bit Adam frozen after 50 (the paper warms up for 15-25% of the
-// run; freezing after 20 of 150 here, before the model has settled, learned 8% worse).
+// A small GPT for 150 steps on 2 thread ranks. 1-bit Adam freezes after 50 (the paper warms up for
+// 15-25% of a run; frozen after 20 of 150, before the model settled, it learned 9% worse); 0/1 Adam
+// freezes its variance after 50 and takes local steps from step 76 (interval 2).
 constexpr int kSteps = 150;
 
 Outcome train_text(const std::string& optimizer, int seed) {
   nlohmann::json params = {{"lr", 3e-3}, {"betas", {0.9, 0.95}}, {"weight_decay", 0.1}};
   if (optimizer == "OneBitAdam") params["freeze_step"] = 50;
+  if (optimizer == "ZeroOneAdam") params.update({{"var_freeze_step", 50}, {"local_step_scaler", 25}, {"local_step_clipper", 2}});
   nlohmann::json j = {{"train_micro_batch_size_per_gpu", 8},
                       {"gradient_accumulation_steps", 1},
                       {"optimizer", {{"type", optimizer}, {"params", params}}},
@@ -139,22 +216,49 @@ Outcome train_text(const std::string& optimizer, int seed) {
   return out;
 }
 
-TEST(OneBitAdamLearning, LearnsAsAdamWithinAdamsSpreadAndRepeatsBitForBit) {
-  std::vector<double> adam, onebit;
-  for (int seed : {1, 2, 3}) adam.push_back(train_text("AdamW", seed).val_loss);
-  const auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); };
-  const double band = *std::max_element(adam.begin(), adam.end()) - *std::min_element(adam.begin(), adam.end());
+double mean(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); }
+
+// AdamW's validation losses over seeds 1-3 (computed once for the tests below), and their range:
+// what a change of seed alone moves Adam by.
+const std::vector<double>& adam_losses() {
+  static const std::vector<double> losses = [] {
+    std::vector<double> v;
+    for (int seed : {1, 2, 3}) v.push_back(train_text("AdamW", seed).val_loss);
+    return v;
+  }();
+  return losses;
+}
+double adam_range() { return *std::max_element(adam_losses().begin(), adam_losses().end()) - *std::min_element(adam_losses().begin(), adam_losses().end()); }
+
+// The optimizer's mean over seeds 1-3 against Adam's, printed; and the same run twice, the same bits.
+double difference_from_adam(const std::string& optimizer) {
+  std::vector<double> losses;
   std::string first_sha;
   for (int seed : {1, 2, 3}) {
-    const Outcome o = train_text("OneBitAdam", seed);
-    onebit.push_back(o.val_loss);
+    const Outcome o = train_text(optimizer, seed);
+    losses.push_back(o.val_loss);
     if (seed == 1) first_sha = o.sha256;
   }
-  std::printf("[ measured ] validation loss after %d steps, seeds 1-3: AdamW %.4f %.4f %.4f (range %.4f); OneBitAdam %.4f %.4f %.4f; "
-              "mean difference %+.4f\n", kSteps, adam[0], adam[1], adam[2], band, onebit[0], onebit[1], onebit[2], mean(onebit) - mean(adam));
+  const std::vector<double>& adam = adam_losses();
+  std::printf("[ measured ] validation loss after %d steps, seeds 1-3: AdamW %.4f %.4f %.4f (range %.4f); %s %.4f %.4f %.4f; "
+              "mean difference %+.4f\n", kSteps, adam[0], adam[1], adam[2], adam_range(), optimizer.c_str(), losses[0], losses[1],
+              losses[2], mean(losses) - mean(adam));
   EXPECT_LT(mean(adam), 3.5) << "Adam must have learned (ln 256 = 5.55 at the start)";
-  EXPECT_LE(std::abs(mean(onebit) - mean(adam)), band);
-  EXPECT_EQ(train_text("OneBitAdam", 1).sha256, first_sha) << "the same 1-bit Adam run twice gave other weights";
+  EXPECT_EQ(train_text(optimizer, 1).sha256, first_sha) << "the same " << optimizer << " run twice gave other weights";
+  return mean(losses) - mean(adam);
+}
+
+// Measured here (2026-12-03, AVX2): AdamW 2.8831 2.8663 2.8039 (range 0.0792); 1-bit Adam 2.8760
+// 2.8366 2.9090 (+0.0228).
+TEST(OneBitAdamLearning, LearnsAsAdamWithinAdamsSpreadAndRepeatsBitForBit) {
+  EXPECT_LE(std::abs(difference_from_adam("OneBitAdam")), adam_range());
+}
+
+// 0/1 Adam learns measurably worse on so short a run (its variance phase averages 1-bit
+// gradients, not momenta): 3.0062 2.9266 3.0213, +0.1340, 1.7 of Adam's ranges (seeds 4 and 5:
+// 3.1032, 3.0400). Held to three ranges: a 0/1 Adam that learned 8% worse would fail.
+TEST(OneBitAdamLearning, ZeroOneAdamWithinThreeOfAdamsSpreadsAndRepeatsBitForBit) {
+  EXPECT_LE(std::abs(difference_from_adam("ZeroOneAdam")), 3 * adam_range());
 }
 
 }  // namespace
