@@ -44,6 +44,9 @@ std::string name_of(const Case& c) {
   return s;
 }
 
+// gtest prints the parameter beside the test's name: its name, not its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << name_of(c); }
+
 // Per-rank bytes sent per call, from the formula (not from the class): 2 (N-1) (B + 4 T), B the
 // bytes of one chunk of every tensor, each tensor padded to a multiple of N lcm(N, 8).
 std::uint64_t formula_bytes(const Case& c) {
