@@ -187,6 +187,7 @@ class Engine {
   bool last_seen_ = false;  // forward_backward(true) ran since the last optimizer step
   Traffic step_start_traffic_;
   Traffic last_traffic_;
+  Traffic step_start_own_traffic_;  // the optimizer's own communicators' (1-bit Adam)
   std::uint64_t step_start_to_host_ = 0, step_start_to_device_ = 0, last_to_host_ = 0, last_to_device_ = 0;
 };
 

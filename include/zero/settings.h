@@ -67,8 +67,35 @@ struct Precision {
 };
 
 // The optimizer: Adam/AdamW (AdamConfig::decoupled), or DeepSpeed's Lamb (lamb.h), which
-// takes lr, betas, eps, weight_decay and bias_correction from AdamConfig and the rest from LambConfig.
-enum class OptimizerKind { kAdam, kLamb };
+// takes lr, betas, eps, weight_decay and bias_correction from AdamConfig and the rest from LambConfig,
+// or DeepSpeed's 1-bit Adam (OneBitAdamConfig) or 0/1 Adam (ZeroOneAdamConfig), stage 0 only.
+enum class OptimizerKind { kAdam, kLamb, kOneBitAdam, kZeroOneAdam };
+// 1-bit and 0/1 Adam: the optimizers that compress their all-reduce, at stage 0 only.
+inline bool compresses_all_reduce(OptimizerKind k) { return k == OptimizerKind::kOneBitAdam || k == OptimizerKind::kZeroOneAdam; }
+
+// 1-bit Adam (Tang et al., 2021; DeepSpeed's OnebitAdam), with AdamConfig's lr, betas, eps and
+// weight_decay (decoupled, no bias correction, as DeepSpeed's). Its first `freeze_step` steps
+// are Adam over all-reduced gradients (the first of them, as in DeepSpeed, only initialises:
+// it updates nothing); after them the second moment is frozen and each step's momentum, updated
+// from the rank's own gradient, is averaged by the error-compensated 1-bit compressed all-reduce
+// (engine/compressed_all_reduce.h) in place of the gradient all-reduce.
+struct OneBitAdamConfig {
+  std::int64_t freeze_step = 100000;  // DeepSpeed's default
+};
+
+// 0/1 Adam (Lu et al., 2022; DeepSpeed's ZeroOneAdam), with AdamConfig's lr, betas, eps and
+// weight_decay as 1-bit Adam's. Until var_freeze_step the variance is updated only on steps whose
+// gradient is all-reduced, at intervals that double every var_update_scaler updates; the other
+// steps average the gradient through the 1-bit compressed all-reduce. After it the variance is
+// frozen and ranks take local steps, synchronising (one compressed all-reduce of the accumulated
+// update) every local_step_interval steps, an interval that doubles every local_step_scaler
+// steps up to local_step_clipper. DeepSpeed's defaults.
+struct ZeroOneAdamConfig {
+  std::int64_t var_freeze_step = 100000;
+  std::int64_t var_update_scaler = 16;
+  std::int64_t local_step_scaler = 32678;
+  std::int64_t local_step_clipper = 16;
+};
 
 struct EngineSettings {
   int stage = 0;  // ZeRO stage: 0 (DDP), 1, 2 or 3
@@ -105,6 +132,8 @@ struct EngineSettings {
   OptimizerKind optimizer = OptimizerKind::kAdam;
   AdamConfig adam;
   LambConfig lamb;  // OptimizerKind::kLamb only
+  OneBitAdamConfig onebit;  // OptimizerKind::kOneBitAdam only
+  ZeroOneAdamConfig zero_one;  // OptimizerKind::kZeroOneAdam only
 };
 
 // One problem of a set of settings: the DeepSpeed key it is about ("zero_optimization.offload_param")

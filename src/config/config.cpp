@@ -578,8 +578,9 @@ std::vector<std::string> known_config_keys() {
   add("zero_optimization.offload_optimizer.", offload_rules(true));
   add("zero_optimization.offload_param.", offload_rules(false));
   add("optimizer.params.", adam_param_rules());
-  for (const KeyRule& r : lamb_param_rules())  // Lamb's own keys; the rest are Adam's too
-    if (std::find(keys.begin(), keys.end(), "optimizer.params." + r.name) == keys.end()) keys.push_back("optimizer.params." + r.name);
+  for (const auto& rules : {lamb_param_rules(), onebit_adam_param_rules(false), onebit_adam_param_rules(true)})  // their own keys; the rest are Adam's too
+    for (const KeyRule& r : rules)
+      if (std::find(keys.begin(), keys.end(), "optimizer.params." + r.name) == keys.end()) keys.push_back("optimizer.params." + r.name);
   add("activation_checkpointing.", activation_checkpointing_rules());
   add("train_checkpoints.", train_checkpoints_rules());
   add("train_eval.", train_eval_rules());

@@ -59,6 +59,18 @@ void check_ranks_agree(const FlatLayout& layout, Communicator& comm) {
   }
 }
 
+// 1-bit Adam compresses on the host: the momentum must be in memory the CPU reads, and the
+// communicator must read host memory. Its Adam is DeepSpeed's OnebitAdam's: decoupled decay,
+// no bias correction (DeepSpeed keeps the bias_correction flag and never reads it).
+void check_onebit_placement(const Device& device, const Communicator& comm, AdamConfig& adam) {
+  if (!device.transport_is_host() || comm.reads_device_memory()) {
+    throw ConfigError("[engine] optimizers OneBitAdam and ZeroOneAdam compress the momentum on the CPU, and this run keeps it in GPU memory or "
+                      "communicates through a GPU library: run it on the cpu device with the threads or mpi communicator");
+  }
+  adam.decoupled = true;
+  adam.bias_correction = false;
+}
+
 }  // namespace
 
 std::unique_ptr<Stage> make_stage(int stage, const StageContext& ctx) {
@@ -92,6 +104,7 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   device_ = make_device(config_.device, ledger);
   device_->set_tracer(config_.tracer);
   make_shard_groups();
+  if (compresses_all_reduce(config_.optimizer)) check_onebit_placement(*device_, comm_, config_.adam);
   collectives_ = std::make_unique<Collectives>(*shards_, *device_, config_.reduce_bucket_elements, config_.allgather_bucket_elements,
                                                config_.gradient_predivide_factor, config_.overlap_comm);
   collectives_->set_replicas(replica_comm_.get());
@@ -111,6 +124,10 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   octx.offload = config_.offload;
   octx.local_ranks = ranks_on_this_node(comm_);
   octx.predivide = config_.gradient_predivide_factor;
+  octx.kind = config_.optimizer;
+  octx.onebit = config_.onebit;
+  octx.zero_one = config_.zero_one;
+  octx.comm = &comm_;
   optimizer_ = make_optimizer(octx);
   stage_->set_optimizer(optimizer_.get());
 }
@@ -157,6 +174,7 @@ float Engine::forward_backward(bool last) {
   }
   if (micro_batches_ == 0) {
     step_start_traffic_ = traffic_now();
+    step_start_own_traffic_ = optimizer_->own_traffic();
     step_start_to_host_ = device_->link_bytes().to_host;
     step_start_to_device_ = device_->link_bytes().to_device;
   }
@@ -209,6 +227,7 @@ StepReport Engine::step() {
     stage_->gather_parameters();
   }
   last_traffic_ = traffic_now() - step_start_traffic_;
+  last_traffic_ = last_traffic_ + (optimizer_->own_traffic() - step_start_own_traffic_);  // 1-bit Adam's pair communicators
   last_to_host_ = device_->link_bytes().to_host - step_start_to_host_;
   last_to_device_ = device_->link_bytes().to_device - step_start_to_device_;
   return report;
@@ -234,6 +253,7 @@ bool Engine::any_rank_overflowed() {
 // of the unsharded gradient up to that summation order.
 double Engine::global_grad_norm() {
   const double partial = optimizer_->sum_squares();
+  if (optimizer_->local_gradients()) return std::sqrt(partial);  // 1-bit Adam: each rank's own gradient, as DeepSpeed clips it
   std::vector<double> partials(shards_->size());
   shards_->all_gather_bytes(&partial, sizeof partial, partials.data());
   double total = 0.0;

@@ -99,6 +99,7 @@ void Engine::state_written(const EngineCounters& c) {
   step_ = c.steps_done;
   skipped_ = c.skipped_steps;
   applied_ = c.steps_done - c.skipped_steps;  // Adam's step count: the steps whose update was applied
+  optimizer_->set_steps_applied(applied_);
   state_staging_.reset();
 }
 

@@ -46,6 +46,32 @@ void stage3_problems(const Stage3Options& s3, std::vector<SettingProblem>& out) 
   }
 }
 
+// 1-bit and 0/1 Adam compress the all-reduce of whole tensors, which only stage 0 holds whole on
+// every rank; DeepSpeed refuses them with ZeRO too (AssertionError "1bit-Adam is not compatible
+// with ZeRO", "0/1 Adam is not compatible with ZeRO").
+void onebit_problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
+  const bool onebit = s.optimizer == OptimizerKind::kOneBitAdam, zero_one = s.optimizer == OptimizerKind::kZeroOneAdam;
+  if (!onebit && !zero_one) return;
+  if (s.stage != 0) {
+    const char* name = onebit ? "OneBitAdam" : "ZeroOneAdam";
+    const char* ds = onebit ? "1bit-Adam" : "0/1 Adam";
+    out.push_back({"optimizer.type", cat("= ", name, " needs zero_optimization.stage 0, not ", s.stage, ": it all-reduces whole tensors, "
+                                         "compressed, where ZeRO stages shard them (DeepSpeed refuses it with ZeRO too: \"", ds, " is not "
+                                         "compatible with ZeRO\"); set the stage to 0, or use Adam/AdamW")});
+  }
+  if (onebit && s.onebit.freeze_step < 0) {
+    out.push_back({"optimizer.params.freeze_step", cat("is ", s.onebit.freeze_step, "; it must be >= 0 (the steps of uncompressed Adam before the "
+                                                       "variance is frozen)")});
+  }
+  if (!zero_one) return;
+  const ZeroOneAdamConfig& z = s.zero_one;
+  if (z.var_freeze_step < 0) out.push_back({"optimizer.params.var_freeze_step", cat("is ", z.var_freeze_step, "; it must be >= 0")});
+  for (const auto& [key, value] : {std::pair<const char*, std::int64_t>{"var_update_scaler", z.var_update_scaler},
+                                   {"local_step_scaler", z.local_step_scaler}, {"local_step_clipper", z.local_step_clipper}}) {
+    if (value < 1) out.push_back({cat("optimizer.params.", key), cat("is ", value, "; it must be >= 1 (a count of steps)")});
+  }
+}
+
 }  // namespace
 
 std::vector<SettingProblem> settings_problems(const EngineSettings& s) {
@@ -84,6 +110,7 @@ std::vector<SettingProblem> settings_problems(const EngineSettings& s) {
                                      "middle of the update, which the delayed update runs in the background): turn delayed_update "
                                      "off, or use Adam/AdamW"});
   }
+  onebit_problems(s, out);
   return out;
 }
 

@@ -40,6 +40,8 @@ struct MlpRun {
   // Which rank's rows of the global batch each rank trains on (empty: its own); a permutation
   // changes only the order in which the same gradients are summed.
   std::vector<int> rows_of_rank;
+  OneBitAdamConfig onebit;  // OptimizerKind::kOneBitAdam
+  ZeroOneAdamConfig zero_one;  // OptimizerKind::kZeroOneAdam
 
   // fp16: 2^8, so that most of the test MLP's steps apply (DeepSpeed's default 2^16 would skip
   // several: its gradients are of order 1); the overflow tests set their own.
@@ -83,6 +85,8 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.optimizer = run.optimizer;
   c.lamb = run.lamb;
   c.mics_shard_size = run.mics_shard_size;
+  c.onebit = run.onebit;
+  c.zero_one = run.zero_one;
   return c;
 }
 
