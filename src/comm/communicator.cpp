@@ -342,15 +342,15 @@ NodeTopology node_topology(int rank, std::span<const int> node_leader) {
   ZERO_CHECK(rank >= 0 && static_cast<std::size_t>(rank) < node_leader.size(), "rank ", rank, " outside ", node_leader.size());
   const int mine = node_leader[rank];
   NodeTopology t{0, 0, 0, 0, {}};
-  std::vector<int> leaders;
   for (std::size_t r = 0; r < node_leader.size(); ++r) {
     if (node_leader[r] == mine) {
       t.local_size += 1;
       if (static_cast<int>(r) < rank) t.local_rank += 1;
     }
-    if (std::find(leaders.begin(), leaders.end(), node_leader[r]) == leaders.end()) leaders.push_back(node_leader[r]);
   }
+  std::vector<int> leaders(node_leader.begin(), node_leader.end());  // sorted, once each (the planner's worlds are large)
   std::sort(leaders.begin(), leaders.end());
+  leaders.erase(std::unique(leaders.begin(), leaders.end()), leaders.end());
   const auto node_index = [&](int leader) { return static_cast<int>(std::lower_bound(leaders.begin(), leaders.end(), leader) - leaders.begin()); };
   t.node = node_index(mine);
   t.num_nodes = static_cast<int>(leaders.size());
