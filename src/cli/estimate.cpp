@@ -68,7 +68,7 @@ std::vector<FlagSpec> estimate_flags() {
       {"peak-tflops", "one device's dense peak TFLOP/s for the run's matrix products (V100 fp16: 125): with --achieved-fraction, "
                       "predicts each configuration's step time, tokens/s and TFLOP/s per device", true, ""},
       {"achieved-fraction", "share of --peak-tflops that forward and backward sustain on one device alone, measured (Megatron-LM's "
-                            "V100 GPT-2: 0.312; a CPU's: zero bench train --ranks 1)", true, ""},
+                            "V100 GPT-2: 0.312; a CPU's: docs/estimate.md)", true, ""},
       {"memory-bandwidth", "one device's memory bandwidth, for the optimizer on the device (V100: 900GB/s)", true, ""},
       {"intra-node-bandwidth", "bytes/s one device sends to the others of its node (DGX-2's NVSwitch: 150GB/s)", true, ""},
       {"inter-node-bandwidth", "bytes/s one node sends to the others, all its NICs (8 x 100 Gbps InfiniBand: 100GB/s)", true, ""},

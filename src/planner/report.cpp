@@ -292,6 +292,12 @@ nlohmann::json report_json(const EstimateReport& r) {
                         {"stage3_max_live_parameters", z.stage3.max_live},
                         {"stage3_param_persistence_threshold", z.stage3.persistence_threshold},
                         {"stage3_max_reuse_distance", z.stage3.max_reuse_distance}};
+  if (!r.step_times.empty()) {
+    const Machine& m = r.machine;
+    j["machine"] = {{"peak_flops", m.peak_flops}, {"achieved_fraction", m.achieved_fraction}, {"memory_bandwidth", m.memory_bandwidth},
+                    {"intra_node_bandwidth", m.intra_node_bandwidth}, {"inter_node_bandwidth", m.inter_node_bandwidth},
+                    {"latency", m.latency}, {"host_memory_bandwidth", m.host_memory_bandwidth}, {"model_parallel", m.model_parallel}};
+  }
   j["plans"] = nlohmann::json::array();
   for (std::size_t i = 0; i < r.plans.size(); ++i) j["plans"].push_back(plan_json(r, i));
   const Recommendation& rec = r.recommendation;

@@ -132,11 +132,11 @@ StepTime predict_step_time(const PlanInput& in, const Plan& plan, const Machine&
 }
 
 std::string describe_machine(const Machine& m) {
-  const auto gbs = [](double b) { return b > 0 ? cat(b / 1e9, " GB/s") : std::string("not given"); };
+  const auto gbs = [](double b, const char* per) { return b > 0 ? cat(b / 1e9, " GB/s", per) : std::string("not given"); };
   std::string s = cat("peak ", m.peak_flops / 1e12, " TFLOP/s x ", m.achieved_fraction, " sustained by forward+backward; device memory ",
-                      gbs(m.memory_bandwidth), "; intra-node ", gbs(m.intra_node_bandwidth), " per device, inter-node ",
-                      gbs(m.inter_node_bandwidth), " per node; latency ", m.latency * 1e6, " us per step");
-  if (m.host_memory_bandwidth > 0) s += cat("; host memory ", gbs(m.host_memory_bandwidth), " per node");
+                      gbs(m.memory_bandwidth, ""), "; intra-node ", gbs(m.intra_node_bandwidth, " per device"), ", inter-node ",
+                      gbs(m.inter_node_bandwidth, " per node"), "; latency ", m.latency * 1e6, " us per step");
+  if (m.host_memory_bandwidth > 0) s += cat("; host memory ", gbs(m.host_memory_bandwidth, " per node"));
   if (m.model_parallel > 1) s += cat("; ", m.model_parallel, "-way tensor parallelism inside a node");
   return s;
 }
