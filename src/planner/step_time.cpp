@@ -72,11 +72,14 @@ double optimizer_seconds(const PlanInput& in, const Plan& plan, const Machine& m
   }
   const double adam = plan.shard_numel / M * kAdamBytesPerElement / (m.host_memory_bandwidth / (plan.ranks_per_node * M));
   const double down = plan.device_to_host_bytes / M / in.link_bandwidth;
-  const double up = plan.host_to_device_bytes / M / in.link_bandwidth;
+  // With offload_param the link brings every unit's slices up as they are gathered, under
+  // forward and backward, and Adam updates the host shard in place: nothing goes up after it.
+  const double up = o.params ? 0 : plan.host_to_device_bytes / M / in.link_bandwidth;
+  const double gathered = o.params ? std::max(0.0, plan.host_to_device_bytes / M / in.link_bandwidth - busy) : 0;
   const double units = std::max(1, plan.units);
-  if (o.delayed_update) return std::max(0.0, down - backward_window) + std::max(0.0, adam + up - busy);
-  if (plan.settings.gradient_clipping > 0) return std::max(0.0, down - backward_window) + adam + up;  // Adam waits for the norm
-  return std::max(0.0, down + adam + up - backward_window) + (adam + up) / units;
+  if (o.delayed_update) return gathered + std::max(0.0, down - backward_window) + std::max(0.0, adam + up - busy);
+  if (plan.settings.gradient_clipping > 0) return gathered + std::max(0.0, down - backward_window) + adam + up;  // Adam waits for the norm
+  return gathered + std::max(0.0, down + adam + up - backward_window) + (adam + up) / units;
 }
 
 }  // namespace

@@ -30,11 +30,13 @@
 //              and the first unit's gather (no forward before it).
 //   optimizer  on the device: 28 bytes per updated element (read gradient, master, m, v; write
 //              master, m, v; in mixed precision the 16-bit gradient and parameter replace 4 of
-//              them) at the device's memory bandwidth. Offloaded: CPU Adam over the shard, the same
-//              28 bytes per element at the node's memory bandwidth shared by its devices (zero's
-//              CPU Adam runs at memory speed: optim/cpu_adam.h), the gradient copy to the host under backward,
-//              the updated parameters back after Adam; without clipping Adam runs per unit as
-//              the gradients land, under backward; with the delayed update under the next step.
+//              them) at the device's memory bandwidth. Offloaded: CPU Adam over the shard, the
+//              same 28 bytes per element at the node's memory bandwidth shared by its devices
+//              (zero's CPU Adam runs at memory speed: optim/cpu_adam.h), after the gradients'
+//              copy to the host under backward, then the updated parameters back (with
+//              offload_param Adam updates the host shard in place and the link's gathers run
+//              under compute). Without clipping Adam runs per unit as the gradients land, under
+//              backward; with the delayed update, under the next step.
 // One set of constants for every machine: the 28 bytes, the 1/3 forward share, 2·ceil(log2 N)
 // latency steps, the overlap rules above. Nothing is fitted per machine or per run.
 #pragma once
