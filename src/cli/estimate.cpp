@@ -76,6 +76,8 @@ std::vector<FlagSpec> estimate_flags() {
       {"host-memory-bandwidth", "one node's host memory bandwidth, for CPU Adam with offload (DGX-2: 256GB/s)", true, ""},
       {"model-parallel", "M-way tensor parallelism inside a node, for the step time of published runs (zero does not run it): "
                          "plans --ranks / M data-parallel groups of M devices", true, "1"},
+      {"comm-on-compute-cores", "the collectives run on the cores that compute (a CPU rank bound to one core, as zero bench "
+                                "train runs them): the step time overlaps no communication", false, ""},
       {"delayed-update", "plan optimizer offload with the delayed parameter update (+dpu: a second host gradient shard)", false, ""},
       {"json", "also write the estimate as JSON to this file", true, ""},
   };
@@ -191,7 +193,7 @@ Machine machine_from(const Flags& flags, PlanInput& in) {
                       "of the peak on one device, measured)");
   }
   const bool timed = flags.has("peak-tflops");
-  for (const char* f : {"memory-bandwidth", "intra-node-bandwidth", "inter-node-bandwidth", "host-memory-bandwidth", "model-parallel"}) {
+  for (const char* f : {"memory-bandwidth", "intra-node-bandwidth", "inter-node-bandwidth", "host-memory-bandwidth", "model-parallel", "comm-on-compute-cores"}) {
     if (flags.has(f) && !timed) throw ConfigError(cat("[estimate] --", f, " is for the step time: add --peak-tflops and --achieved-fraction"));
   }
   if (!timed) return m;
@@ -204,6 +206,7 @@ Machine machine_from(const Flags& flags, PlanInput& in) {
   if (flags.get("latency") != "0") m.latency = positive_flag(flags, "latency");
   if (flags.has("host-memory-bandwidth")) m.host_memory_bandwidth = parse_bandwidth(flags.get("host-memory-bandwidth"), "--host-memory-bandwidth");
   m.model_parallel = int_flag(flags, "model-parallel");
+  m.comm_on_compute_cores = flags.has("comm-on-compute-cores");
   if (m.model_parallel > 1) {
     if (in.ranks % m.model_parallel != 0 || in.ranks_per_node % m.model_parallel != 0) {
       throw ConfigError(cat("[estimate] --model-parallel ", m.model_parallel, " must divide --ranks (", in.ranks, ") and the ranks per node (",

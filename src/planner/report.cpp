@@ -296,7 +296,8 @@ nlohmann::json report_json(const EstimateReport& r) {
     const Machine& m = r.machine;
     j["machine"] = {{"peak_flops", m.peak_flops}, {"achieved_fraction", m.achieved_fraction}, {"memory_bandwidth", m.memory_bandwidth},
                     {"intra_node_bandwidth", m.intra_node_bandwidth}, {"inter_node_bandwidth", m.inter_node_bandwidth},
-                    {"latency", m.latency}, {"host_memory_bandwidth", m.host_memory_bandwidth}, {"model_parallel", m.model_parallel}};
+                    {"latency", m.latency}, {"host_memory_bandwidth", m.host_memory_bandwidth}, {"model_parallel", m.model_parallel},
+                    {"comm_on_compute_cores", m.comm_on_compute_cores}};
   }
   j["plans"] = nlohmann::json::array();
   for (std::size_t i = 0; i < r.plans.size(); ++i) j["plans"].push_back(plan_json(r, i));

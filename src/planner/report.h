@@ -45,7 +45,8 @@ std::string format_report(const EstimateReport& report);
 //   nodes, dtype, micro_batch, gradient_accumulation_steps, comm_scratch, link_bandwidth_bytes_per_s,
 //   device_memory_bytes, host_memory_bytes (null when not given), activations_modelled,
 //   zero_settings {...}, machine {peak_flops, achieved_fraction, memory_bandwidth, intra_node_bandwidth,
-//   inter_node_bandwidth, latency, host_memory_bandwidth, model_parallel} (with a step time), plans [{label, stage, offload_optimizer, offload_param, delayed_update,
+//   inter_node_bandwidth, latency, host_memory_bandwidth, model_parallel, comm_on_compute_cores} (with a step
+//   time), plans [{label, stage, offload_optimizer, offload_param, delayed_update,
 //     device_bytes {<category>..., total}, host_bytes {<category>..., total}, host_bytes_per_node,
 //     model_state_bytes {device, host}, padded_parameters, shard_parameters,
 //     traffic_bytes_per_step {<collective>..., total}, collective_calls_per_step {<collective>...},

@@ -125,8 +125,10 @@ StepTime predict_step_time(const PlanInput& in, const Plan& plan, const Machine&
   // The last unit's reduction has no backward left to hide behind, nor the first unit's gather
   // any forward before it: a window exposes its excess or that unit, whichever is longer.
   const double largest_share = plan.padded_numel > 0 ? static_cast<double>(plan.largest_unit) / plan.padded_numel : 0;
-  t.comm_exposed = std::max(reduce * largest_share, under_backward - reduce_window) +
-                   std::max(under_forward * largest_share / (stage == 3 ? G : 1), under_forward - forward_window);
+  t.comm_exposed = m.comm_on_compute_cores
+                       ? t.comm
+                       : std::max(reduce * largest_share, under_backward - reduce_window) +
+                             std::max(under_forward * largest_share / (stage == 3 ? G : 1), under_forward - forward_window);
   t.optimizer = optimizer_seconds(in, plan, m, reduce_window, busy);
   t.step = busy + t.comm_exposed + t.optimizer;
   t.tokens_per_second = t.tokens_per_step / t.step;
@@ -141,6 +143,7 @@ std::string describe_machine(const Machine& m) {
                       gbs(m.inter_node_bandwidth, " per node"), "; latency ", m.latency * 1e6, " us per step");
   if (m.host_memory_bandwidth > 0) s += cat("; host memory ", gbs(m.host_memory_bandwidth, " per node"));
   if (m.model_parallel > 1) s += cat("; ", m.model_parallel, "-way tensor parallelism inside a node");
+  if (m.comm_on_compute_cores) s += "; collectives on the compute cores (no overlap)";
   return s;
 }
 

@@ -27,7 +27,8 @@
 //              first forward; stage 3 gathers each unit before its forward and its backward, half
 //              of its gathers under forward, half under backward. A window's comm beyond its
 //              compute is exposed, or if longer the last unit's reduction (no backward left to hide it)
-//              and the first unit's gather (no forward before it).
+//              and the first unit's gather (no forward before it). On a device whose cores also
+//              run the collectives (Machine::comm_on_compute_cores: a CPU rank) nothing overlaps.
 //   optimizer  on the device: 28 bytes per updated element (read gradient, master, m, v; write
 //              master, m, v; in mixed precision the 16-bit gradient and parameter replace 4 of
 //              them) at the device's memory bandwidth. Offloaded: CPU Adam over the shard, the
@@ -59,6 +60,9 @@ struct Machine {
   double latency = 0;               // seconds per message step of a collective
   double host_memory_bandwidth = 0; // bytes/s of one node's host memory (CPU Adam with offload)
   int model_parallel = 1;           // M-way tensor parallelism inside a node (see the top)
+  // The collectives run on the compute cores (a CPU rank bound to one core: its communication
+  // thread copies and sums on the core its kernels use), so they do not overlap compute.
+  bool comm_on_compute_cores = false;
   bool predicts() const { return peak_flops > 0 && achieved_fraction > 0; }
 };
 

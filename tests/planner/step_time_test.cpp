@@ -82,6 +82,10 @@ TEST(StepTime, ReductionsHideBehindBackwardUntilTheyOutlastIt) {
     EXPECT_GE(s.comm_exposed, s.comm - s.compute - 1e-9 * s.comm) << label << ": everything beyond the compute shows";
     EXPECT_LE(s.comm_exposed, s.comm) << label;
   }
+  Machine shared = fast;
+  shared.comm_on_compute_cores = true;
+  const StepTime cpu = predict_step_time(in, labelled(plans, "2"), shared);
+  EXPECT_EQ(cpu.comm_exposed, cpu.comm) << "collectives on the compute cores overlap nothing";
   const Plan &p2 = labelled(plans, "2"), &p3 = labelled(plans, "3");
   const StepTime s2 = predict_step_time(in, p2, slow), s3 = predict_step_time(in, p3, slow);
   const double bytes = static_cast<double>(p3.traffic.total()) / p2.traffic.total();
