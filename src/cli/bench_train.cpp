@@ -15,6 +15,7 @@
 #include "cli/flags.h"
 #include "cli/launch.h"
 #include "cli/mfu.h"
+#include "cli/step_products.h"
 #include "common/error.h"
 #include "common/output_file.h"
 #include "common/sha256.h"
@@ -150,12 +151,12 @@ struct StageRun {
 };
 
 // Where one step's time went on rank 0's compute thread, in ms per timed step (the parts add up
-// to forward + backward + optimizer step), and the step's GEMM-bound limit: the tokens per second
-// if a step took only its own matrix products, timed in the same steps (both cores busy).
+// to forward + backward + optimizer step), and the tokens per second if a step took only the
+// linear layers' products as timed inside the steps.
 struct Breakdown {
   double step = 0, matmul = 0, attention = 0, norm = 0, pointwise = 0, loss = 0, embedding = 0, optimizer = 0;
   double wait_fb = 0, wait_step = 0, rest = 0;
-  double gemm_limit = 0;           // tokens/s, all ranks
+  double gemm_limit_in_step = 0;   // tokens/s, all ranks
   double other_kernels() const { return attention + norm + pointwise + loss + embedding; }
 };
 
@@ -192,6 +193,12 @@ struct ModelResult {
   std::uint64_t activation_bytes = 0;  // the model's activations, device tier (constant: allocated once)
   std::vector<StageResult> stages;
   bool identical = true;           // every stage's losses and final weights match the first stage's
+  // The GEMM-bound limit: the step's own matrix products (cli/step_products.h) timed alone, every
+  // rank at once (so every core is busy, as in a step), through the products this run uses; the
+  // tokens per second of a step that were only those. 0 where the products do not run on the host.
+  double gemm_flops = 0;           // per rank per step
+  double gemm_seconds = 0;         // per rank per step, the slowest rank's
+  double gemm_limit = 0;           // tokens/s, all ranks
 };
 
 // This rank's synthetic micro-batch for `step`: uniform byte tokens, counter-based (the values do
@@ -250,7 +257,7 @@ Breakdown breakdown_of(const StageRun& run, int steps, double tokens_per_step) {
   b.wait_fb = ms(f[Work::kWait]);
   b.wait_step = ms(run.step_work[Work::kWait]);
   b.rest = b.step - b.matmul - b.other_kernels() - b.optimizer - b.wait_fb - b.wait_step;
-  b.gemm_limit = b.matmul > 0 ? tokens_per_step / (b.matmul / 1e3) : 0;
+  b.gemm_limit_in_step = b.matmul > 0 ? tokens_per_step / (b.matmul / 1e3) : 0;
   return b;
 }
 
@@ -316,6 +323,22 @@ std::vector<StageResult> collect(std::vector<StageRun>& runs, int B, int T, int 
   return results;
 }
 
+// The step's own matrix products alone (ModelResult::gemm_limit), on every rank at once: the
+// linear layers through this run's products, attention's blocks through kAttentionMatmul, as the
+// CPU kernels take them. Collective. Seconds per step, the slowest rank's.
+double time_step_products(const GptShape& shape, int B, const GptCompute& compute, Communicator& comm) {
+  std::vector<ProductShape> linear, attention;
+  for (const ProductShape& p : step_products(shape, B)) (p.cls == ProductClass::kAttention ? attention : linear).push_back(p);
+  ProductOperands operands(step_products(shape, B));
+  const auto linear_mm = make_matmul(choose_matmul(compute.matmul));
+  const auto attention_mm = make_matmul(kAttentionMatmul);
+  comm.barrier();
+  const double mine = time_products(*linear_mm, linear, operands, 2) + time_products(*attention_mm, attention, operands, 2);
+  std::vector<double> all(comm.size());
+  comm.all_gather_bytes(&mine, sizeof mine, all.data());
+  return *std::max_element(all.begin(), all.end());
+}
+
 // All of the listed stages' engines are built at once, on one shared model (its activations
 // serve every engine in turn: an engine touches the module only inside forward_backward). That
 // costs the sum of the stages' model state: for 50m on 2 ranks with stages 0-3, 16 + 12 + 10 + 8
@@ -361,6 +384,11 @@ ModelResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps,
   m.engine_bytes = ledger.usage(Tier::kDevice).total_current;
   run_rounds(runs, B, T, warmup, steps, comm);
   m.stages = collect(runs, B, T, steps, comm);
+  if (find_facts(device).device_tier_is_host) {  // the products run on this host's libraries
+    m.gemm_flops = total_flops(step_products(m.shape, B));
+    m.gemm_seconds = time_step_products(m.shape, B, compute, comm);
+    m.gemm_limit = static_cast<double>(B) * T * comm.size() / m.gemm_seconds;
+  }
   for (std::size_t i = 0; i < m.stages.size(); ++i) m.stages[i].activation_bytes = activations[i % checkpointing.size()];
   if (const double peak = find_facts(device).peak_bf16; peak > 0) {
     for (StageResult& r : m.stages) {
@@ -390,18 +418,24 @@ std::string figures(const StageResult& r, int steps) {
 std::string run_name(const StageResult& r) { return cat("stage ", r.stage, r.checkpointing ? " +ckpt" : ""); }
 
 // "stage 0: 694 ms = matmul 420 (61%) + other kernels 120 (...) + optimizer 40 + waiting 60 (...) + rest 54 |
-//  GEMM-bound limit 1270 tokens/s, this stage at 0.68 of it"
-void print_breakdown(const std::vector<StageResult>& stages) {
-  std::printf("  where rank 0's step went (ms per step on its compute thread; rest = the engine's copies, casts, packing):\n");
-  for (const StageResult& r : stages) {
+//  at 0.68 of the GEMM-bound limit", after a line with that limit.
+void print_breakdown(const ModelResult& m) {
+  if (m.gemm_limit > 0) {
+    std::printf("  GEMM-bound limit %.0f tokens/s: the step's own matrix products alone (%.1f GFLOP per rank), every rank at once, "
+                "%.0f ms (%.0f GFLOP/s per rank)\n",
+                m.gemm_limit, m.gemm_flops / 1e9, m.gemm_seconds * 1e3, m.gemm_flops / m.gemm_seconds / 1e9);
+  }
+  std::printf("  where rank 0's step went (ms per step on its compute thread; waiting = on a collective or a copy not yet done; "
+              "rest = the engine's copies, casts, packing):\n");
+  for (const StageResult& r : m.stages) {
     const Breakdown& b = r.breakdown;
     const auto pct = [&](double x) { return b.step > 0 ? 100 * x / b.step : 0.0; };
     std::printf("    %s: %.0f ms = matmul %.0f (%.0f%%) + other kernels %.0f (attention %.0f, norm %.0f, pointwise %.0f, loss %.0f, "
-                "embedding %.0f) + optimizer %.0f + waiting %.0f (forward+backward %.0f, step %.0f) + rest %.0f | GEMM-bound "
-                "limit %.0f tokens/s, at %.2f of it\n",
+                "embedding %.0f) + optimizer %.0f + waiting %.0f (forward+backward %.0f, step %.0f) + rest %.0f",
                 run_name(r).c_str(), b.step, b.matmul, pct(b.matmul), b.other_kernels(), b.attention, b.norm, b.pointwise, b.loss,
-                b.embedding, b.optimizer, b.wait_fb + b.wait_step, b.wait_fb, b.wait_step, b.rest, b.gemm_limit,
-                b.gemm_limit > 0 ? r.tokens_per_second / b.gemm_limit : 0.0);
+                b.embedding, b.optimizer, b.wait_fb + b.wait_step, b.wait_fb, b.wait_step, b.rest);
+    if (m.gemm_limit > 0) std::printf(" | at %.2f of the GEMM-bound limit", r.tokens_per_second / m.gemm_limit);
+    std::printf("\n");
   }
 }
 
@@ -414,7 +448,7 @@ void print_model(const ModelResult& m, int steps, Determinism determinism) {
               format_bytes(m.activation_bytes).c_str(), precision_name(m.dtype).c_str(), m.products.c_str());
   if (m.stages.size() == 1) {
     std::printf(": %s | loss %.3f -> %.3f\n", figures(first, steps).c_str(), first.first_loss, first.last_loss);
-    print_breakdown(m.stages);
+    print_breakdown(m);
     std::fflush(stdout);
     return;
   }
@@ -432,7 +466,7 @@ void print_model(const ModelResult& m, int steps, Determinism determinism) {
                 first.first_loss, first.last_loss, first.weights_sha256.c_str(), join(listed).c_str(),
                 m.stages.size() > listed.size() ? ", without and with activation checkpointing" : "");
   }
-  print_breakdown(m.stages);
+  print_breakdown(m);
   if (!m.identical && determinism == Determinism::kFast) {
     std::printf("  losses and weights not compared bit for bit: --determinism fast sums in the transport's order\n");
     std::fflush(stdout);
@@ -489,7 +523,9 @@ void append_json(const ModelResult& m, nlohmann::json& results) {
                                            {"step_ratios", r.step_ratios}, {"median_step_ratio", r.median_step_ratio},
                                            {"best_step_ratio", r.best_step_ratio}, {"losses_bit_identical", r.losses_match},
                                            {"weights_bit_identical", r.weights_sha256 == m.stages[0].weights_sha256}}},
-                       {"breakdown_ms", breakdown_json(r.breakdown)}, {"gemm_bound_tokens_per_second", r.breakdown.gemm_limit},
+                       {"breakdown_ms", breakdown_json(r.breakdown)}, {"gemm_bound_in_step_tokens_per_second", r.breakdown.gemm_limit_in_step},
+                       {"gemm_limit", {{"tokens_per_second", m.gemm_limit}, {"flops_per_rank_step", m.gemm_flops},
+                                       {"seconds_per_step", m.gemm_seconds}}},
                        {"weights_sha256", r.weights_sha256}});
   }
 }

@@ -31,6 +31,10 @@ const char* kIntro =
     "  zero estimate --model gpt2-xl --ranks 8 --device-memory 80GiB\n"
     "  zero estimate --model llama2-7b --dtype bf16 --ranks 8 --device-memory 80GiB --json plan.json\n"
     "  zero estimate --config ds_config.json --ranks 16 --ranks-per-node 8 --device-memory 40GB --host-memory 512GB\n"
+    "\n"
+    "With --peak-tflops and --achieved-fraction it also predicts each configuration's step time, tokens/s and\n"
+    "TFLOP/s per device from the links (--intra-node-bandwidth, --inter-node-bandwidth, --latency, the host\n"
+    "link) and, with offload, the --host-memory-bandwidth; docs/estimate.md checks it against published runs.\n"
     "\n";
 
 }  // namespace
@@ -61,6 +65,19 @@ std::vector<FlagSpec> estimate_flags() {
       {"link-bandwidth", "host<->device bandwidth (PCIe 4.0 x16: 31.5 GB/s in theory, ~25 measured)", true, "25GB/s"},
       {"comm", "backend whose scratch to count: mpi (a whole-unit reduce-scatter scratch), threads or self", true, "mpi"},
       {"stage", "tabulate and recommend only this stage (0-3), with and without offload", true, ""},
+      {"peak-tflops", "one device's dense peak TFLOP/s for the run's matrix products (V100 fp16: 125): with --achieved-fraction, "
+                      "predicts each configuration's step time, tokens/s and TFLOP/s per device", true, ""},
+      {"achieved-fraction", "share of --peak-tflops that forward and backward sustain on one device alone, measured (Megatron-LM's "
+                            "V100 GPT-2: 0.312; a CPU's: docs/estimate.md)", true, ""},
+      {"memory-bandwidth", "one device's memory bandwidth, for the optimizer on the device (V100: 900GB/s)", true, ""},
+      {"intra-node-bandwidth", "bytes/s one device sends to the others of its node (DGX-2's NVSwitch: 150GB/s)", true, ""},
+      {"inter-node-bandwidth", "bytes/s one node sends to the others, all its NICs (8 x 100 Gbps InfiniBand: 100GB/s)", true, ""},
+      {"latency", "seconds per message step of a collective (5e-6)", true, "0"},
+      {"host-memory-bandwidth", "one node's host memory bandwidth, for CPU Adam with offload (DGX-2: 256GB/s)", true, ""},
+      {"model-parallel", "M-way tensor parallelism inside a node, for the step time of published runs (zero does not run it): "
+                         "plans --ranks / M data-parallel groups of M devices", true, "1"},
+      {"comm-on-compute-cores", "the collectives run on the cores that compute (a CPU rank bound to one core, as zero bench "
+                                "train runs them): the step time overlaps no communication", false, ""},
       {"delayed-update", "plan optimizer offload with the delayed parameter update (+dpu: a second host gradient shard)", false, ""},
       {"json", "also write the estimate as JSON to this file", true, ""},
   };
@@ -161,8 +178,49 @@ double headroom_flag(const std::string& text) {
   return v;
 }
 
+// A positive decimal (exponents allowed) for --NAME.
+double positive_flag(const Flags& flags, const std::string& name) {
+  const std::optional<long double> v = parse_decimal(flags.get(name));
+  if (!v || !(*v > 0) || *v > 1e30L) throw ConfigError(cat("[estimate] --", name, " must be a positive number, not ", quote_input(flags.get(name))));
+  return static_cast<double>(*v);
+}
+
+// The step-time flags. With --model-parallel M, `in` is planned as ranks / M data-parallel groups.
+Machine machine_from(const Flags& flags, PlanInput& in) {
+  Machine m;
+  if (flags.has("peak-tflops") != flags.has("achieved-fraction")) {
+    throw ConfigError("[estimate] a step time needs both --peak-tflops and --achieved-fraction (what forward and backward sustain "
+                      "of the peak on one device, measured)");
+  }
+  const bool timed = flags.has("peak-tflops");
+  for (const char* f : {"memory-bandwidth", "intra-node-bandwidth", "inter-node-bandwidth", "host-memory-bandwidth", "model-parallel", "comm-on-compute-cores"}) {
+    if (flags.has(f) && !timed) throw ConfigError(cat("[estimate] --", f, " is for the step time: add --peak-tflops and --achieved-fraction"));
+  }
+  if (!timed) return m;
+  m.peak_flops = positive_flag(flags, "peak-tflops") * 1e12;
+  m.achieved_fraction = positive_flag(flags, "achieved-fraction");
+  if (m.achieved_fraction > 1) throw ConfigError("[estimate] --achieved-fraction is a share of the peak: at most 1");
+  if (flags.has("memory-bandwidth")) m.memory_bandwidth = parse_bandwidth(flags.get("memory-bandwidth"), "--memory-bandwidth");
+  if (flags.has("intra-node-bandwidth")) m.intra_node_bandwidth = parse_bandwidth(flags.get("intra-node-bandwidth"), "--intra-node-bandwidth");
+  if (flags.has("inter-node-bandwidth")) m.inter_node_bandwidth = parse_bandwidth(flags.get("inter-node-bandwidth"), "--inter-node-bandwidth");
+  if (flags.get("latency") != "0") m.latency = positive_flag(flags, "latency");
+  if (flags.has("host-memory-bandwidth")) m.host_memory_bandwidth = parse_bandwidth(flags.get("host-memory-bandwidth"), "--host-memory-bandwidth");
+  m.model_parallel = int_flag(flags, "model-parallel");
+  m.comm_on_compute_cores = flags.has("comm-on-compute-cores");
+  if (m.model_parallel > 1) {
+    if (in.ranks % m.model_parallel != 0 || in.ranks_per_node % m.model_parallel != 0) {
+      throw ConfigError(cat("[estimate] --model-parallel ", m.model_parallel, " must divide --ranks (", in.ranks, ") and the ranks per node (",
+                            in.ranks_per_node, "): its groups lie inside a node"));
+    }
+    in.ranks /= m.model_parallel;
+    in.ranks_per_node /= m.model_parallel;
+  }
+  return m;
+}
+
 struct Setup {
   PlanInput input;
+  Machine machine;
   Capacity capacity;
   std::optional<int> only_stage;
   std::optional<std::string> configured;
@@ -212,6 +270,7 @@ Setup setup_from(const Flags& flags) {
     if (st != "0" && st != "1" && st != "2" && st != "3") throw ConfigError(cat("[estimate] --stage must be 0, 1, 2 or 3, not '", st, "'"));
     s.only_stage = std::stoi(st);
   }
+  s.machine = machine_from(flags, in);
   check_run_limits(in);
   return s;
 }
@@ -230,6 +289,7 @@ int estimate_main(const std::vector<std::string>& args) {
   if (flags.has("json")) check_output_path(json, inputs);  // before the plan, as every command checks its outputs first
   EstimateReport report = make_report(s.input, s.capacity, s.only_stage);
   report.configured = s.configured;
+  add_step_times(report, s.machine);
   std::printf("%s", format_report(report).c_str());
   if (flags.has("json")) write_output_file(json, report_json(report).dump(2) + "\n", inputs);
   return 0;

@@ -25,6 +25,17 @@ EstimateReport make_report(const PlanInput& input, const Capacity& capacity, std
   return r;
 }
 
+void add_step_times(EstimateReport& r, const Machine& machine) {
+  r.machine = machine;
+  r.step_times.clear();
+  r.step_times_missing.clear();
+  if (!machine.predicts()) return;
+  for (const Plan& p : r.plans) {
+    r.step_times_missing.push_back(step_time_missing(r.input, p, machine));
+    r.step_times.push_back(r.step_times_missing.back().empty() ? predict_step_time(r.input, p, machine) : StepTime{});
+  }
+}
+
 namespace {
 
 // The table's unit: GiB, or MiB or KiB when its largest figure is below 1 GiB or 1 MiB, so that
@@ -147,6 +158,35 @@ std::string largest_batches(const EstimateReport& r) {
   return s + "\n";
 }
 
+// "2             12.345      0.000     1.234 /    0.456      0.010     12.811      31234       38.1"
+std::string step_table(const EstimateReport& r) {
+  if (r.step_times.empty()) return "";
+  std::string s = cat("\nseconds per optimizer step, per device (", describe_machine(r.machine), "):\n");
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%-12s %10s %10s %21s %10s %10s %12s %15s\n", "stage", "compute", "tensor-par", "comm (whole/exposed)",
+                "optimizer", "step", "tokens/s", "TFLOP/s/device");
+  s += buf;
+  for (std::size_t i = 0; i < r.plans.size(); ++i) {
+    const StepTime& t = r.step_times[i];
+    if (!r.step_times_missing[i].empty()) {
+      s += cat(r.plans[i].label, std::string(13 - std::min<std::size_t>(12, r.plans[i].label.size()), ' '), "needs ",
+               r.step_times_missing[i], "\n");
+      continue;
+    }
+    std::snprintf(buf, sizeof buf, "%-12s %10.3f %10.3f %10.3f / %8.3f %10.3f %10.3f %12.0f %15.1f\n", r.plans[i].label.c_str(), t.compute,
+                  t.tensor_parallel, t.comm, t.comm_exposed, t.optimizer, t.step, t.tokens_per_second, t.tflops_per_device);
+    s += buf;
+  }
+  const double per_token = flops_per_token(r.input.model, r.input.checkpointing.enabled);
+  std::snprintf(buf, sizeof buf, "  FLOPs per token %.4g (6Ψ + 12LCT%s), %.0f tokens per step (all devices); the model: src/planner/step_time.h%s\n",
+                per_token, r.input.checkpointing.enabled ? ", + the recomputed forward" : "",
+                static_cast<double>(r.plans.front().ranks) * r.input.micro_batch * r.input.gradient_accumulation_steps *
+                    (r.input.model.gpt ? r.input.model.gpt->seq_len : r.input.model.llama ? r.input.model.llama->seq_len : 0),
+                r.machine.memory_bandwidth > 0 ? "" : "; device Adam not counted (--memory-bandwidth)");
+  s += buf;
+  return s;
+}
+
 std::string recommendation(const EstimateReport& r) {
   const Recommendation& rec = r.recommendation;
   std::string s = "\n";
@@ -177,7 +217,7 @@ std::string recommendation(const EstimateReport& r) {
 }  // namespace
 
 std::string format_report(const EstimateReport& r) {
-  return header(r) + table(r) + notes(r) + largest_batches(r) + recommendation(r);
+  return header(r) + table(r) + notes(r) + largest_batches(r) + step_table(r) + recommendation(r);
 }
 
 namespace {
@@ -218,6 +258,14 @@ nlohmann::json plan_json(const EstimateReport& r, std::size_t i) {
   j["host_link"] = {{"host_to_device_bytes", p.host_to_device_bytes},
                     {"device_to_host_bytes", p.device_to_host_bytes},
                     {"seconds", p.link_seconds}};
+  if (i < r.step_times.size() && !r.step_times_missing[i].empty()) j["step_time"] = {{"missing", r.step_times_missing[i]}};
+  if (i < r.step_times.size() && r.step_times_missing[i].empty()) {
+    const StepTime& t = r.step_times[i];
+    j["step_time"] = {{"compute", t.compute}, {"tensor_parallel", t.tensor_parallel}, {"comm", t.comm}, {"comm_exposed", t.comm_exposed},
+                      {"optimizer", t.optimizer}, {"step", t.step}, {"tokens_per_step", t.tokens_per_step},
+                      {"flops_per_token", t.flops_per_token}, {"tokens_per_second", t.tokens_per_second},
+                      {"tflops_per_device", t.tflops_per_device}};
+  }
   j["fits"] = {{"device", optional_json(f.device)}, {"host", optional_json(f.host)}, {"overall", f.fits()}};
   j["recommended"] = static_cast<int>(i) == r.recommendation.index;
   if (i < r.largest_batches.size()) {
@@ -254,6 +302,13 @@ nlohmann::json report_json(const EstimateReport& r) {
                         {"stage3_max_live_parameters", z.stage3.max_live},
                         {"stage3_param_persistence_threshold", z.stage3.persistence_threshold},
                         {"stage3_max_reuse_distance", z.stage3.max_reuse_distance}};
+  if (!r.step_times.empty()) {
+    const Machine& m = r.machine;
+    j["machine"] = {{"peak_flops", m.peak_flops}, {"achieved_fraction", m.achieved_fraction}, {"memory_bandwidth", m.memory_bandwidth},
+                    {"intra_node_bandwidth", m.intra_node_bandwidth}, {"inter_node_bandwidth", m.inter_node_bandwidth},
+                    {"latency", m.latency}, {"host_memory_bandwidth", m.host_memory_bandwidth}, {"model_parallel", m.model_parallel},
+                    {"comm_on_compute_cores", m.comm_on_compute_cores}};
+  }
   j["plans"] = nlohmann::json::array();
   for (std::size_t i = 0; i < r.plans.size(); ++i) j["plans"].push_back(plan_json(r, i));
   const Recommendation& rec = r.recommendation;

@@ -1,0 +1,150 @@
+#include "planner/step_time.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+
+namespace zero {
+namespace {
+
+constexpr double kAdamBytesPerElement = 28;  // read gradient, master, m, v; write master, m, v
+
+struct Shape {
+  double vocab = 0, seq = 0, channels = 0, layers = 0, parameters = 0, blocks = 0;
+};
+
+Shape shape_of(const ModelDescription& m) {
+  Shape s;
+  s.parameters = static_cast<double>(m.num_parameters());
+  if (m.gpt) {
+    const GptShape& g = *m.gpt;
+    s = {double(g.vocab_size), double(g.seq_len), double(g.channels), double(g.layers), s.parameters, 0};
+    s.blocks = s.layers * (12 * s.channels * s.channels + 13 * s.channels);
+  } else if (m.llama) {
+    const LlamaShape& l = *m.llama;
+    s = {double(l.vocab_size), double(l.seq_len), double(l.hidden), double(l.layers), s.parameters, 0};
+    s.blocks = s.parameters - s.vocab * s.channels * (l.tie_word_embeddings ? 1 : 2) - s.channels;
+  }
+  return s;
+}
+
+// Seconds for `bytes` (per data-parallel rank) in `calls` collectives over the machine's links:
+// every device sends its 1/M through its intra-node link; a node sends one rank's bytes over
+// its network (see step_time.h).
+double collective_seconds(double bytes, double calls, const Plan& plan, const Machine& m) {
+  if (bytes <= 0) return 0;
+  double s = 0;
+  if (plan.ranks_per_node * m.model_parallel > 1) s = bytes / m.model_parallel / m.intra_node_bandwidth;
+  if (plan.nodes > 1) s = std::max(s, bytes / m.inter_node_bandwidth);
+  return s + calls * 2 * std::ceil(std::log2(static_cast<double>(plan.ranks))) * m.latency;
+}
+
+}  // namespace
+
+std::string step_time_missing(const PlanInput& in, const Plan& plan, const Machine& m) {
+  if (!m.predicts()) return "the device's peak FLOP/s and the fraction of it forward and backward sustain";
+  if (!in.model.gpt && !in.model.llama) return "the model's shape (its FLOPs per token), not only its parameter count";
+  if (plan.ranks_per_node * m.model_parallel > 1 && !(m.intra_node_bandwidth > 0)) return "the intra-node bandwidth";
+  if (plan.nodes > 1 && !(m.inter_node_bandwidth > 0)) return "the inter-node bandwidth";
+  if (plan.settings.offload.optimizer && !(m.host_memory_bandwidth > 0)) return "the host's memory bandwidth (CPU Adam)";
+  return "";
+}
+
+namespace {
+
+// Megatron's all-reduces of one micro-batch's activations, all blocks, forward and backward.
+double tensor_parallel_seconds(const PlanInput& in, const Shape& s, const Machine& m, double element_bytes) {
+  const int M = m.model_parallel;
+  if (M == 1) return 0;
+  const double bytes = in.micro_batch * s.seq * s.channels * element_bytes;
+  const double one = 2.0 * (M - 1) / M * bytes / m.intra_node_bandwidth + 2.0 * (M - 1) * m.latency;
+  return one * (in.checkpointing.enabled ? 6 : 4) * s.layers * in.gradient_accumulation_steps;
+}
+
+// The optimizer's exposed seconds, given the backward window its gradients arrive in.
+double optimizer_seconds(const PlanInput& in, const Plan& plan, const Machine& m, double backward_window, double busy) {
+  const OffloadOptions& o = plan.settings.offload;
+  const double M = m.model_parallel;
+  if (!o.optimizer) {
+    const double elements = (plan.settings.stage == 0 ? plan.padded_numel : plan.shard_numel) / M;
+    return m.memory_bandwidth > 0 ? elements * kAdamBytesPerElement / m.memory_bandwidth : 0;
+  }
+  const double adam = plan.shard_numel / M * kAdamBytesPerElement / (m.host_memory_bandwidth / (plan.ranks_per_node * M));
+  const double down = plan.device_to_host_bytes / M / in.link_bandwidth;
+  // With offload_param the link brings every unit's slices up as they are gathered, under
+  // forward and backward, and Adam updates the host shard in place: nothing goes up after it.
+  const double up = o.params ? 0 : plan.host_to_device_bytes / M / in.link_bandwidth;
+  const double gathered = o.params ? std::max(0.0, plan.host_to_device_bytes / M / in.link_bandwidth - busy) : 0;
+  const double units = std::max(1, plan.units);
+  if (o.delayed_update) return gathered + std::max(0.0, down - backward_window) + std::max(0.0, adam + up - busy);
+  if (plan.settings.gradient_clipping > 0) return gathered + std::max(0.0, down - backward_window) + adam + up;  // Adam waits for the norm
+  return gathered + std::max(0.0, down + adam + up - backward_window) + (adam + up) / units;
+}
+
+}  // namespace
+
+double flops_per_token(const ModelDescription& model, bool checkpointing) {
+  const Shape s = shape_of(model);
+  if (s.seq == 0) return 0;
+  const double attention = s.layers * s.channels * s.seq;
+  return 6 * s.parameters + 12 * attention + (checkpointing ? 2 * s.blocks + 4 * attention : 0);
+}
+
+StepTime predict_step_time(const PlanInput& in, const Plan& plan, const Machine& m) {
+  if (m.model_parallel < 1) throw ConfigError("[estimate] model parallelism must be 1 or more devices");
+  if (const std::string missing = step_time_missing(in, plan, m); !missing.empty()) {
+    throw ConfigError(cat("[estimate] the step time of ", plan.label, " needs ", missing));
+  }
+  const Shape s = shape_of(in.model);
+  const bool ckpt = in.checkpointing.enabled;
+  const int G = in.gradient_accumulation_steps, stage = plan.settings.stage;
+  const double devices = static_cast<double>(plan.ranks) * m.model_parallel;
+  StepTime t;
+  t.flops_per_token = flops_per_token(in.model, ckpt);
+  t.tokens_per_step = static_cast<double>(plan.ranks) * in.micro_batch * s.seq * G;
+  t.compute = t.flops_per_token * t.tokens_per_step / devices / (m.peak_flops * m.achieved_fraction);
+  t.tensor_parallel = tensor_parallel_seconds(in, s, m, plan.settings.precision.mixed() ? 2 : 4);
+  // One micro-batch's forward and backward, the windows collectives hide behind.
+  const double busy = t.compute + t.tensor_parallel, forward_share = ckpt ? 0.25 : 1.0 / 3;
+  const double forward = busy * forward_share / G, backward = busy * (1 - forward_share) / G;
+
+  const auto& sent = plan.traffic.sent;
+  const auto& calls = plan.traffic.calls;
+  const auto at = [](Collective c) { return static_cast<int>(c); };
+  const double reduce = collective_seconds(double(sent[at(Collective::kAllReduce)] + sent[at(Collective::kReduceScatter)]),
+                                           double(calls[at(Collective::kAllReduce)] + calls[at(Collective::kReduceScatter)]), plan, m);
+  const double gather = collective_seconds(double(sent[at(Collective::kAllGather)] + sent[at(Collective::kBroadcast)]),
+                                           double(calls[at(Collective::kAllGather)] + calls[at(Collective::kBroadcast)]), plan, m);
+  t.comm = reduce + gather;
+  // Stages 0 and 1 reduce at the last micro-batch only; stage 3 gathers half its bytes before backward.
+  const double reduce_window = stage <= 1 ? backward : G * backward;
+  const double under_backward = reduce + (stage == 3 ? gather / 2 : 0);
+  const double under_forward = stage == 3 ? gather / 2 : gather;
+  const double forward_window = stage == 3 ? G * forward : forward;
+  // The last unit's reduction has no backward left to hide behind, nor the first unit's gather
+  // any forward before it: a window exposes its excess or that unit, whichever is longer.
+  const double largest_share = plan.padded_numel > 0 ? static_cast<double>(plan.largest_unit) / plan.padded_numel : 0;
+  t.comm_exposed = m.comm_on_compute_cores
+                       ? t.comm
+                       : std::max(reduce * largest_share, under_backward - reduce_window) +
+                             std::max(under_forward * largest_share / (stage == 3 ? G : 1), under_forward - forward_window);
+  t.optimizer = optimizer_seconds(in, plan, m, reduce_window, busy);
+  t.step = busy + t.comm_exposed + t.optimizer;
+  t.tokens_per_second = t.tokens_per_step / t.step;
+  t.tflops_per_device = t.flops_per_token * t.tokens_per_second / devices / 1e12;
+  return t;
+}
+
+std::string describe_machine(const Machine& m) {
+  const auto gbs = [](double b, const char* per) { return b > 0 ? cat(b / 1e9, " GB/s", per) : std::string("not given"); };
+  std::string s = cat("peak ", m.peak_flops / 1e12, " TFLOP/s x ", m.achieved_fraction, " sustained by forward+backward; device memory ",
+                      gbs(m.memory_bandwidth, ""), "; intra-node ", gbs(m.intra_node_bandwidth, " per device"), ", inter-node ",
+                      gbs(m.inter_node_bandwidth, " per node"), "; latency ", m.latency * 1e6, " us per step");
+  if (m.host_memory_bandwidth > 0) s += cat("; host memory ", gbs(m.host_memory_bandwidth, " per node"));
+  if (m.model_parallel > 1) s += cat("; ", m.model_parallel, "-way tensor parallelism inside a node");
+  if (m.comm_on_compute_cores) s += "; collectives on the compute cores (no overlap)";
+  return s;
+}
+
+}  // namespace zero

@@ -1,0 +1,99 @@
+// The step-time model of `zero estimate`: how long one optimizer step of a planned configuration
+// takes on a described machine, and so its tokens/s and its TFLOP/s per device.
+//
+//   Machine m;  m.peak_flops = 125e12;  m.achieved_fraction = 0.312;  m.inter_node_bandwidth = 100e9; ...
+//   StepTime t = predict_step_time(input, plan, m);   // t.step seconds, t.tflops_per_device
+//
+// What it adds up, per device (one rank), for one optimizer step of G micro-batches:
+//   compute    FLOPs / (peak x achieved fraction). FLOPs per token as the papers count them
+//              (Megatron-LM's formula): 6Ψ + 12·L·C·T, and with activation checkpointing the
+//              recomputed forward of the blocks too, 2Ψ_blocks + 4·L·C·T. The achieved fraction is
+//              the device's, measured on forward and backward alone (one device, nothing to wait
+//              for), not a constant of this model. Forward is 1/3 of it (1/4 with checkpointing:
+//              the recomputation runs in backward).
+//   tensor     with model_parallel M > 1 (Megatron's tensor parallelism inside a node, which zero
+//   parallel   does not run; for checking against published runs): 4 all-reduces of the micro-
+//              batch's activations (b·T·C) per block (6 with checkpointing), ring over the
+//              intra-node link, not overlapped (they sit between the layer's products).
+//   comm       the data-parallel collectives, from the plan's traffic counters (the engine's own
+//              bytes and calls): a ring moves them through every device's intra-node link and,
+//              across nodes, through each node's network (a node sends what one data-parallel
+//              rank sends, all its rings together): time = max(bytes / intra, node bytes /
+//              inter) + calls x 2·ceil(log2 N) x latency.
+//   overlap    as the engine schedules it (src/engine/stage*.cpp, schedule.cpp): a unit's
+//              reduction starts when backward has produced it and overlaps the backward of the
+//              units before it (stages 0 and 1: only at the last micro-batch; 2 and 3: every
+//              one); stages 1 and 2 all-gather the updated parameters under the next step's
+//              first forward; stage 3 gathers each unit before its forward and its backward, half
+//              of its gathers under forward, half under backward. A window's comm beyond its
+//              compute is exposed, or if longer the last unit's reduction (no backward left to hide it)
+//              and the first unit's gather (no forward before it). On a device whose cores also
+//              run the collectives (Machine::comm_on_compute_cores: a CPU rank) nothing overlaps.
+//   optimizer  on the device: 28 bytes per updated element (read gradient, master, m, v; write
+//              master, m, v; in mixed precision the 16-bit gradient and parameter replace 4 of
+//              them) at the device's memory bandwidth. Offloaded: CPU Adam over the shard, the
+//              same 28 bytes per element at the node's memory bandwidth shared by its devices
+//              (zero's CPU Adam runs at memory speed: optim/cpu_adam.h), after the gradients'
+//              copy to the host under backward, then the updated parameters back (with
+//              offload_param Adam updates the host shard in place and the link's gathers run
+//              under compute). Without clipping Adam runs per unit as the gradients land, under
+//              backward; with the delayed update, under the next step.
+// One set of constants for every machine: the 28 bytes, the 1/3 forward share, 2·ceil(log2 N)
+// latency steps, the overlap rules above. Nothing is fitted per machine or per run.
+#pragma once
+
+#include <string>
+
+#include "planner/planner.h"
+
+namespace zero {
+
+// One device and the links around it. A figure of 0 is unknown: peak_flops and
+// achieved_fraction are needed for a prediction; the others, when 0, leave their part out (the
+// output says which).
+struct Machine {
+  double peak_flops = 0;            // dense FLOP/s of one device for the run's matrix-product dtype
+  double achieved_fraction = 0;     // of peak_flops, sustained by forward + backward on one device alone
+  double memory_bandwidth = 0;      // bytes/s of one device's memory (the on-device optimizer)
+  double intra_node_bandwidth = 0;  // bytes/s one device sends to its node's others (NVLink; one direction)
+  double inter_node_bandwidth = 0;  // bytes/s one node sends to the other nodes (all its NICs; one direction)
+  double latency = 0;               // seconds per message step of a collective
+  double host_memory_bandwidth = 0; // bytes/s of one node's host memory (CPU Adam with offload)
+  int model_parallel = 1;           // M-way tensor parallelism inside a node (see the top)
+  // The collectives run on the compute cores (a CPU rank bound to one core: its communication
+  // thread copies and sums on the core its kernels use), so they do not overlap compute.
+  bool comm_on_compute_cores = false;
+  bool predicts() const { return peak_flops > 0 && achieved_fraction > 0; }
+};
+
+struct StepTime {
+  double compute = 0;          // s: forward + backward (+ recomputation) of the step's micro-batches
+  double tensor_parallel = 0;  // s: model-parallel all-reduces
+  double comm = 0;             // s: the data-parallel collectives, as if alone
+  double comm_exposed = 0;     // s: the part of comm not hidden behind compute
+  double optimizer = 0;        // s: exposed optimizer time (device Adam, or host Adam and the host link)
+  double step = 0;             // s: compute + tensor_parallel + comm_exposed + optimizer
+  double tokens_per_step = 0;  // all devices
+  double flops_per_token = 0;  // counted as above
+  double tokens_per_second = 0;
+  double tflops_per_device = 0;  // FLOPs per token x tokens/s / devices, in 10^12
+};
+
+// FLOPs per token of `model` (a GPT or LLaMA shape; 0 for a model known only by counts), with or
+// without the recomputed forward of activation checkpointing.
+double flops_per_token(const ModelDescription& model, bool checkpointing);
+
+// What the step time of `plan` needs and `machine` lacks, in words ("the inter-node bandwidth"):
+// the peak and the achieved fraction, the model's shape, the intra-node bandwidth with more than
+// one device in a node, the inter-node one with more than one node, the host's with offload. ""
+// when nothing is missing.
+std::string step_time_missing(const PlanInput& in, const Plan& plan, const Machine& machine);
+
+// The step of `plan` (planned from `in`; with machine.model_parallel M, `in.ranks` counts
+// data-parallel groups of M devices). ConfigError ("[estimate] ...") when something is missing.
+StepTime predict_step_time(const PlanInput& in, const Plan& plan, const Machine& machine);
+
+// The machine's figures and the constants, in words, for the notes under the step-time table.
+std::string describe_machine(const Machine& machine);
+
+}  // namespace zero
