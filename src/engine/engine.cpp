@@ -101,6 +101,7 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   octx.seed = config_.seed;
   octx.offload = config_.offload;
   octx.local_ranks = ranks_on_this_node(comm_);
+  octx.rank = comm_.rank();
   octx.predivide = config_.gradient_predivide_factor;
   optimizer_ = make_optimizer(octx);
   stage_->set_optimizer(optimizer_.get());
