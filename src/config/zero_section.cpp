@@ -249,6 +249,7 @@ std::size_t bucket(const Section& s, const std::string& key) {
 }  // namespace
 
 void read_zero(const Section& top, const AutoContext& ctx, EngineSettings& z) {
+  read_aio(top, z.offload.nvme);  // read in any case, for its keys' checks
   if (!top.has("zero_optimization")) return;
   const nlohmann::json& v = top.at("zero_optimization");
   if (v.is_boolean()) {  // DeepSpeed's deprecated form: true is stage 1
@@ -289,9 +290,11 @@ void read_zero(const Section& top, const AutoContext& ctx, EngineSettings& z) {
   OffloadBlock optimizer = read_offload(s, "offload_optimizer");
   OffloadBlock param = read_offload(s, "offload_param");
   read_deprecated_offload(s, optimizer, param);
+  const NvmeOptions aio = z.offload.nvme;
   z.offload = placement(optimizer, param);
+  z.offload.nvme.block_size = aio.block_size;
+  z.offload.nvme.queue_depth = aio.queue_depth;
   z.offload.nvme.sub_group_size = sub_group;
-  read_aio(top, z.offload.nvme);
 }
 
 }  // namespace zero::config_detail
