@@ -63,20 +63,24 @@ int remove_stale_swap_folders(const std::string& nvme_path) {
   return removed;
 }
 
+// The folder is made under a name the stale check does not look at, locked, and only then
+// renamed to its zero-swap- name (atomically): another run never sees it unlocked.
 SwapFolder::SwapFolder(const std::string& nvme_path, int rank) {
   check_nvme_path(nvme_path);
   remove_stale_swap_folders(nvme_path);
-  path_ = cat(nvme_path, "/", kPrefix, ::getpid(), "-", folders_made++, "-rank", rank);
-  if (::mkdir(path_.c_str(), 0700) != 0)
-    throw IoError(cat("[io] cannot make the swap folder ", path_, ": ", std::strerror(errno)));
-  lock_fd_ = ::open(file("lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX) != 0) {
+  const int n = folders_made++;
+  const std::string making = cat(nvme_path, "/.zero-making-", ::getpid(), "-", n);
+  if (::mkdir(making.c_str(), 0700) != 0) throw IoError(cat("[io] cannot make a swap folder in ", nvme_path, ": ", std::strerror(errno)));
+  lock_fd_ = ::open((making + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  const std::string target = cat(nvme_path, "/", kPrefix, ::getpid(), "-", n, "-rank", rank);
+  if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX) != 0 || ::rename(making.c_str(), target.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     if (lock_fd_ >= 0) ::close(lock_fd_);
     std::error_code ec;
-    fs::remove_all(path_, ec);
-    throw IoError(cat("[io] cannot lock the swap folder ", path_, ": ", why));
+    fs::remove_all(making, ec);
+    throw IoError(cat("[io] cannot make the swap folder ", target, ": ", why));
   }
+  path_ = target;
 }
 
 SwapFolder::~SwapFolder() {

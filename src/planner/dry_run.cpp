@@ -68,6 +68,7 @@ DryRun run_dry(const PlanInput& in, const ActivationBytes& activations) {
   }
   out.device = bytes_of(ledger.usage(Tier::kDevice).at_peak);
   out.host = bytes_of(ledger.usage(Tier::kHost).at_peak);
+  out.nvme = bytes_of(ledger.usage(Tier::kNvme).at_peak);
   const Traffic t = engine.last_step_traffic();
   out.traffic.sent = t.sent;
   out.traffic.calls = t.calls;

@@ -50,7 +50,7 @@ std::uint64_t StepTraffic::total() const {
 }
 
 std::string plan_label(const EngineSettings& s) {
-  return cat(s.stage, s.offload.optimizer ? "+opt" : "", s.offload.params ? "+param" : "", s.offload.delayed_update ? "+dpu" : "");
+  return cat(s.stage, s.offload.optimizer_nvme ? "+nvme" : s.offload.optimizer ? "+opt" : "", s.offload.params ? "+param" : "", s.offload.delayed_update ? "+dpu" : "");
 }
 
 namespace {
@@ -117,6 +117,7 @@ Plan plan(const PlanInput& in) {
   const planner_detail::DryRun dry = planner_detail::run_dry(in, activations);
   p.device = dry.device;
   p.host = dry.host;
+  p.nvme = dry.nvme;
   p.persistent_device = dry.persistent_device;
   p.traffic = dry.traffic;
   p.device_to_host_bytes = dry.to_host;

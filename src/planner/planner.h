@@ -126,6 +126,7 @@ struct Plan {
   // to the peak). host: constant over the step.
   TierBytes device;
   TierBytes host;
+  TierBytes nvme;  // offload_optimizer.device "nvme": the swap file's bytes per rank (masters, moments)
   // Model states held for the whole step (parameters, gradients, optimizer state), without the
   // transient unit gradients and gathered units: the figure of the ZeRO paper's Table 1.
   TierBytes persistent_device;
