@@ -169,7 +169,7 @@ std::string recommendation(const EstimateReport& r) {
              ? cat("  with ", *rec.ranks_needed, " ranks of these devices (", r.plans.front().ranks_per_node,
                    " per node), stage ", rec.label_needed, " would fit\n")
              : rec.alternatives.empty()
-                   ? "  no number of these devices makes any configuration fit (more host memory, or the NVMe tier, which zero does not have yet)\n"
+                   ? "  no number of these devices makes any configuration fit (more host memory, or the NVMe tier: offload_optimizer.device \"nvme\" in --config)\n"
                    : "  no number of these devices makes any configuration fit as it is: more ranks do not shrink a rank's activations\n";
   }
   if (rec.index >= 0 && !r.plans.front().activations_modelled) {
