@@ -125,6 +125,8 @@ float Engine::forward_backward(bool last) {
     step_start_traffic_ = comm_.traffic();
     step_start_to_host_ = device_->link_bytes().to_host;
     step_start_to_device_ = device_->link_bytes().to_device;
+    step_start_disk_read_ = optimizer_->disk_traffic().read;
+    step_start_disk_written_ = optimizer_->disk_traffic().written;
   }
   last_seen_ = last;
   comm_.set_context(cat("step ", step_ + 1, ", micro-batch ", micro_batches_ + 1));
@@ -177,6 +179,8 @@ StepReport Engine::step() {
   last_traffic_ = comm_.traffic() - step_start_traffic_;
   last_to_host_ = device_->link_bytes().to_host - step_start_to_host_;
   last_to_device_ = device_->link_bytes().to_device - step_start_to_device_;
+  last_disk_read_ = optimizer_->disk_traffic().read - step_start_disk_read_;
+  last_disk_written_ = optimizer_->disk_traffic().written - step_start_disk_written_;
   return report;
 }
 

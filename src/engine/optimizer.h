@@ -80,6 +80,11 @@ class ShardOptimizer {
   // Phase 2: every part's parameters moved with their parameter's coefficient coef[index].
   virtual void lamb_moments(const LambStep& s, std::vector<LambNorms>& sums) = 0;
   virtual void lamb_update(const LambStep& s, const std::vector<float>& coef) = 0;
+  // Bytes read from and written to the disk tier so far (the NVMe tier's swap files).
+  struct DiskTraffic {
+    std::uint64_t read = 0, written = 0;
+  };
+  virtual DiskTraffic disk_traffic() const { return {}; }
   // Completes work still in flight (the delayed update). True if it changed the parameters the
   // stage holds (they must be gathered again).
   virtual bool synchronize() { return false; }

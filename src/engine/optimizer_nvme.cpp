@@ -140,6 +140,8 @@ class NvmeOptimizer final : public HostGradientOptimizer {
     });
   }
 
+  DiskTraffic disk_traffic() const override { return traffic_; }
+
   void lamb_moments(const LambStep&, std::vector<LambNorms>&) override { refuse_lamb(); }
   void lamb_update(const LambStep&, const std::vector<float>&) override { refuse_lamb(); }
 
@@ -220,6 +222,8 @@ class NvmeOptimizer final : public HostGradientOptimizer {
   // previous sub-group's write is in flight, while the CPU works on the current one.
   void stream(bool read, bool write, const Work& work) {
     const std::size_t n = slots_.size(), count = groups_.size();
+    if (read)
+      for (const SubGroup& g : groups_) traffic_.read += g.bytes();
     const std::size_t ahead = n >= 3 ? n - 2 : n - 1;  // leaves the slot whose write is in flight
     std::size_t next_read = 0;
     for (std::size_t i = 0; i < count; ++i) {
@@ -232,6 +236,7 @@ class NvmeOptimizer final : public HostGradientOptimizer {
       work(groups_[i], slot);
       if (file_ && read && i + 1 < count) finish(slots_[(i + 1) % n].read);  // drives the ring while the CPU works
       dev_.host().synchronize();
+      if (write) traffic_.written += groups_[i].bytes();  // counted in a dry run too: the planner's disk traffic
       if (file_ && write) slot.write = file_->write(groups_[i].file_offset, address(slot.state.span()), groups_[i].bytes());
     }
     if (file_) file_->wait_all();
@@ -269,6 +274,7 @@ class NvmeOptimizer final : public HostGradientOptimizer {
       char* data = address(staging_.sub(g.begin, g.numel));
       if (to_file) file_->write(at, data, g.numel * sizeof(float));
       else file_->read(at, data, g.numel * sizeof(float));
+      (to_file ? traffic_.written : traffic_.read) += g.numel * sizeof(float);
     }
     file_->wait_all();
   }
@@ -287,6 +293,7 @@ class NvmeOptimizer final : public HostGradientOptimizer {
   std::optional<io::AsyncFile> file_;     // (sub-groups) [master | m | v] f32 each, nvme tier; absent in a dry run
   DeviceBuffer staging_;                  // (largest part) f32, host tier, other: one part of one tensor, for checkpoints
   std::optional<std::pair<int, StateTensor>> staged_;
+  DiskTraffic traffic_;                   // bytes the steps (and checkpoints) moved to and from the file
 };
 
 }  // namespace

@@ -74,6 +74,8 @@ DryRun run_dry(const PlanInput& in, const ActivationBytes& activations) {
   out.traffic.calls = t.calls;
   out.to_host = engine.last_step_to_host();
   out.to_device = engine.last_step_to_device();
+  out.disk_read = engine.last_step_disk_read();
+  out.disk_written = engine.last_step_disk_written();
   return out;
 }
 

@@ -19,6 +19,7 @@ struct DryRun {
   TierBytes persistent_device;  // device bytes held once the engine is built, before any step
   StepTraffic traffic;          // the second optimizer step's collectives
   std::uint64_t to_host = 0, to_device = 0;  // the second step's copies across the link
+  std::uint64_t disk_read = 0, disk_written = 0;  // the second step's NVMe tier traffic
 };
 
 // `activations`: what the model allocates for activations, by tier, before the engine is built.

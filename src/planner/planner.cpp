@@ -122,6 +122,8 @@ Plan plan(const PlanInput& in) {
   p.traffic = dry.traffic;
   p.device_to_host_bytes = dry.to_host;
   p.host_to_device_bytes = dry.to_device;
+  p.nvme_read_bytes = dry.disk_read;
+  p.nvme_written_bytes = dry.disk_written;
   p.host_per_node = p.host.total() * static_cast<std::uint64_t>(p.ranks_per_node);
   if (z.offload.optimizer) p.link_seconds = static_cast<double>(p.device_to_host_bytes + p.host_to_device_bytes) / in.link_bandwidth;
   return p;

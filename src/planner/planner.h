@@ -137,6 +137,7 @@ struct Plan {
   StepTraffic traffic;
   std::uint64_t host_to_device_bytes = 0;
   std::uint64_t device_to_host_bytes = 0;
+  std::uint64_t nvme_read_bytes = 0, nvme_written_bytes = 0;  // the swap file, read and written once a step
   double link_seconds = 0.0;  // both directions, one after the other, at PlanInput::link_bandwidth
 };
 

@@ -209,6 +209,7 @@ nlohmann::json plan_json(const EstimateReport& r, std::size_t i) {
   j["host_bytes_per_node"] = p.host_per_node;
   j["offload_optimizer_nvme"] = p.settings.offload.optimizer_nvme;
   j["nvme_bytes"] = tier_json(p.nvme);
+  j["nvme_traffic_bytes_per_step"] = {{"read", p.nvme_read_bytes}, {"written", p.nvme_written_bytes}};
   j["model_state_bytes"] = {{"device", p.persistent_device.model_states()}, {"host", p.host.model_states()}};
   j["padded_parameters"] = p.padded_numel;
   j["shard_parameters"] = p.shard_numel;

@@ -32,6 +32,7 @@ struct Measured {
   Traffic traffic;
   // Host<->device copies of the last step, as the device counted them.
   std::uint64_t to_host = 0, to_device = 0;
+  std::uint64_t disk_read = 0, disk_written = 0;
 };
 
 // Runs two optimizer steps of the engine on N thread ranks; rank 0's ledger, traffic and copies
@@ -72,6 +73,8 @@ Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetB
     m.traffic = engine.last_step_traffic();
     m.to_host = engine.last_step_to_host();
     m.to_device = engine.last_step_to_device();
+    m.disk_read = engine.last_step_disk_read();
+    m.disk_written = engine.last_step_disk_written();
   });
   return out[0];
 }
@@ -128,6 +131,8 @@ void expect_prediction(const PlanInput& in, const Measured& m, const std::string
   }
   EXPECT_EQ(p.device_to_host_bytes, m.to_host) << what << ": gradient slices to the host";
   EXPECT_EQ(p.host_to_device_bytes, m.to_device) << what << ": parameter slices to the device";
+  EXPECT_EQ(p.nvme_read_bytes, m.disk_read) << what << ": swap file bytes read";
+  EXPECT_EQ(p.nvme_written_bytes, m.disk_written) << what << ": swap file bytes written";
 }
 
 PlanInput threads_input(ModelDescription model, int n, int stage, int micro_batches) {
@@ -329,6 +334,10 @@ TEST(AgainstEngine, NvmeEveryStage) {
       in.settings.precision.compute = dtype;
       expect_prediction(in, m, cat("tied MLP N=2 ", plan_label(oc.zero), " ", dtype_label(dtype)));
       EXPECT_GT(m.nvme.peak[static_cast<int>(Category::kOptimizerState)], 0u);
+      // A step reads and writes each element's master, m and v once: 12 bytes a shard element.
+      const std::uint64_t shard = FlatLayout(Mlp(mlp).units(), 2).shard_numel();
+      EXPECT_EQ(m.disk_read, 12 * shard);
+      EXPECT_EQ(m.disk_written, 12 * shard);
     }
   for (const OffloadCase& oc : nvme_cases()) {
     const Measured m = measure(2, oc.zero.stage, 1, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, 2, l); }, gpt_random_batches(gpt, 2), oc.engine);
