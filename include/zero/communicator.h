@@ -34,6 +34,13 @@
 //
 // Traffic: per kind of collective, the payload bytes this rank hands the transport for other
 // ranks (sent) and receives from them (received); data that stays on the rank is not counted.
+// By link: every transport's algorithm exchanges with each peer directly (reduce-scatter: each
+// peer's slice to that peer, then a local rank-order sum; all-gather: this rank's slice to each
+// peer; all-reduce: both; broadcast: the root to each peer), so the bytes to and from each peer
+// are known, and those to a peer on another node (the topology: MPI's shared-memory split, or
+// ThreadWorld's ranks per node) are counted as across-node (sent_across, received_across). Under
+// MPI the library may route an all-gather through other ranks (a ring); the counters then say
+// what zero's algorithm hands each peer, not the path the library's packets take.
 // `calls` counts collectives as issued (one per call); `pieces` counts the transport calls they
 // ran as (an all_reduce of m pieces is 2m: m reduce_scatter pieces, then m all_gather pieces).
 //
@@ -79,11 +86,18 @@ class Tracer;
 struct Traffic {
   std::array<std::uint64_t, kNumCollectives> sent{};
   std::array<std::uint64_t, kNumCollectives> received{};
+  // Of sent and received, the bytes exchanged with peers on another node (see "Traffic" above);
+  // the rest stayed inside this rank's node.
+  std::array<std::uint64_t, kNumCollectives> sent_across{};
+  std::array<std::uint64_t, kNumCollectives> received_across{};
   std::array<std::uint64_t, kNumCollectives> calls{};
   std::array<std::uint64_t, kNumCollectives> pieces{};
   std::uint64_t total_sent() const;
   std::uint64_t total_received() const;
+  std::uint64_t total_sent_across() const;
+  std::uint64_t total_sent_inside() const { return total_sent() - total_sent_across(); }
   Traffic operator-(const Traffic& earlier) const;
+  Traffic operator+(const Traffic& other) const;  // two communicators' traffic together
 };
 
 // How reductions add; see "Determinism" above.
@@ -121,6 +135,7 @@ class Communicator final : private TransportHost {
   int local_size() const { return topology_.local_size; }
   int node() const { return topology_.node; }
   int num_nodes() const { return topology_.num_nodes; }
+  const NodeTopology& topology() const { return topology_; }
 
   // A communicator of the same backend over the ranks that pass the same `color` (>= 0), ranked
   // by `key`, ties by rank (MPI_Comm_split). Collective over this communicator: every rank calls
@@ -128,6 +143,11 @@ class Communicator final : private TransportHost {
   // collectives run concurrently with this one's; it takes this one's options (timeout, ledger,
   // segment) and may outlive it.
   std::unique_ptr<Communicator> split(int color, int key);
+  // split() given the new group itself: `members`, the ranks of this rank's new communicator in
+  // their new order, where the lists of all ranks partition this communicator (hybrid sharding's
+  // groups of consecutive ranks and its replica groups). Also works on the planner's counting
+  // communicator, which cannot learn the other ranks' colors.
+  std::unique_ptr<Communicator> split_members(const std::vector<int>& members);
 
   // `segment` (elements per rank per transport call, 0 = the options' default) overloads: see
   // "Segments" above. The engine passes its bucket size here.
@@ -172,8 +192,10 @@ class Communicator final : private TransportHost {
   // during that collective rises by exactly this. 0 for barrier.
   std::uint64_t scratch_bytes(Collective kind, std::size_t k, std::size_t segment = 0, Dtype dtype = Dtype::kF32) const;
 
-  // Names what the caller is doing ("step 12"), for the messages of failed collectives.
+  // Names what the caller is doing ("step 12"), for the messages of failed collectives. The order
+  // check compares it too, so a thread that issues for another sets the context that one had.
   void set_context(std::string context);
+  std::string context() const;
   // Records every collective's execution on the communication lane, if set (before issuing any).
   void set_tracer(Tracer* tracer) { tracer_ = tracer; }
 
@@ -203,18 +225,21 @@ class Communicator final : private TransportHost {
   // with pieces, "reduce_scatter of 4.0 KiB, piece 2 of 3 (step 3)".
   std::string op_label(const char* op, std::size_t bytes) const override;
   Ledger* ledger() const override { return options_.ledger; }
-  std::string context() const;
   void stop_comm_thread();
   // `record` (op and size; the label and context are filled in here) is checked on the comm
   // thread before `op` runs (check_order).
   // In fast mode the check is skipped (decided at issue, so a collective keeps its mode).
-  Handle enqueue(CollectiveRecord record, Collective kind, std::uint64_t sent, std::uint64_t received,
-                 std::function<void()> op);
+  // What one collective of this rank hands its peers and gets from them, by link.
+  struct LinkBytes {
+    std::uint64_t sent = 0, received = 0, sent_across = 0, received_across = 0;
+  };
+  LinkBytes to_every_peer(std::uint64_t per_peer) const;  // per_peer bytes to and from each other rank
+  Handle enqueue(CollectiveRecord record, Collective kind, const LinkBytes& bytes, std::function<void()> op);
   // Fast mode with a native reduction for `dtype`: the transport reduces (decided at issue).
   bool native(Dtype dtype) const { return determinism() == Determinism::kFast && transport_->native_reduction(dtype); }
   // order_check.cpp: folds `record` into order_ and compares the ranks' hashes; comm thread only.
   void check_order(const CollectiveRecord& record);
-  void count(Collective kind, std::uint64_t sent, std::uint64_t received);
+  void count(Collective kind, const LinkBytes& bytes);
   std::size_t resolve_segment(std::size_t segment, std::size_t element_bytes) const;
   // segmented.cpp: the piece loops, run on the comm thread; s = elements per rank per piece.
   void segmented_reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype, std::size_t s, Scratch& scratch,
@@ -240,6 +265,8 @@ class Communicator final : private TransportHost {
   std::unique_ptr<TaskQueue> worker_;
   std::array<std::atomic<std::uint64_t>, kNumCollectives> sent_{};
   std::array<std::atomic<std::uint64_t>, kNumCollectives> received_{};
+  std::array<std::atomic<std::uint64_t>, kNumCollectives> sent_across_{};
+  std::array<std::atomic<std::uint64_t>, kNumCollectives> received_across_{};
   std::array<std::atomic<std::uint64_t>, kNumCollectives> calls_{};
   std::array<std::atomic<std::uint64_t>, kNumCollectives> pieces_{};
   Collective running_ = Collective::kBarrier;  // what the comm thread runs now; comm thread only
@@ -264,7 +291,12 @@ std::unique_ptr<Communicator> make_communicator(const std::string& name, CommOpt
 // The planner's dry run: rank 0 of `size` ranks whose collectives are counted (traffic, calls)
 // and never run, so the engine's schedule can be run without peers or memory. Its segment limits
 // and scratch_bytes() are the MPI backend's if `like_mpi`, else those of the threads backend.
-std::unique_ptr<Communicator> make_counting_communicator(int size, bool like_mpi, CommOptions options = {});
+// `ranks_per_node`: the ranks of the world in nodes of that many consecutive ranks (0: one node),
+// for the traffic's across-node bytes.
+std::unique_ptr<Communicator> make_counting_communicator(int size, bool like_mpi, CommOptions options = {}, int ranks_per_node = 0);
+// The topology of `rank` in a world of `size` ranks arranged as nodes of `ranks_per_node`
+// consecutive ranks (the last may hold fewer); ConfigError unless ranks_per_node >= 1.
+NodeTopology block_topology(int rank, int size, int ranks_per_node);
 
 // True if this process was started by mpirun/mpiexec (Open MPI, MPICH or PMIx environment);
 // *size receives the job's process count.

@@ -8,7 +8,8 @@
 //   for (m = 0; m < k; ++m) { model.set_batch(...); engine.forward_backward(m == k - 1); }
 //   engine.step();
 //
-// Every stage gives the same parameters, bit for bit, for a given world size and seed.
+// Every stage gives the same parameters, bit for bit, for a given world size and seed (hybrid
+// sharding in groups of 1 < G < N aside: it adds each group's gradients first; docs/hybrid.md).
 #pragma once
 
 #include <cstdint>
@@ -142,7 +143,8 @@ class Engine {
   // fp16: optimizer steps skipped because a gradient overflowed, and the scale of the next step.
   std::int64_t skipped_steps() const { return skipped_; }
   float loss_scale() const;
-  // Bytes moved by the last optimizer step (all its micro-batches), by kind of collective.
+  // Bytes moved by the last optimizer step (all its micro-batches), by kind of collective; with
+  // hybrid sharding, on the shard group's and the replicas' communicators too.
   const Traffic& last_step_traffic() const { return last_traffic_; }
   // Bytes the last optimizer step copied between the host and device tiers (offload), issued by
   // the step; the delayed update's copy of step t's result is issued at step t+1.
@@ -160,6 +162,9 @@ class Engine {
   void lamb_step();
   bool any_rank_overflowed();
   void run_unit(int u, bool backward);
+  void make_shard_groups();
+  Traffic traffic_now() const;  // of every communicator the engine issues on
+  void set_context(const std::string& context);
   void run_kernel(int u, bool backward, const std::vector<DeviceSpan>& params, const std::vector<DeviceSpan>& grads);
   DeviceSpan state_span(StateTensor tensor, int u, std::size_t first, std::size_t count);
 
@@ -167,6 +172,12 @@ class Engine {
   Module& module_;
   Communicator& comm_;
   FlatLayout layout_;
+  // Hybrid sharding (mics_shard_size): this rank's shard group of consecutive ranks and its
+  // replicas (the ranks of the same index in the other groups); null without it. Declared
+  // before the collectives, whose thread issues on them, so that they outlive it.
+  std::unique_ptr<Communicator> group_comm_;
+  std::unique_ptr<Communicator> replica_comm_;
+  Communicator* shards_ = nullptr;  // the ranks that shard the state: the group, or comm_
   std::unique_ptr<Device> device_;
   std::unique_ptr<Collectives> collectives_;
   std::unique_ptr<Stage> stage_;
@@ -180,6 +191,7 @@ class Engine {
   bool last_seen_ = false;  // forward_backward(true) ran since the last optimizer step
   Traffic step_start_traffic_;
   Traffic last_traffic_;
+  Traffic step_start_own_traffic_;  // the optimizer's own communicators' (1-bit Adam)
   std::uint64_t step_start_to_host_ = 0, step_start_to_device_ = 0, last_to_host_ = 0, last_to_device_ = 0;
   std::uint64_t step_start_disk_read_ = 0, step_start_disk_written_ = 0, last_disk_read_ = 0, last_disk_written_ = 0;
 };

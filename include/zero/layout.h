@@ -30,7 +30,7 @@ struct UnitPlace {
   std::vector<int> borrows;
   std::size_t numel = 0;         // parameters, without padding
   std::size_t padded = 0;        // numel rounded up to a multiple of the world size
-  std::size_t slice = 0;         // padded / world size: each rank's part
+  std::size_t slice = 0;         // padded / shard size: each rank's part (the world size unless hybrid)
   std::size_t flat_offset = 0;   // start of this unit in the model's full flat buffer
   std::size_t shard_offset = 0;  // start of this unit's slice in every rank's shard
 };
@@ -47,18 +47,25 @@ class FlatLayout {
  public:
   // Throws ConfigError for a unit without parameters, an empty or duplicate parameter name, a
   // non-positive dimension, a borrow that names no unit, or a world size below 1.
-  FlatLayout(std::vector<UnitSpec> units, int world_size);
+  // `shard_size` (hybrid sharding, DeepSpeed's mics_shard_size): the units are sharded among
+  // groups of that many ranks instead of among all of them, and rank r of a group owns the r-th
+  // 1/shard_size of every unit; 0 = the world size. It must divide the world size. The padding
+  // stays a multiple of the world size, so that a slice divides again among the world/shard_size
+  // groups: the replicas' all-reduce of a slice is a reduce-scatter over them, then an all-gather.
+  FlatLayout(std::vector<UnitSpec> units, int world_size, int shard_size = 0);
 
-  int world_size() const { return world_size_; }
+  int world_size() const { return world_size_; }  // ranks whose gradients are summed
+  int shard_size() const { return shard_size_; }  // ranks that share one copy of the state: slices per unit
   int num_units() const { return static_cast<int>(units_.size()); }
   const UnitPlace& unit(int u) const { return units_.at(u); }
 
   std::size_t numel() const { return numel_; }               // Ψ: all parameters, no padding
   std::size_t padded_numel() const { return padded_numel_; } // length of the full flat buffer
-  std::size_t shard_numel() const { return padded_numel_ / world_size_; }
+  std::size_t shard_numel() const { return padded_numel_ / shard_size_; }
   std::size_t largest_unit() const;                          // padded elements of the largest unit
 
   // Where rank r's slice of unit u starts inside the whole unit: the one place that says so.
+  // r is the rank within its shard group (hybrid sharding), which is the rank otherwise.
   std::size_t slice_offset(int u, int rank) const { return static_cast<std::size_t>(rank) * unit(u).slice; }
   // The segments of rank r's slice of unit u, offsets relative to the slice's start.
   std::vector<Segment> slice_segments(int u, int rank) const;
@@ -79,6 +86,7 @@ class FlatLayout {
   std::vector<Segment> segments_in(int u, std::size_t begin, std::size_t end) const;
 
   int world_size_;
+  int shard_size_;
   std::vector<UnitPlace> units_;
   std::vector<int> grad_ready_after_;
   std::size_t numel_ = 0;

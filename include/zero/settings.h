@@ -82,8 +82,35 @@ struct Precision {
 };
 
 // The optimizer: Adam/AdamW (AdamConfig::decoupled), or DeepSpeed's Lamb (lamb.h), which
-// takes lr, betas, eps, weight_decay and bias_correction from AdamConfig and the rest from LambConfig.
-enum class OptimizerKind { kAdam, kLamb };
+// takes lr, betas, eps, weight_decay and bias_correction from AdamConfig and the rest from LambConfig,
+// or DeepSpeed's 1-bit Adam (OneBitAdamConfig) or 0/1 Adam (ZeroOneAdamConfig), stage 0 only.
+enum class OptimizerKind { kAdam, kLamb, kOneBitAdam, kZeroOneAdam };
+// 1-bit and 0/1 Adam: the optimizers that compress their all-reduce, at stage 0 only.
+inline bool compresses_all_reduce(OptimizerKind k) { return k == OptimizerKind::kOneBitAdam || k == OptimizerKind::kZeroOneAdam; }
+
+// 1-bit Adam (Tang et al., 2021; DeepSpeed's OnebitAdam), with AdamConfig's lr, betas, eps and
+// weight_decay (decoupled, no bias correction, as DeepSpeed's). Its first `freeze_step` steps
+// are Adam over all-reduced gradients (the first of them, as in DeepSpeed, only initialises:
+// it updates nothing); after them the second moment is frozen and each step's momentum, updated
+// from the rank's own gradient, is averaged by the error-compensated 1-bit compressed all-reduce
+// (engine/compressed_all_reduce.h) in place of the gradient all-reduce.
+struct OneBitAdamConfig {
+  std::int64_t freeze_step = 100000;  // DeepSpeed's default
+};
+
+// 0/1 Adam (Lu et al., 2022; DeepSpeed's ZeroOneAdam), with AdamConfig's lr, betas, eps and
+// weight_decay as 1-bit Adam's. Until var_freeze_step the variance is updated only on steps whose
+// gradient is all-reduced, at intervals that double every var_update_scaler updates; the other
+// steps average the gradient through the 1-bit compressed all-reduce. After it the variance is
+// frozen and ranks take local steps, synchronising (one compressed all-reduce of the accumulated
+// update) every local_step_interval steps, an interval that doubles every local_step_scaler
+// steps up to local_step_clipper. DeepSpeed's defaults.
+struct ZeroOneAdamConfig {
+  std::int64_t var_freeze_step = 100000;
+  std::int64_t var_update_scaler = 16;
+  std::int64_t local_step_scaler = 32678;
+  std::int64_t local_step_clipper = 16;
+};
 
 struct EngineSettings {
   int stage = 0;  // ZeRO stage: 0 (DDP), 1, 2 or 3
@@ -112,9 +139,16 @@ struct EngineSettings {
   // Compute the global gradient norm every step even without clipping (zero train reports it):
   // one more small all-gather per step.
   bool report_grad_norm = false;
+  // Hybrid sharding (DeepSpeed's zero_optimization.mics_shard_size; FSDP's HYBRID_SHARD): stages
+  // 1-3 shard the state among groups of this many consecutive ranks instead of the world; the
+  // groups replicate it. Gradients are reduce-scattered in the group, then all-reduced across
+  // the groups. -1: off (shard among the world). It must divide the world size (check_world).
+  int mics_shard_size = -1;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   AdamConfig adam;
   LambConfig lamb;  // OptimizerKind::kLamb only
+  OneBitAdamConfig onebit;  // OptimizerKind::kOneBitAdam only
+  ZeroOneAdamConfig zero_one;  // OptimizerKind::kZeroOneAdam only
 };
 
 // One problem of a set of settings: the DeepSpeed key it is about ("zero_optimization.offload_param")
@@ -131,5 +165,12 @@ std::vector<SettingProblem> settings_problems(const EngineSettings& settings);
 
 // ConfigError "[<component>] <key> <what>" with every problem (numbered when several), if any.
 void check_settings(const EngineSettings& settings, const std::string& component);
+
+// What the settings need of a world of `world_size` ranks (mics_shard_size divides it), checked
+// where the world size is known before any rank starts (config/, the planner) and by the engine.
+std::vector<SettingProblem> world_problems(const EngineSettings& settings, int world_size);
+void check_world(const EngineSettings& settings, int world_size, const std::string& component);
+// The ranks that share one copy of the state: mics_shard_size when set, else the world size.
+int shard_group_size(const EngineSettings& settings, int world_size);
 
 }  // namespace zero

@@ -1,7 +1,7 @@
 // The "threads" backend: N ranks as threads of one process, for fast tests and for trying
 // ZeRO on one machine without MPI. Collectives rendezvous through shared memory with the same
 // summation order as every other backend, so results match MPI bit for bit. Every rank is on
-// one node; split() makes a sub-world (aborted with the world it was split from). A rank's
+// one node unless the world is given ranks per node; split() makes a sub-world (aborted with the world it was split from). A rank's
 // rendezvous waits for its own communicator's timeout (set_timeout may change it).
 #pragma once
 
@@ -17,7 +17,10 @@ class Ledger;
 
 class ThreadWorld {
  public:
-  explicit ThreadWorld(int size, CommOptions options = {});
+  // `ranks_per_node` arranges the ranks as nodes of that many consecutive ranks (the last may
+  // hold fewer), as if they ran on several machines: the communicators' topology (local_rank,
+  // node, ...) and their traffic's across-node bytes follow it. 0: every rank on one node.
+  explicit ThreadWorld(int size, CommOptions options = {}, int ranks_per_node = 0);
   ~ThreadWorld();
   ThreadWorld(const ThreadWorld&) = delete;
   ThreadWorld& operator=(const ThreadWorld&) = delete;

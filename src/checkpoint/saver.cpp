@@ -68,7 +68,20 @@ Saver::Saver(SaveOptions options, Communicator& comm) : options_(std::move(optio
 
 Saver::~Saver() = default;
 
+namespace {
+
+// A checkpoint holds one copy of the state, a file per rank; with hybrid sharding every group
+// holds a copy. zero train refuses the combination before any rank starts; this is the library's.
+void refuse_hybrid(const FlatLayout& layout) {
+  if (layout.shard_size() == layout.world_size()) return;
+  throw CheckpointError(cat("[checkpoint] checkpoints of hybrid sharding (shard groups of ", layout.shard_size(), " of ", layout.world_size(),
+                            " ranks: zero_optimization.mics_shard_size) are not supported yet: train without them, or without mics_shard_size"));
+}
+
+}  // namespace
+
 SaveStarted Saver::save(Engine& engine, std::int64_t step, nlohmann::json info) {
+  refuse_hybrid(engine.layout());
   const auto t0 = Clock::now();
   if (pending_) poll(true);
   const std::string dir = (fs::path(options_.dir) / step_dir_name(step)).string();

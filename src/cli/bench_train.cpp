@@ -51,6 +51,9 @@ std::vector<FlagSpec> bench_train_flags() {
           {"steps", "timed steps (per stage)", true, "6"},
           {"ranks", "data-parallel ranks: launches `mpirun -np N` itself (or N thread ranks with --comm threads)", true, "2"},
           {"oversubscribe", "with --ranks N, start the ranks even beyond 4 per hardware thread of this machine", false, ""},
+          {"hostfile", "with --ranks N, start the ranks on the hosts of this Open MPI hostfile (HOST slots=K per line), each "
+                       "checked first to answer the launcher agent (ssh, or OMPI_MCA_plm_rsh_agent)", true, ""},
+          {"host-timeout", "seconds each --hostfile host has to answer before the run is refused", true, "10"},
           {"comm", "backend: auto (mpi under mpirun, else launch mpirun), mpi, threads", true, "auto"},
           {"stage", "ZeRO stage 0-3, or a list such as 0,1,2,3: those stages run in turn, one step each, and are "
                     "compared with the first listed",

@@ -47,6 +47,10 @@ const FlagSpec& Flags::spec(const std::string& name) const {
   return *it;
 }
 
+bool Flags::declares(const std::string& name) const {
+  return std::any_of(specs_.begin(), specs_.end(), [&](const FlagSpec& s) { return s.name == name; });
+}
+
 bool Flags::has(const std::string& name) const {
   spec(name);
   return values_.count(name) > 0;

@@ -25,6 +25,7 @@ class Flags {
   std::string usage() const;
 
   bool has(const std::string& name) const;
+  bool declares(const std::string& name) const;  // a flag of this command (has() of another is an error)
   std::string get(const std::string& name) const;  // the value (the last, if repeated) or the default
   std::vector<std::string> get_all(const std::string& name) const;  // every value given, in order
   long long get_int(const std::string& name, long long min, long long max) const;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backends/registry.h"
+#include "cli/hostfile.h"
 #include "cli/stop_signal.h"
 #include "comm/thread_world.h"
 #include "common/error.h"
@@ -35,6 +36,17 @@ int usable_hardware_threads() {
 }
 
 void check_launch_size(const Flags& flags, long long n) {
+  if (flags.has("hostfile")) {  // across machines: the hostfile's slots, not this machine's cores
+    const auto hosts = read_hostfile(flags.get("hostfile"));
+    long long slots = 0;
+    for (const HostSlots& h : hosts) slots += h.slots;
+    if (n > slots && !flags.has("oversubscribe")) {
+      throw ConfigError(cat("[cli] --ranks ", n, " but hostfile ", flags.get("hostfile"), " has ", slots, " slot(s) on ", hosts.size(),
+                            " host(s): use --ranks ", slots, " or fewer, add slots=K to its hosts, or add --oversubscribe to start them anyway"));
+    }
+    check_hosts_reachable(hosts, static_cast<int>(flags.get_int("host-timeout", 1, 3600)), flags.get("hostfile"));
+    return;
+  }
   const int threads = usable_hardware_threads();
   const long long most = static_cast<long long>(kRanksPerHardwareThread) * threads;
   if (n <= most || flags.has("oversubscribe")) return;
@@ -57,6 +69,12 @@ void check_slurm_tasks(const Flags& flags, long long n) {
                         granted, " or fewer, ask Slurm for more (sbatch -n ", n, "), or add --oversubscribe to start them anyway"));
 }
 
+// --ranks-per-node, for the commands that take it: thread ranks as nodes (0: one node).
+int thread_ranks_per_node(const Flags& flags, int n) {
+  if (!flags.declares("ranks-per-node") || !flags.has("ranks-per-node")) return 0;
+  return static_cast<int>(flags.get_int("ranks-per-node", 1, n));
+}
+
 }  // namespace
 
 int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&)>& per_rank) {
@@ -67,7 +85,7 @@ int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&
   if (backend == "threads") {
     const int n = static_cast<int>(flags.get_int("ranks", 1, 1024));
     std::vector<int> codes(n, 0);
-    ThreadWorld world(n);
+    ThreadWorld world(n, {}, thread_ranks_per_node(flags, n));
     // The ranks share this process's cores: split them, and keep OpenBLAS (one pool for the
     // whole process) single-threaded, or the ranks' threads would oversubscribe the cores.
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -103,8 +121,22 @@ int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&
 PlannedWorld planned_world(const Flags& flags, bool relaunches) {
   int launched = 1;
   const bool under_mpi = launched_by_mpi(&launched) && launched > 1;
+  // (only the commands that relaunch have the flag)
+  if (relaunches && flags.has("hostfile") && !(flags.get("comm") == "auto" && !under_mpi && flags.get_int("ranks", 1, 4096) > 1)) {
+    throw ConfigError(cat("[cli] --hostfile is for zero's own launcher (--ranks N with N > 1, outside mpirun): ",
+                          under_mpi ? "this process already runs under mpirun, so give the hostfile to mpirun (mpirun --hostfile FILE)"
+                                    : "add --ranks N, or drop --hostfile"));
+  }
   const std::string comm = flags.get("comm");
-  if (comm == "threads") return {static_cast<int>(flags.get_int("ranks", 1, 1024)), "threads"};
+  if (comm == "threads") {
+    const int n = static_cast<int>(flags.get_int("ranks", 1, 1024));
+    thread_ranks_per_node(flags, n);  // checked before any rank starts
+    return {n, "threads"};
+  }
+  if (flags.declares("ranks-per-node") && flags.has("ranks-per-node")) {
+    throw ConfigError("[cli] --ranks-per-node arranges thread ranks as nodes (--comm threads); under MPI the nodes are the machines "
+                      "the ranks run on: drop it, or add --comm threads");
+  }
   const bool device_comm = backend_of_communicator(comm) != nullptr;  // one device per process, bootstrapped over mpi
   if (comm == "mpi" || device_comm || (comm == "auto" && under_mpi)) {
     const int size = under_mpi ? launched : 1;
@@ -130,36 +162,58 @@ bool wants_mpi_job(const Flags& flags) {
   return flags.get("comm") == "auto" && !under_mpi && flags.get_int("ranks", 1, 4096) > 1;
 }
 
+namespace {
+
+// The words after the executable: the command, the user's arguments without --ranks, --comm and
+// --hostfile (the job is MPI, placed by mpirun), and --comm mpi.
+std::vector<std::string> rank_arguments(const std::vector<std::string>& command, const std::vector<std::string>& args) {
+  std::vector<std::string> out = command;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--ranks" || a == "--comm" || a == "--hostfile" || a == "--host-timeout") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--ranks=", 0) == 0 || a.rfind("--comm=", 0) == 0 || a.rfind("--hostfile=", 0) == 0 || a.rfind("--host-timeout=", 0) == 0) continue;
+    out.push_back(a);
+  }
+  out.insert(out.end(), {"--comm", "mpi"});
+  return out;
+}
+
+}  // namespace
+
 int relaunch_under_mpirun(const Flags& flags, const std::vector<std::string>& command, const std::vector<std::string>& args) {
   const long long n = flags.get_int("ranks", 1, 4096);
   std::vector<std::string> cmd = {"mpirun", "--oversubscribe", "-np", std::to_string(n)};
   if (geteuid() == 0) cmd.insert(cmd.begin() + 1, "--allow-run-as-root");
-  cmd.push_back(std::filesystem::read_symlink("/proc/self/exe").string());
+  std::vector<HostSlots> hosts;
+  if (flags.has("hostfile")) {
+    hosts = read_hostfile(flags.get("hostfile"));
+    // the ranks on other hosts get the threads set below (mpirun forwards OMPI_MCA_* itself,
+    // not these)
+    cmd.insert(cmd.end(), {"--hostfile", flags.get("hostfile"), "-x", "OMP_NUM_THREADS", "-x", "OPENBLAS_NUM_THREADS"});
+  }
   // The lock on --save's directory stays with this process, which waits for its child mpirun; the
   // ranks are told who holds it (checkpoint/directory.h), on other hosts too.
-  if (std::getenv("ZERO_SAVE_LOCK_HOLDER")) cmd.insert(cmd.end() - 1, {"-x", "ZERO_SAVE_LOCK_HOLDER"});
-  cmd.insert(cmd.end(), command.begin(), command.end());
-  for (std::size_t i = 0; i < args.size(); ++i) {  // drop --ranks and --comm; the job is MPI
-    const std::string& a = args[i];
-    if (a == "--ranks" || a == "--comm") {
-      ++i;
-      continue;
-    }
-    if (a.rfind("--ranks=", 0) == 0 || a.rfind("--comm=", 0) == 0) continue;
-    cmd.push_back(a);
-  }
-  cmd.insert(cmd.end(), {"--comm", "mpi"});
+  if (std::getenv("ZERO_SAVE_LOCK_HOLDER")) cmd.insert(cmd.end(), {"-x", "ZERO_SAVE_LOCK_HOLDER"});
   // Placement: each rank bound to hardware threads of its own, as many as its OpenMP threads
   // (counted as the affinity mask counts them, hence --use-hwthread-cpus); more ranks than
   // hardware threads are not bound at all (they take turns on every core). The line printed says
-  // which, so that a user's own mpirun can do the same or otherwise.
-  const long long per_rank = usable_hardware_threads() / n;
+  // which, so that a user's own mpirun can do the same or otherwise. With a hostfile, every host
+  // is taken to have this machine's hardware threads (binding on a smaller one fails in mpirun,
+  // which says so) and its busiest host's ranks share them.
+  const long long per_host = hosts.empty() ? n : most_ranks_on_one_host(hosts, n);
+  const long long per_rank = usable_hardware_threads() / per_host;
   const std::string threads = std::to_string(std::max<long long>(1, per_rank));
   const std::vector<std::string> placement = per_rank >= 1
       ? std::vector<std::string>{"--use-hwthread-cpus", "--map-by", cat("slot:PE=", per_rank), "--bind-to", "hwthread"}
       : std::vector<std::string>{"--bind-to", "none"};
-  cmd.insert(cmd.begin() + 4 + (geteuid() == 0 ? 1 : 0), placement.begin(), placement.end());
-  std::string shown = cat("mpirun -np ", n);
+  cmd.insert(cmd.end(), placement.begin(), placement.end());
+  cmd.push_back(std::filesystem::read_symlink("/proc/self/exe").string());
+  const std::vector<std::string> rest = rank_arguments(command, args);
+  cmd.insert(cmd.end(), rest.begin(), rest.end());
+  std::string shown = cat("mpirun -np ", n, hosts.empty() ? "" : " --hostfile " + flags.get("hostfile"));
   for (const std::string& p : placement) shown += " " + p;
   std::printf("launch: %s, OMP_NUM_THREADS=%s%s\n", shown.c_str(), std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : threads.c_str(),
               per_rank >= 1 ? "" : " (more ranks than hardware threads: not bound)");

@@ -15,6 +15,7 @@
 #include "cli/flags.h"
 #include "cli/init_from.h"
 #include "cli/launch.h"
+#include "cli/traffic_formula.h"
 #include "cli/layout.h"
 #include "cli/mfu.h"
 #include "cli/stop_signal.h"
@@ -34,6 +35,11 @@ std::vector<FlagSpec> train_flags() {
   return {{"config", "DeepSpeed-style JSON config (ds_config.json); without it, a small built-in GPT setup", true, ""},
           {"ranks", "data-parallel ranks: launches `mpirun -np N` itself (or N thread ranks with --comm threads)", true, "1"},
           {"oversubscribe", "with --ranks N, start the ranks even beyond 4 per hardware thread of this machine", false, ""},
+          {"hostfile", "with --ranks N, start the ranks on the hosts of this Open MPI hostfile (HOST slots=K per line), each "
+                       "checked first to answer the launcher agent (ssh, or OMPI_MCA_plm_rsh_agent)", true, ""},
+          {"host-timeout", "seconds each --hostfile host has to answer before the run is refused", true, "10"},
+          {"ranks-per-node", "--comm threads: arrange the thread ranks as nodes of this many consecutive ranks (the traffic's "
+                             "inside/across-node split; under MPI the nodes are the machines)", true, ""},
           {"comm", "backend: auto (mpi under mpirun, else launch mpirun for --ranks > 1), mpi, threads", true, "auto"},
           {"stage", "ZeRO stage 0-3 (overrides zero_optimization.stage)", true, ""},
           {"steps", "optimizer steps (overrides train_steps)", true, ""},
@@ -78,6 +84,25 @@ std::vector<FlagSpec> train_flags() {
 namespace {
 
 // The setup used without --config: a small character-level GPT on the default text.
+// A tokenizer other than bytes with no vocab_size of the user's (the built-in model's 256, or a
+// config whose model section gives none): the model takes the tokenizer's vocabulary, as a
+// Hugging Face model takes its tokenizer's, instead of refusing the run. A vocab_size the user
+// gave stays, and is checked against the tokenizer later.
+void default_vocab_to_tokenizer(nlohmann::json& j, const nlohmann::json& file_model, const Flags& flags, std::vector<std::string>& notes) {
+  if (flags.has("init-from") || (j.contains("model") && j["model"].contains("init_from"))) return;  // the directory's model
+  if (file_model.contains("vocab_size")) return;
+  for (const std::string& assignment : flags.get_all("set")) {
+    const std::string key = assignment.substr(0, assignment.find('='));
+    if (key == "model" || key == "model.vocab_size") return;
+  }
+  if (!j.contains("data") || !j["data"].contains("tokenizer") || !j["data"]["tokenizer"].is_string()) return;
+  const std::string spec = j["data"]["tokenizer"].get<std::string>();
+  if (spec.empty() || spec == "bytes") return;
+  const std::size_t size = data::open_tokenizer(spec)->vocab_size();
+  j["model"]["vocab_size"] = size;
+  notes.push_back(cat("model.vocab_size -> ", size, " (the tokenizer's, as no vocab_size was given)"));
+}
+
 nlohmann::json default_config() {
   return {{"train_micro_batch_size_per_gpu", 8},
           {"gradient_accumulation_steps", 1},
@@ -176,6 +201,7 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
     }
     apply_override(j, assignment);
   }
+  default_vocab_to_tokenizer(j, file_model, flags, from_flags);
   apply_init_from_flags(j, file_model, flags);  // the model and tokenizer of --init-from's directory
   ConfigOptions options;
   options.strict = flags.has("strict-config");
@@ -190,23 +216,24 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
 std::string mib(std::uint64_t bytes) { return format_bytes(bytes); }
 
 void print_step(const StepMetrics& m, std::int64_t total, int every) {
-  std::uint64_t dev = 0, dev_peak = 0, host = 0, host_peak = 0, sent = 0, nvme = 0;
+  std::uint64_t dev = 0, dev_peak = 0, host = 0, host_peak = 0, sent = 0, across = 0, nvme = 0;
   for (const RankFigures& f : m.ranks) {
     nvme = std::max(nvme, f.total_current[static_cast<int>(Tier::kNvme)]);
     dev = std::max(dev, f.total_current[0]), dev_peak = std::max(dev_peak, f.total_peak[0]);
     host = std::max(host, f.total_current[1]), host_peak = std::max(host_peak, f.total_peak[1]);
-    std::uint64_t s = 0;
-    for (auto b : f.sent) s += b;
-    sent = std::max(sent, s);
+    std::uint64_t s = 0, a = 0;
+    for (int k = 0; k < kNumCollectives; ++k) s += f.sent[k], a += f.sent_across[k];
+    sent = std::max(sent, s), across = std::max(across, a);
   }
+  const std::string across_text = across > 0 ? cat(" (", mib(across), " across nodes)") : "";
   int launched = 1;  // under mpirun, rank 0's stdout is mpirun's pty whatever the user's is
   const bool tty = isatty(fileno(stdout)) && !launched_by_mpi(&launched);
   if (m.step % every == 0 || m.step == 1 || m.step == total) {
     const std::string swapped = nvme > 0 ? " | nvme " + mib(nvme) : "";  // the swap files, with the NVMe tier
-    std::printf("%sstep %6lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %9.0f tok/s | %7.1f ms | device %s/%s | host %s/%s%s | sent %s\n",
+    std::printf("%sstep %6lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %9.0f tok/s | %7.1f ms | device %s/%s | host %s/%s%s | sent %s%s\n",
                 tty ? "\r\033[K" : "", static_cast<long long>(m.step), static_cast<long long>(total), m.loss, m.lr,
                 m.grad_norm, m.tokens_per_second, m.step_seconds * 1e3, mib(dev).c_str(), mib(dev_peak).c_str(),
-                mib(host).c_str(), mib(host_peak).c_str(), swapped.c_str(), mib(sent).c_str());
+                mib(host).c_str(), mib(host_peak).c_str(), swapped.c_str(), mib(sent).c_str(), across_text.c_str());
     if (m.skipped || m.loss_scale != 1.0f) {
       std::printf("        loss scale %g%s | %lld steps skipped so far\n", m.loss_scale,
                   m.skipped ? " (overflow: step skipped)" : "", static_cast<long long>(m.skipped_steps));
@@ -268,7 +295,7 @@ nlohmann::json metrics_json(const StepMetrics& m) {
   nlohmann::json ranks = nlohmann::json::array();
   for (std::size_t r = 0; r < m.ranks.size(); ++r) {
     const RankFigures& f = m.ranks[r];
-    nlohmann::json mem, sent;
+    nlohmann::json mem, sent, across;
     for (int t = 0; t < kNumTiers; ++t) {
       nlohmann::json cur, peak;
       for (int c = 0; c < kNumCategories; ++c) {
@@ -277,8 +304,11 @@ nlohmann::json metrics_json(const StepMetrics& m) {
       }
       mem[tier_name(static_cast<Tier>(t))] = {{"current", cur}, {"peak", peak}, {"total_current", f.total_current[t]}, {"total_peak", f.total_peak[t]}};
     }
-    for (int k = 0; k < kNumCollectives; ++k) sent[collective_name(static_cast<Collective>(k))] = f.sent[k];
-    ranks.push_back({{"rank", r}, {"loss", f.loss}, {"memory_bytes", mem}, {"sent_bytes", sent}});
+    for (int k = 0; k < kNumCollectives; ++k) {
+      sent[collective_name(static_cast<Collective>(k))] = f.sent[k];
+      across[collective_name(static_cast<Collective>(k))] = f.sent_across[k];
+    }
+    ranks.push_back({{"rank", r}, {"loss", f.loss}, {"memory_bytes", mem}, {"sent_bytes", sent}, {"sent_across_nodes_bytes", across}});
   }
   return {{"step", m.step}, {"loss", m.loss}, {"lr", m.lr}, {"grad_norm", m.grad_norm}, {"loss_scale", m.loss_scale},
           {"skipped", m.skipped}, {"skipped_steps", m.skipped_steps}, {"step_seconds", m.step_seconds},
@@ -312,6 +342,18 @@ void print_init_from(const TrainConfig& c, const TrainResult& r) {
               r.init_from_seconds * 1e3);
 }
 
+// Rank 0's traffic in the last step, inside its node and across, beside the formula's.
+void print_traffic(const TrainConfig& c, const TrainResult& r) {
+  const int n = static_cast<int>(r.final_ranks.size());
+  if (n < 2) return;
+  std::uint64_t sent = 0, across = 0;
+  for (int k = 0; k < kNumCollectives; ++k) sent += r.final_ranks[0].sent[k], across += r.final_ranks[0].sent_across[k];
+  const TrafficFormula f = step_traffic_formula(c.engine.stage, n, r.shard_group, r.ranks_per_node, 0, r.padded_parameters,
+                                                dtype_bytes(c.engine.precision.compute), c.gradient_accumulation_steps);
+  std::printf("traffic of rank 0 in the last step (N=%d, G=%d, %d ranks per node, m=%d): %s\n", n, r.shard_group, r.ranks_per_node,
+              c.gradient_accumulation_steps, describe_step_traffic(f, sent, across, "sent").c_str());
+}
+
 void print_summary(const TrainConfig& c, const TrainResult& r) {
   std::printf("\nsummary: %lld steps, %.1f ms/step, %.0f tokens/s; train loss %.4f -> %.4f", static_cast<long long>(r.last_step - r.first_step),
               r.mean_step_seconds * 1e3, r.tokens_per_second, r.losses.front(), r.losses.back());
@@ -331,6 +373,7 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   std::uint64_t peak = 0;
   for (const RankFigures& f : r.final_ranks) peak = std::max(peak, f.total_peak[0]);
   std::printf("peak device-tier memory per rank: %s; final weights sha256 %s\n", mib(peak).c_str(), r.weights_sha256.c_str());
+  print_traffic(c, r);
   print_init_from(c, r);
   if (!r.sample.empty()) std::printf("\nsample:\n%s\n", r.sample.c_str());
 }

@@ -45,11 +45,32 @@ std::uint64_t Traffic::total_received() const {
   return s;
 }
 
+std::uint64_t Traffic::total_sent_across() const {
+  std::uint64_t s = 0;
+  for (auto b : sent_across) s += b;
+  return s;
+}
+
+Traffic Traffic::operator+(const Traffic& other) const {
+  Traffic d;
+  for (int i = 0; i < kNumCollectives; ++i) {
+    d.sent[i] = sent[i] + other.sent[i];
+    d.received[i] = received[i] + other.received[i];
+    d.sent_across[i] = sent_across[i] + other.sent_across[i];
+    d.received_across[i] = received_across[i] + other.received_across[i];
+    d.calls[i] = calls[i] + other.calls[i];
+    d.pieces[i] = pieces[i] + other.pieces[i];
+  }
+  return d;
+}
+
 Traffic Traffic::operator-(const Traffic& earlier) const {
   Traffic d;
   for (int i = 0; i < kNumCollectives; ++i) {
     d.sent[i] = sent[i] - earlier.sent[i];
     d.received[i] = received[i] - earlier.received[i];
+    d.sent_across[i] = sent_across[i] - earlier.sent_across[i];
+    d.received_across[i] = received_across[i] - earlier.received_across[i];
     d.calls[i] = calls[i] - earlier.calls[i];
     d.pieces[i] = pieces[i] - earlier.pieces[i];
   }
@@ -111,6 +132,22 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   return std::make_unique<Communicator>(std::move(child), options());
 }
 
+std::unique_ptr<Communicator> Communicator::split_members(const std::vector<int>& members) {
+  ZERO_CHECK(std::find(members.begin(), members.end(), rank_) != members.end(), "split_members: rank ", rank_, " not among the members");
+  std::unique_ptr<Transport> child;
+  CollectiveRecord record("split", members.size(), 0);
+  record.label = CollectiveLabel::current();
+  record.context = context();
+  const bool checked = determinism() == Determinism::kDeterministic && transport_->executes();
+  Handle(worker_->push([&] {
+    running_ = Collective::kBarrier;
+    TraceSpan span(tracer_, Lane::kComm, "split");
+    if (checked) check_order(record);
+    child = transport_->split_members(members);
+  })).wait();
+  return std::make_unique<Communicator>(std::move(child), options());
+}
+
 void Communicator::set_context(std::string context) {
   std::lock_guard lock(context_mu_);
   context_ = std::move(context);
@@ -130,11 +167,24 @@ std::string Communicator::op_label(const char* op, std::size_t bytes) const {
   return cat(name, " of ", format_bytes(bytes), piece, c.empty() ? "" : " (", c, c.empty() ? "" : ")");
 }
 
-void Communicator::count(Collective kind, std::uint64_t sent, std::uint64_t received) {
+void Communicator::count(Collective kind, const LinkBytes& bytes) {
   const int k = static_cast<int>(kind);
-  sent_[k] += sent;
-  received_[k] += received;
+  sent_[k] += bytes.sent;
+  received_[k] += bytes.received;
+  sent_across_[k] += bytes.sent_across;
+  received_across_[k] += bytes.received_across;
   calls_[k] += 1;
+}
+
+// The algorithms of every transport here exchange with each peer directly: a reduce-scatter
+// sends each peer its slice of k elements (MPI's all-to-all, the threads backend's reads of the
+// peers' slots) and sums what arrives locally in rank order; an all-gather sends this rank's
+// slice to each peer; an all-reduce is both. So each of the n-1 peers gets `per_peer` bytes, and
+// the bytes to (and from) peers on another node cross a node boundary.
+Communicator::LinkBytes Communicator::to_every_peer(std::uint64_t per_peer) const {
+  const std::uint64_t peers = static_cast<std::uint64_t>(size_ - 1);
+  const std::uint64_t across = static_cast<std::uint64_t>(topology_.peers_across());
+  return {per_peer * peers, per_peer * peers, per_peer * across, per_peer * across};
 }
 
 Traffic Communicator::traffic() const {
@@ -142,6 +192,8 @@ Traffic Communicator::traffic() const {
   for (int i = 0; i < kNumCollectives; ++i) {
     t.sent[i] = sent_[i].load();
     t.received[i] = received_[i].load();
+    t.sent_across[i] = sent_across_[i].load();
+    t.received_across[i] = received_across_[i].load();
     t.calls[i] = calls_[i].load();
     t.pieces[i] = pieces_[i].load();
   }
@@ -158,11 +210,10 @@ CollectiveRecord with_pieces(CollectiveRecord record, std::size_t s, std::size_t
 
 }  // namespace
 
-Handle Communicator::enqueue(CollectiveRecord record, Collective kind, std::uint64_t sent, std::uint64_t received,
-                             std::function<void()> op) {
+Handle Communicator::enqueue(CollectiveRecord record, Collective kind, const LinkBytes& bytes, std::function<void()> op) {
   // Counted when issued, so that a step's traffic includes the gathers it leaves running into
   // the next forward (a collective that then fails ends the run anyway).
-  count(kind, sent, received);
+  count(kind, bytes);
   if (!transport_->executes()) return Handle();  // counted, never run: complete at once
   record.label = CollectiveLabel::current();
   record.context = context();
@@ -197,11 +248,10 @@ Handle Communicator::reduce_scatter_async(std::span<const float> send, std::span
 }
 
 Handle Communicator::reduce_scatter_async(const void* send, void* recv, std::size_t k, Dtype dtype, std::size_t segment) {
-  const std::size_t n = static_cast<std::size_t>(size_);
-  const std::uint64_t bytes = k * dtype_bytes(dtype) * (n - 1);
   const std::size_t s = resolve_segment(segment, dtype_bytes(dtype));
   const bool transport_sums = native(dtype);
-  return enqueue(with_pieces({"reduce_scatter", k, static_cast<std::uint32_t>(dtype_bytes(dtype))}, s), Collective::kReduceScatter, bytes, bytes, [=, this] {
+  return enqueue(with_pieces({"reduce_scatter", k, static_cast<std::uint32_t>(dtype_bytes(dtype))}, s), Collective::kReduceScatter,
+                 to_every_peer(k * dtype_bytes(dtype)), [=, this] {
     run_pieces([&](Scratch& scratch) { segmented_reduce_scatter(send, recv, k, dtype, s, scratch, transport_sums); });
   });
 }
@@ -217,11 +267,10 @@ Handle Communicator::all_gather_async(std::span<const float> send, std::span<flo
 }
 
 Handle Communicator::all_gather_async(const void* send, void* recv, std::size_t k, Dtype dtype, std::size_t segment) {
-  const std::size_t n = static_cast<std::size_t>(size_);
   const std::size_t eb = dtype_bytes(dtype);
-  const std::uint64_t bytes = k * eb * (n - 1);
   const std::size_t s = resolve_segment(segment, eb);
-  return enqueue(with_pieces({"all_gather", k, static_cast<std::uint32_t>(eb)}, s), Collective::kAllGather, bytes, bytes, [this, send, recv, k, eb, s] {
+  return enqueue(with_pieces({"all_gather", k, static_cast<std::uint32_t>(eb)}, s), Collective::kAllGather, to_every_peer(k * eb),
+                 [this, send, recv, k, eb, s] {
     run_pieces([&](Scratch& scratch) { segmented_all_gather(send, recv, k, eb, s, scratch); });
   });
 }
@@ -237,10 +286,11 @@ Handle Communicator::all_reduce_async(void* data, std::size_t count, Dtype dtype
   ZERO_CHECK(count % n == 0, "all_reduce of ", count, " elements: pad to a multiple of the world size ", n);
   const std::size_t k = count / n;
   const std::size_t eb = dtype_bytes(dtype);
-  const std::uint64_t bytes = 2 * k * eb * (n - 1);
   const std::size_t s = resolve_segment(segment, eb);
   const bool transport_sums = native(dtype);
-  return enqueue(with_pieces({"all_reduce", count, static_cast<std::uint32_t>(eb)}, s, k), Collective::kAllReduce, bytes, bytes, [=, this] {
+  // Its reduce-scatter phase, then its all-gather phase: k elements to every peer in each.
+  return enqueue(with_pieces({"all_reduce", count, static_cast<std::uint32_t>(eb)}, s, k), Collective::kAllReduce, to_every_peer(2 * k * eb),
+                 [=, this] {
     if (transport_sums) return segmented_native_all_reduce(data, count, dtype, s);
     run_pieces([&](Scratch& scratch) {
       char* mine = static_cast<char*>(data) + static_cast<std::size_t>(rank_) * k * eb;
@@ -255,16 +305,23 @@ Handle Communicator::broadcast_async(std::span<float> data, int root) { return b
 Handle Communicator::broadcast_async(std::span<float> data, int root, std::size_t segment) {
   ZERO_CHECK(root >= 0 && root < size_, "broadcast root ", root, " outside the world of ", size_);
   const std::uint64_t bytes = data.size_bytes();
-  const std::uint64_t sent = rank_ == root ? bytes * static_cast<std::uint64_t>(size_ - 1) : 0;
-  const std::uint64_t received = rank_ == root ? 0 : bytes;
+  // The root sends the data to every peer; the others receive it from the root.
+  LinkBytes link;
+  if (rank_ == root) {
+    link = to_every_peer(bytes);
+    link.received = link.received_across = 0;
+  } else {
+    link.received = bytes;
+    link.received_across = topology_.across(root) ? bytes : 0;
+  }
   const std::size_t s = resolve_segment(segment, sizeof(float));
-  return enqueue(with_pieces({"broadcast", data.size(), sizeof(float), root}, s), Collective::kBroadcast, sent, received, [this, data, root, s] {
+  return enqueue(with_pieces({"broadcast", data.size(), sizeof(float), root}, s), Collective::kBroadcast, link, [this, data, root, s] {
     run_pieces([&](Scratch&) { segmented_broadcast(data.data(), data.size(), sizeof(float), s, root); });
   });
 }
 
 Handle Communicator::barrier_async() {
-  return enqueue({"barrier", 0, 0}, Collective::kBarrier, 0, 0, [this] {
+  return enqueue({"barrier", 0, 0}, Collective::kBarrier, {}, [this] {
     begin_piece(Collective::kBarrier, 0, 1);
     transport_->barrier();
   });
@@ -272,12 +329,11 @@ Handle Communicator::barrier_async() {
 
 // Records are gathered as bytes: an element here is one byte, so a segment counts bytes.
 void Communicator::all_gather_bytes(const void* send, std::size_t bytes, void* recv) {
-  const std::uint64_t b = bytes * static_cast<std::uint64_t>(size_ - 1);
   const std::size_t s = resolve_segment(0, 1);
   if (!transport_->executes()) {  // every rank of a dry run describes the same thing: this one
     for (int r = 0; r < size_; ++r) std::memcpy(static_cast<char*>(recv) + static_cast<std::size_t>(r) * bytes, send, bytes);
   }
-  enqueue({"all_gather", bytes, 1}, Collective::kAllGather, b, b, [this, send, bytes, recv, s] {
+  enqueue({"all_gather", bytes, 1}, Collective::kAllGather, to_every_peer(bytes), [this, send, bytes, recv, s] {
     run_pieces([&](Scratch& scratch) { segmented_all_gather(send, recv, bytes, 1, s, scratch); });
   }).wait();
 }
@@ -285,7 +341,7 @@ void Communicator::all_gather_bytes(const void* send, std::size_t bytes, void* r
 NodeTopology node_topology(int rank, std::span<const int> node_leader) {
   ZERO_CHECK(rank >= 0 && static_cast<std::size_t>(rank) < node_leader.size(), "rank ", rank, " outside ", node_leader.size());
   const int mine = node_leader[rank];
-  NodeTopology t{0, 0, 0, 0};
+  NodeTopology t{0, 0, 0, 0, {}};
   std::vector<int> leaders;
   for (std::size_t r = 0; r < node_leader.size(); ++r) {
     if (node_leader[r] == mine) {
@@ -295,9 +351,18 @@ NodeTopology node_topology(int rank, std::span<const int> node_leader) {
     if (std::find(leaders.begin(), leaders.end(), node_leader[r]) == leaders.end()) leaders.push_back(node_leader[r]);
   }
   std::sort(leaders.begin(), leaders.end());
-  t.node = static_cast<int>(std::lower_bound(leaders.begin(), leaders.end(), mine) - leaders.begin());
+  const auto node_index = [&](int leader) { return static_cast<int>(std::lower_bound(leaders.begin(), leaders.end(), leader) - leaders.begin()); };
+  t.node = node_index(mine);
   t.num_nodes = static_cast<int>(leaders.size());
+  for (int leader : node_leader) t.node_of.push_back(node_index(leader));
   return t;
+}
+
+NodeTopology block_topology(int rank, int size, int ranks_per_node) {
+  if (ranks_per_node < 1) throw ConfigError(cat("[comm] ranks per node must be at least 1, not ", ranks_per_node));
+  std::vector<int> leaders(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) leaders[r] = r / ranks_per_node * ranks_per_node;
+  return node_topology(rank, leaders);
 }
 
 bool launched_by_mpi(int* size) {

@@ -47,8 +47,10 @@ struct ThreadWorld::State {
   bool aborted = false;
   std::string abort_reason;
 
-  State(int n, CommOptions o)
-      : size(n), options(o), posted(n, nullptr), signatures(n), labels(n), arrived(n, false) {}
+  std::vector<int> node_leader;  // (size) the lowest world rank on each rank's node (node_topology)
+
+  State(int n, CommOptions o, std::vector<int> leaders)
+      : size(n), options(o), posted(n, nullptr), signatures(n), labels(n), arrived(n, false), node_leader(std::move(leaders)) {}
 
   // Waits until every rank has arrived, for at most the caller's timeout. With a signature (the
   // first rendezvous of a collective), the last rank to arrive checks that all ranks issued the
@@ -120,7 +122,9 @@ namespace {
 
 class ThreadTransport final : public Transport {
  public:
-  ThreadTransport(std::shared_ptr<ThreadWorld::State> world, int rank) : Transport(rank, world->size), world_(std::move(world)) {}
+  ThreadTransport(std::shared_ptr<ThreadWorld::State> world, int rank) : Transport(rank, world->size), world_(std::move(world)) {
+    set_topology(node_topology(rank, world_->node_leader));
+  }
   std::string backend() const override { return "threads"; }
 
   [[noreturn]] void abort(int code) override {
@@ -181,7 +185,9 @@ class ThreadTransport final : public Transport {
     std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return request(a)->key < request(b)->key; });
     const int leader = *std::min_element(members.begin(), members.end());
     if (rank() == leader) {
-      mine.child = std::make_shared<ThreadWorld::State>(static_cast<int>(members.size()), world_->options);
+      std::vector<int> leaders;  // the members' nodes, as the world has them
+      for (int m : members) leaders.push_back(world_->node_leader[m]);
+      mine.child = std::make_shared<ThreadWorld::State>(static_cast<int>(members.size()), world_->options, std::move(leaders));
       std::lock_guard lock(world_->mu);
       world_->children.push_back(mine.child);
     }
@@ -203,9 +209,13 @@ class ThreadTransport final : public Transport {
 
 }  // namespace
 
-ThreadWorld::ThreadWorld(int size, CommOptions options) {
+ThreadWorld::ThreadWorld(int size, CommOptions options, int ranks_per_node) {
   if (size < 1) throw ConfigError(cat("[comm] a world needs at least one rank, not ", size));
-  state_ = std::make_shared<State>(size, options);
+  if (ranks_per_node < 0) throw ConfigError(cat("[comm] ranks per node must be at least 1 (or 0: all on one node), not ", ranks_per_node));
+  const int per_node = ranks_per_node == 0 ? size : ranks_per_node;
+  std::vector<int> leaders(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) leaders[r] = r / per_node * per_node;
+  state_ = std::make_shared<State>(size, options, std::move(leaders));
 }
 
 ThreadWorld::~ThreadWorld() = default;

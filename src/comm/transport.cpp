@@ -1,5 +1,6 @@
 #include "comm/transport.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -7,12 +8,24 @@
 
 namespace zero {
 
-Transport::Transport(int rank, int size) : rank_(rank), size_(size), topology_{rank, size, 0, 1} {}
+Transport::Transport(int rank, int size) : rank_(rank), size_(size), topology_{rank, size, 0, 1, std::vector<int>(static_cast<std::size_t>(size), 0)} {}
 
 Transport::~Transport() = default;
 
 std::unique_ptr<Transport> Transport::split(int, int) {
   throw CommError(cat("[comm] the '", backend(), "' backend cannot split a communicator: use threads, mpi or self"));
+}
+
+std::unique_ptr<Transport> Transport::split_members(const std::vector<int>& members) {
+  const auto me = std::find(members.begin(), members.end(), rank_);
+  ZERO_CHECK(me != members.end(), "split_members: rank ", rank_, " is not among the members");
+  return split(members.front(), static_cast<int>(me - members.begin()));
+}
+
+int NodeTopology::peers_across() const {
+  int n = 0;
+  for (int peer = 0; peer < static_cast<int>(node_of.size()); ++peer) n += across(peer) ? 1 : 0;
+  return n;
 }
 
 std::size_t Transport::max_elements(std::size_t) const { return static_cast<std::size_t>(-1); }

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "zero/dtype.h"
 
@@ -40,6 +41,11 @@ struct NodeTopology {
   int local_size = 1;  // ranks on this node
   int node = 0;        // nodes numbered by the lowest rank on each, in rank order
   int num_nodes = 1;
+  std::vector<int> node_of;  // (group size) the node of every rank of the group; empty: all on `node`
+  // Ranks of the group other than this one on another node than this one's: the peers a
+  // collective's bytes to "every other rank" cross a node boundary to.
+  int peers_across() const;
+  bool across(int peer) const { return !node_of.empty() && node_of.at(peer) != node; }
 };
 
 // What a transport may ask of the communicator above it while one of its calls runs.
@@ -70,6 +76,11 @@ class Transport {
   // The transport of the ranks that pass the same color, ranked by key, ties by rank
   // (MPI_Comm_split); collective. The default refuses (CommError).
   virtual std::unique_ptr<Transport> split(int color, int key);
+  // The transport of `members` (ranks of this group, in their new order; this rank among them),
+  // where every rank passes the list of its own new group and the lists partition the group.
+  // The default is split(members[0], this rank's index in members); a transport that runs no
+  // peers (the planner's counting one) builds the group from the list alone.
+  virtual std::unique_ptr<Transport> split_members(const std::vector<int>& members);
 
   // The most elements of `element_bytes` bytes one call may carry per rank (MPI: what an int count
   // allows); the default is no limit.

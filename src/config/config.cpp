@@ -499,8 +499,9 @@ void read_disabled_sections(const Section& top) {
 
 // The combinations of the settings read (stage and offload, the delayed update, precision ...):
 // the engine's own validation, each problem under the key it is about.
-void check_combinations(const Section& top, const EngineSettings& s) {
+void check_combinations(const Section& top, const EngineSettings& s, int world_size) {
   for (const SettingProblem& p : settings_problems(s)) top.fail(p.key, p.what);
+  for (const SettingProblem& p : world_problems(s, world_size)) top.fail(p.key, p.what);
 }
 
 void check_depth(const nlohmann::json& j, const ConfigOptions& options) {
@@ -534,7 +535,7 @@ TrainConfig parse_config(const nlohmann::json& j, int world_size, const ConfigOp
   attempt(log, [&] { read_communication(top, c); });
   attempt(log, [&] { read_disabled_sections(top); });
   attempt(log, [&] { read_predivide(top, world_size, c.engine); });
-  attempt(log, [&] { check_combinations(top, c.engine); });
+  attempt(log, [&] { check_combinations(top, c.engine, world_size); });
   attempt(log, [&] { c.data = read_data(top, c.seed); });
   attempt(log, [&] { c.checkpoints = read_train_checkpoints(top); });
   attempt(log, [&] { c.eval = read_train_eval(top); });
@@ -562,7 +563,7 @@ EngineSettings parse_engine_settings(const nlohmann::json& j, int world_size, st
   attempt(log, [&] { read_zero(top, ctx, s); });
   attempt(log, [&] { read_precision(top, s.precision); });
   attempt(log, [&] { read_predivide(top, world_size, s); });
-  attempt(log, [&] { check_combinations(top, s); });
+  attempt(log, [&] { check_combinations(top, s, world_size); });
   if (!log.problems.empty()) throw_problems(log.problems, options.source);
   return s;
 }
@@ -577,8 +578,9 @@ std::vector<std::string> known_config_keys() {
   add("zero_optimization.offload_optimizer.", offload_rules(true));
   add("zero_optimization.offload_param.", offload_rules(false));
   add("optimizer.params.", adam_param_rules());
-  for (const KeyRule& r : lamb_param_rules())  // Lamb's own keys; the rest are Adam's too
-    if (std::find(keys.begin(), keys.end(), "optimizer.params." + r.name) == keys.end()) keys.push_back("optimizer.params." + r.name);
+  for (const auto& rules : {lamb_param_rules(), onebit_adam_param_rules(false), onebit_adam_param_rules(true)})  // their own keys; the rest are Adam's too
+    for (const KeyRule& r : rules)
+      if (std::find(keys.begin(), keys.end(), "optimizer.params." + r.name) == keys.end()) keys.push_back("optimizer.params." + r.name);
   add("activation_checkpointing.", activation_checkpointing_rules());
   add("train_checkpoints.", train_checkpoints_rules());
   add("train_eval.", train_eval_rules());

@@ -136,7 +136,7 @@ struct TrainConfig {
   // divided by it before the sum: the world size with prescale_gradients, else the factor).
   // DeepSpeed's defaults where the file is silent.
   EngineSettings engine;
-  std::string optimizer_type = "AdamW"; // "Adam", "AdamW" or "Lamb" (as written in DeepSpeed's spelling)
+  std::string optimizer_type = "AdamW"; // "Adam", "AdamW", "Lamb" or "OneBitAdam" (DeepSpeed's spelling)
   Schedule scheduler;
   int steps_per_print = 10;
   ModelSection model;

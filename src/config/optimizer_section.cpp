@@ -2,6 +2,7 @@
 // (its FusedLamb); every other optimizer DeepSpeed has is refused with its reason, its parameters
 // reported in the same run.
 #include <cctype>
+#include <limits>
 #include <set>
 
 #include "common/error.h"
@@ -57,7 +58,50 @@ std::vector<KeyRule> lamb_param_rules() {
   });
 }
 
+// DeepSpeed's "OneBitAdam" (its OnebitAdam) and "ZeroOneAdam": Adam's lr, betas, eps and
+// weight_decay, and their schedules (freeze_step; var_freeze_step, var_update_scaler,
+// local_step_scaler, local_step_clipper); the rest they take and never read, or read to pick
+// their communication library.
+std::vector<KeyRule> onebit_adam_param_rules(bool zero_one) {
+  const Use R = Use::read, I = Use::ignore, U = Use::unsupported;
+  const JsonType kInt = JsonType::integer;
+  std::vector<KeyRule> schedule = {{"freeze_step", R, kInt, ""}};
+  if (zero_one) {
+    schedule = {{"var_freeze_step", R, kInt, ""}, {"var_update_scaler", R, kInt, ""}, {"local_step_scaler", R, kInt, ""},
+                {"local_step_clipper", R, kInt, ""}};
+  }
+  std::vector<KeyRule> rules = optimizer_param_rules({
+      {"comm_backend_name", R, kStr, ""},
+      {"cuda_aware", I, kBool, "whether DeepSpeed's MPI backend hands GPU memory to MPI; zero compresses in host memory, so it means nothing here"},
+      {"eps_inside_sqrt", I, kBool, "DeepSpeed's OnebitAdam and ZeroOneAdam keep the flag and never read it: eps is added outside the square root"},
+      {"max_grad_norm", I, kNum, "DeepSpeed's OnebitAdam and ZeroOneAdam keep it and never read it; clipping is the top-level \"gradient_clipping\""},
+      {"amsgrad", U, kBool, "the AMSGrad variant, which DeepSpeed's OnebitAdam and ZeroOneAdam refuse too", false},
+  });
+  rules.insert(rules.end(), schedule.begin(), schedule.end());
+  return rules;
+}
+
 namespace {
+
+// The schedule keys and comm_backend_name. DeepSpeed picks its compressed all-reduce's library by name
+// ("nccl" default, "mpi", "hccl", "compressed"); zero's runs on the run's own communicator.
+void read_onebit(const Section& p, EngineSettings& c) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  if (c.optimizer == OptimizerKind::kOneBitAdam) {
+    c.onebit.freeze_step = p.get_int("freeze_step", c.onebit.freeze_step, 0, kMax);
+  } else {
+    ZeroOneAdamConfig& z = c.zero_one;
+    z.var_freeze_step = p.get_int("var_freeze_step", z.var_freeze_step, 0, kMax);
+    z.var_update_scaler = p.get_int("var_update_scaler", z.var_update_scaler, 1, kMax);
+    z.local_step_scaler = p.get_int("local_step_scaler", z.local_step_scaler, 1, kMax);
+    z.local_step_clipper = p.get_int("local_step_clipper", z.local_step_clipper, 1, kMax);
+  }
+  const std::string backend = p.get_string("comm_backend_name", "nccl");
+  if (backend != "nccl" && backend != "mpi" && backend != "hccl" && backend != "compressed") {
+    p.fail("comm_backend_name", cat("is \"", backend, "\"; DeepSpeed's names are \"nccl\", \"mpi\", \"hccl\" and \"compressed\" (zero's "
+                                    "compressed all-reduce runs on the run's own communicator whichever is named)"));
+  }
+}
 
 void read_lamb(const Section& p, LambConfig& lamb) {
   lamb.max_coeff = p.get_float("max_coeff", lamb.max_coeff);
@@ -92,16 +136,16 @@ void read_betas(const Section& params, AdamConfig& adam) {
 
 // Why an optimizer DeepSpeed has is refused here, by DeepSpeed's lower-case name.
 std::string refused_optimizer(const std::string& low) {
-  if (low == "onebitadam" || low == "zerooneadam" || low == "onebitlamb") {
-    return "it compresses the gradient all-reduce with error feedback, which zero's exact collectives do not do (DeepSpeed itself "
-           "allows it only without ZeRO); zero implements Adam and AdamW";
+  if (low == "onebitlamb") {
+    return "1-bit Lamb's compressed momentum with per-layer scaling is not implemented (zero has 1-bit Adam, \"OneBitAdam\", "
+           "0/1 Adam, \"ZeroOneAdam\", and Lamb)";
   }
-  return "zero implements Adam, AdamW and Lamb";
+  return "zero implements Adam, AdamW, Lamb, OneBitAdam and ZeroOneAdam";
 }
 
 // The optimizer's name, checked ("" when refused; *name: as written). DeepSpeed lower-cases it.
 std::string optimizer_type(const Section& opt, std::string* written) {
-  if (!opt.present("type")) opt.fail("type", "is missing; set \"AdamW\", \"Adam\" or \"Lamb\"");
+  if (!opt.present("type")) opt.fail("type", "is missing; set \"AdamW\", \"Adam\", \"Lamb\", \"OneBitAdam\" or \"ZeroOneAdam\"");
   if (!opt.has("type")) return "";
   const std::string name = *written = opt.get_string("type", "");
   std::string low = name;
@@ -109,13 +153,15 @@ std::string optimizer_type(const Section& opt, std::string* written) {
   if (low == "adam") return "Adam";
   if (low == "adamw") return "AdamW";
   if (low == "lamb") return "Lamb";
-  static const std::set<std::string> known = {"onebitadam", "onebitlamb", "zerooneadam", "adagrad", "lion",
+  if (low == "onebitadam") return "OneBitAdam";
+  if (low == "zerooneadam") return "ZeroOneAdam";
+  static const std::set<std::string> known = {"onebitlamb", "adagrad", "lion",
                                               "muon", "muadam", "muadamw", "musgd", "sgd"};
   if (known.count(low)) {
-    opt.fail("type", cat("\"", name, "\" is known but not supported yet: ", refused_optimizer(low), "; use \"AdamW\", \"Adam\" or \"Lamb\""));
+    opt.fail("type", cat("\"", name, "\" is known but not supported yet: ", refused_optimizer(low), "; use \"AdamW\", \"Adam\", \"Lamb\", \"OneBitAdam\" or \"ZeroOneAdam\""));
   } else {
-    opt.fail("type", cat("\"", name, "\" is not an optimizer zero knows; did you mean \"", nearest(name, {"Adam", "AdamW", "Lamb"}),
-                         "\"? (zero implements Adam, AdamW and Lamb)"));
+    opt.fail("type", cat("\"", name, "\" is not an optimizer zero knows; did you mean \"", nearest(name, {"Adam", "AdamW", "Lamb", "OneBitAdam", "ZeroOneAdam"}),
+                         "\"? (zero implements Adam, AdamW, Lamb, OneBitAdam and ZeroOneAdam)"));
   }
   return "";
 }
@@ -146,14 +192,17 @@ void read_optimizer(const Section& top, EngineSettings& c, std::string& type_nam
   std::string written;
   const std::string type = optimizer_type(opt, &written);
   type_name = type.empty() ? type_name : type;
-  c.optimizer = type_name == "Lamb" ? OptimizerKind::kLamb : OptimizerKind::kAdam;
+  c.optimizer = type_name == "Lamb"          ? OptimizerKind::kLamb
+                : type_name == "OneBitAdam"  ? OptimizerKind::kOneBitAdam
+                : type_name == "ZeroOneAdam" ? OptimizerKind::kZeroOneAdam
+                                             : OptimizerKind::kAdam;
   c.adam.decoupled = true;
   if (!opt.has("params")) return;
   const std::string hint = type.empty() && !written.empty()
                                ? cat(" (a parameter of ", written, " that Adam and AdamW do not have: remove it when you switch the type)")
                                : std::string();
-  const bool lamb = type == "Lamb";
-  const Section p = opt.child("params", lamb ? lamb_param_rules() : adam_param_rules(), hint);
+  const bool lamb = type == "Lamb", onebit = compresses_all_reduce(c.optimizer);
+  const Section p = opt.child("params", lamb ? lamb_param_rules() : onebit ? onebit_adam_param_rules(type == "ZeroOneAdam") : adam_param_rules(), hint);
   c.adam.lr = p.get_float("lr", c.adam.lr);
   c.adam.eps = p.get_float("eps", c.adam.eps);
   c.adam.weight_decay = p.get_float("weight_decay", c.adam.weight_decay);
@@ -161,13 +210,17 @@ void read_optimizer(const Section& top, EngineSettings& c, std::string& type_nam
   if (lamb) {
     c.adam.bias_correction = p.get_bool("bias_correction", true);
     read_lamb(p, c.lamb);
+  } else if (onebit) {  // DeepSpeed's OnebitAdam and ZeroOneAdam keep bias_correction and never read it
+    p.get_bool("bias_correction", true);
+    c.adam.bias_correction = false;
+    read_onebit(p, c);
   } else {
     read_adam_variant(p, c.adam);
   }
   if (c.adam.lr < 0) p.fail("lr", cat("is ", c.adam.lr, "; the learning rate must be >= 0"));
   if (c.adam.eps < 0) p.fail("eps", cat("is ", c.adam.eps, "; eps must be >= 0"));
   if (c.adam.weight_decay < 0) p.fail("weight_decay", cat("is ", c.adam.weight_decay, "; weight_decay must be >= 0"));
-  if (lamb) return;  // Lamb's decay is in its update (optim/lamb.h), not Adam's L2 or decoupled decay
+  if (lamb || onebit) return;  // Lamb's decay is in its update (optim/lamb.h), not Adam's L2 or decoupled decay
   const bool w_mode = p.get_bool("adam_w_mode", true);
   if (type == "AdamW" && !w_mode) {
     p.fail("adam_w_mode", "is false, but type \"AdamW\" always uses decoupled weight decay (DeepSpeed ignores this flag for AdamW); "

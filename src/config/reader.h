@@ -144,6 +144,7 @@ std::vector<KeyRule> offload_rules(bool optimizer);                    // zero_s
 void read_optimizer(const Section& top, EngineSettings& settings, std::string& type_name);  // optimizer_section.cpp
 std::vector<KeyRule> adam_param_rules();                               // optimizer_section.cpp
 std::vector<KeyRule> lamb_param_rules();                               // optimizer_section.cpp
+std::vector<KeyRule> onebit_adam_param_rules(bool zero_one);           // optimizer_section.cpp
 std::vector<KeyRule> train_checkpoints_rules();                        // train_sections.cpp
 CheckpointSection read_train_checkpoints(const Section& top);          // train_sections.cpp
 std::vector<KeyRule> train_eval_rules();                               // train_sections.cpp

@@ -18,6 +18,8 @@
 
 namespace zero {
 
+class TaskQueue;
+
 class Collectives {
  public:
   // Buckets in elements of all ranks together (DeepSpeed's meaning); 0: unbounded. Every
@@ -27,6 +29,17 @@ class Collectives {
   // waited for where it is issued, so backward does not go on meanwhile.
   Collectives(Communicator& comm, Device& device, std::size_t reduce_bucket, std::size_t gather_bucket, double predivide = 1.0,
               bool overlap = true);
+  ~Collectives();
+  Collectives(const Collectives&) = delete;
+  Collectives& operator=(const Collectives&) = delete;
+
+  // Hybrid sharding: `comm` is this rank's shard group and `replicas` the ranks holding the same
+  // slices in the other groups. Every reduce_scatter's result (this rank's slice, summed over its
+  // group) is then all-reduced across the replicas, so that it holds the sum over the world.
+  // That all-reduce is issued once the group's reduce-scatter has completed, in issue order, by
+  // one thread of its own (every rank issues the replicas' collectives in the same order); the
+  // handle reduce_scatter returns completes after both.
+  void set_replicas(Communicator* replicas);
 
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
@@ -44,7 +57,10 @@ class Collectives {
   // A reduction as issued, waited for at once without overlap.
   Handle settle(Handle reduction) const;
   // The dry run's reservation around `issued`: a collective of k elements per rank.
-  Handle reserve_scratch(Collective kind, std::size_t k, std::size_t segment, Dtype dtype, Handle issued);
+  Handle reserve_scratch(const Communicator& comm, Collective kind, std::size_t k, std::size_t segment, Dtype dtype, Handle issued);
+  // Hybrid sharding: after `group` (the group's reduce-scatter into recv), recv all-reduced across
+  // the replicas.
+  Handle across_replicas(Handle group, const DeviceSpan& recv, const std::string& unit);
 
   // Where the communicator cannot read the device's memory (the mpi backend on a cuda device), a
   // collective runs on host copies (collectives_staged.cpp): send is copied into host scratch
@@ -59,9 +75,13 @@ class Collectives {
   Device& device_;
   std::shared_ptr<DryScratch> dry_;
   bool overlap_;  // shared with the handles it gives out, which may outlive this
+  std::size_t reduce_bucket_;   // elements of all ranks together in one piece of a reduction
   std::size_t reduce_segment_;  // elements per rank per piece of a reduction (0: the transport's limit)
   std::size_t gather_segment_;  // of a gather
   float predivide_;             // gradients are divided by this before they are summed
+  Communicator* replicas_ = nullptr;  // hybrid sharding: the same slice's ranks in the other groups
+  std::size_t replica_segment_ = 0;   // elements per rank per piece of their all-reduce
+  std::unique_ptr<TaskQueue> chain_;  // issues their all-reduces after the group's reduce-scatters
 };
 
 }  // namespace zero

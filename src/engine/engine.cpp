@@ -25,7 +25,7 @@ void check_config(const EngineConfig& config, const FlatLayout& layout) {
   if (config.precision.compute == Dtype::kF16) check_loss_scaler(config.precision.loss_scaler);
   adam_step_scalars(config.adam, 1);  // validates the hyperparameters
   if (config.optimizer == OptimizerKind::kLamb) lamb_step_scalars(config.adam, config.lamb, 1);
-  const int n = layout.world_size();
+  const int n = layout.shard_size();  // the ranks a unit is sliced among
   for (int u = 0; u < layout.num_units(); ++u) {
     const UnitPlace& unit = layout.unit(u);
     if (unit.numel < static_cast<std::size_t>(n)) {
@@ -59,6 +59,18 @@ void check_ranks_agree(const FlatLayout& layout, Communicator& comm) {
   }
 }
 
+// 1-bit Adam compresses on the host: the momentum must be in memory the CPU reads, and the
+// communicator must read host memory. Its Adam is DeepSpeed's OnebitAdam's: decoupled decay,
+// no bias correction (DeepSpeed keeps the bias_correction flag and never reads it).
+void check_onebit_placement(const Device& device, const Communicator& comm, AdamConfig& adam) {
+  if (!device.transport_is_host() || comm.reads_device_memory()) {
+    throw ConfigError("[engine] optimizers OneBitAdam and ZeroOneAdam compress the momentum on the CPU, and this run keeps it in GPU memory or "
+                      "communicates through a GPU library: run it on the cpu device with the threads or mpi communicator");
+  }
+  adam.decoupled = true;
+  adam.bias_correction = false;
+}
+
 }  // namespace
 
 std::unique_ptr<Stage> make_stage(int stage, const StageContext& ctx) {
@@ -76,16 +88,26 @@ namespace {
 // Ranks sharing this node's host memory (thread ranks: one node).
 int ranks_on_this_node(const Communicator& comm) { return comm.local_size(); }
 
+// The layout's shard size, once the settings have been checked against the world.
+int checked_shard_size(const EngineSettings& settings, int world_size) {
+  check_world(settings, world_size, "engine");
+  return shard_group_size(settings, world_size);
+}
+
 }  // namespace
 
 Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, Ledger& ledger)
-    : config_(config), module_(module), comm_(comm), layout_(module.units(), comm.size()) {
+    : config_(config), module_(module), comm_(comm), layout_(module.units(), comm.size(), checked_shard_size(config, comm.size())),
+      shards_(&comm) {
   check_config(config_, layout_);
   check_ranks_agree(layout_, comm_);
   device_ = make_device(config_.device, ledger);
   device_->set_tracer(config_.tracer);
-  collectives_ = std::make_unique<Collectives>(comm_, *device_, config_.reduce_bucket_elements, config_.allgather_bucket_elements,
+  make_shard_groups();
+  if (compresses_all_reduce(config_.optimizer)) check_onebit_placement(*device_, comm_, config_.adam);
+  collectives_ = std::make_unique<Collectives>(*shards_, *device_, config_.reduce_bucket_elements, config_.allgather_bucket_elements,
                                                config_.gradient_predivide_factor, config_.overlap_comm);
+  collectives_->set_replicas(replica_comm_.get());
   // The placement: where the stage-3 parameter shard and the optimizer live.
   const Dtype dtype = config_.precision.compute;
   if (config_.offload.optimizer) check_host_room(*device_, layout_.shard_numel(), config_.offload, ranks_on_this_node(comm_), dtype);
@@ -103,11 +125,41 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   octx.local_ranks = ranks_on_this_node(comm_);
   octx.rank = comm_.rank();
   octx.predivide = config_.gradient_predivide_factor;
+  octx.kind = config_.optimizer;
+  octx.onebit = config_.onebit;
+  octx.zero_one = config_.zero_one;
+  octx.comm = &comm_;
   optimizer_ = make_optimizer(octx);
   stage_->set_optimizer(optimizer_.get());
 }
 
 Engine::~Engine() = default;
+
+// Hybrid sharding's two communicators, as DeepSpeed's MiCS makes them: groups of G consecutive
+// ranks shard the state; the ranks with the same index in every group replicate one slice.
+void Engine::make_shard_groups() {
+  const int g = layout_.shard_size(), n = comm_.size();
+  if (g == n) return;
+  const int first = comm_.rank() / g * g, index = comm_.rank() % g;
+  std::vector<int> group, replicas;
+  for (int r = first; r < first + g; ++r) group.push_back(r);
+  for (int r = index; r < n; r += g) replicas.push_back(r);
+  group_comm_ = comm_.split_members(group);
+  replica_comm_ = comm_.split_members(replicas);
+  shards_ = group_comm_.get();
+}
+
+Traffic Engine::traffic_now() const {
+  Traffic t = comm_.traffic();
+  if (group_comm_) t = t + group_comm_->traffic() + replica_comm_->traffic();
+  return t;
+}
+
+// The replicas' communicator takes its context from the collectives that issue on it.
+void Engine::set_context(const std::string& context) {
+  comm_.set_context(context);
+  if (group_comm_) group_comm_->set_context(context);
+}
 
 // The training step, as in the paper: forward, backward with gradient reduction as units
 // complete, the optimizer on this rank's shard, then whatever gathering the stage needs.
@@ -122,14 +174,15 @@ float Engine::forward_backward(bool last) {
     throw ConfigError("[engine] forward_backward after the step's last micro-batch (last = true): call step() first");
   }
   if (micro_batches_ == 0) {
-    step_start_traffic_ = comm_.traffic();
+    step_start_traffic_ = traffic_now();
+    step_start_own_traffic_ = optimizer_->own_traffic();
     step_start_to_host_ = device_->link_bytes().to_host;
     step_start_to_device_ = device_->link_bytes().to_device;
     step_start_disk_read_ = optimizer_->disk_traffic().read;
     step_start_disk_written_ = optimizer_->disk_traffic().written;
   }
   last_seen_ = last;
-  comm_.set_context(cat("step ", step_ + 1, ", micro-batch ", micro_batches_ + 1));
+  set_context(cat("step ", step_ + 1, ", micro-batch ", micro_batches_ + 1));
   optimizer_->set_loss_scale(loss_scale());
   stage_->begin_micro_batch(micro_batches_ == 0, last);
   optimizer_->begin_micro_batch(micro_batches_ == 0, last);
@@ -145,7 +198,7 @@ StepReport Engine::step() {
     throw ConfigError("[engine] step() before the step's last micro-batch: call forward_backward(true) for the last one");
   }
   last_seen_ = false;
-  comm_.set_context(cat("step ", step_ + 1, ", optimizer"));
+  set_context(cat("step ", step_ + 1, ", optimizer"));
   stage_->finish_reduction();
   optimizer_->finish();
   micro_batches_ = 0;
@@ -176,7 +229,8 @@ StepReport Engine::step() {
     else optimizer_->step(adam_step_scalars(config_.adam, ++applied_));
     stage_->gather_parameters();
   }
-  last_traffic_ = comm_.traffic() - step_start_traffic_;
+  last_traffic_ = traffic_now() - step_start_traffic_;
+  last_traffic_ = last_traffic_ + (optimizer_->own_traffic() - step_start_own_traffic_);  // 1-bit Adam's pair communicators
   last_to_host_ = device_->link_bytes().to_host - step_start_to_host_;
   last_to_device_ = device_->link_bytes().to_device - step_start_to_device_;
   last_disk_read_ = optimizer_->disk_traffic().read - step_start_disk_read_;
@@ -198,13 +252,15 @@ bool Engine::any_rank_overflowed() {
 }
 
 // The norm of the whole reduced gradient: each rank sums the squares of its slices in double,
-// the partial sums are gathered and added in rank order. Every stage sums the same elements in
+// the partial sums are gathered (over the shard group: with hybrid sharding the other groups
+// hold the same slices) and added in rank order. Every stage sums the same elements in
 // the same order, so the norm (and clipping) is the same in every stage, and equals the norm
 // of the unsharded gradient up to that summation order.
 double Engine::global_grad_norm() {
   const double partial = optimizer_->sum_squares();
-  std::vector<double> partials(comm_.size());
-  comm_.all_gather_bytes(&partial, sizeof partial, partials.data());
+  if (optimizer_->local_gradients()) return std::sqrt(partial);  // 1-bit Adam: each rank's own gradient, as DeepSpeed clips it
+  std::vector<double> partials(shards_->size());
+  shards_->all_gather_bytes(&partial, sizeof partial, partials.data());
   double total = 0.0;
   for (double p : partials) total += p;
   return std::sqrt(total);
@@ -218,12 +274,12 @@ void Engine::lamb_step() {
   const std::size_t params = lamb_param_count(layout_);
   std::vector<LambNorms> mine(params);
   optimizer_->lamb_moments(s, mine);
-  std::vector<LambNorms> all(params * static_cast<std::size_t>(comm_.size()));
-  comm_.all_gather_bytes(mine.data(), params * sizeof(LambNorms), all.data());
+  std::vector<LambNorms> all(params * static_cast<std::size_t>(shards_->size()));
+  shards_->all_gather_bytes(mine.data(), params * sizeof(LambNorms), all.data());  // the group's slices: see global_grad_norm
   std::vector<float> coef(params);
   for (std::size_t i = 0; i < params; ++i) {
     LambNorms total;
-    for (int r = 0; r < comm_.size(); ++r) {
+    for (int r = 0; r < shards_->size(); ++r) {
       total.param += all[r * params + i].param;
       total.update += all[r * params + i].update;
     }

@@ -18,7 +18,7 @@ Engine::HeldRange Engine::held_state(int u) const {
   const std::size_t part = optimizer_->state(u, StateTensor::kMaster).size();
   if (part == unit.padded) return {0, unit.padded};
   ZERO_CHECK(part == unit.slice, "optimizer part of unit ", u, " has ", part, " elements");
-  return {layout_.slice_offset(u, comm_.rank()), unit.slice};
+  return {layout_.slice_offset(u, shards_->rank()), unit.slice};
 }
 
 DeviceSpan Engine::state_span(StateTensor tensor, int u, std::size_t first, std::size_t count) {
@@ -100,6 +100,7 @@ void Engine::state_written(const EngineCounters& c) {
   step_ = c.steps_done;
   skipped_ = c.skipped_steps;
   applied_ = c.steps_done - c.skipped_steps;  // Adam's step count: the steps whose update was applied
+  optimizer_->set_steps_applied(applied_);
   state_staging_.reset();
 }
 

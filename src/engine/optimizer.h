@@ -46,6 +46,10 @@ struct OptimizerContext {
   int local_ranks = 1;           // ranks sharing this node's host memory
   int rank = 0;                  // this rank (the NVMe tier's swap folder is named after it)
   double predivide = 1.0;        // the reductions' inputs were divided by this (EngineConfig::gradient_predivide_factor)
+  OptimizerKind kind = OptimizerKind::kAdam;  // kOneBitAdam, kZeroOneAdam: make_onebit_optimizer (stage 0)
+  OneBitAdamConfig onebit{};
+  ZeroOneAdamConfig zero_one{};
+  Communicator* comm = nullptr;  // the world: 1-bit Adam's compressed all-reduce
 };
 
 class ShardOptimizer {
@@ -88,6 +92,14 @@ class ShardOptimizer {
   // Completes work still in flight (the delayed update). True if it changed the parameters the
   // stage holds (they must be gathered again).
   virtual bool synchronize() { return false; }
+  // True when this step's gradients stay each rank's own (1-bit Adam after its warm-up, which
+  // averages the momentum instead): the stage does not reduce them, and the gradient norm is each
+  // rank's own, as DeepSpeed clips them. Fixed at the step's first micro-batch.
+  virtual bool local_gradients() const { return false; }
+  // What the optimizer's own communicators have sent (1-bit Adam's pairs), for the step's traffic.
+  virtual Traffic own_traffic() const { return {}; }
+  // A checkpoint was loaded: this many optimizer steps had been applied (1-bit Adam's warm-up counts them).
+  virtual void set_steps_applied(std::int64_t) {}
 
   // Checkpoints: unit u's part of the f32 masters or of Adam's moments, wherever they live, or
   // (kParamsInUse) the part's parameters in the compute dtype.
@@ -138,5 +150,6 @@ std::unique_ptr<ShardOptimizer> make_optimizer(const OptimizerContext& ctx);
 std::unique_ptr<ShardOptimizer> make_nvme_optimizer(const OptimizerContext& ctx);
 std::unique_ptr<ShardOptimizer> make_device_optimizer(const OptimizerContext& ctx);
 std::unique_ptr<ShardOptimizer> make_host_optimizer(const OptimizerContext& ctx);
+std::unique_ptr<ShardOptimizer> make_onebit_optimizer(const OptimizerContext& ctx);
 
 }  // namespace zero

@@ -68,6 +68,32 @@ void stage3_problems(const Stage3Options& s3, std::vector<SettingProblem>& out) 
   }
 }
 
+// 1-bit and 0/1 Adam compress the all-reduce of whole tensors, which only stage 0 holds whole on
+// every rank; DeepSpeed refuses them with ZeRO too (AssertionError "1bit-Adam is not compatible
+// with ZeRO", "0/1 Adam is not compatible with ZeRO").
+void onebit_problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
+  const bool onebit = s.optimizer == OptimizerKind::kOneBitAdam, zero_one = s.optimizer == OptimizerKind::kZeroOneAdam;
+  if (!onebit && !zero_one) return;
+  if (s.stage != 0) {
+    const char* name = onebit ? "OneBitAdam" : "ZeroOneAdam";
+    const char* ds = onebit ? "1bit-Adam" : "0/1 Adam";
+    out.push_back({"optimizer.type", cat("= ", name, " needs zero_optimization.stage 0, not ", s.stage, ": it all-reduces whole tensors, "
+                                         "compressed, where ZeRO stages shard them (DeepSpeed refuses it with ZeRO too: \"", ds, " is not "
+                                         "compatible with ZeRO\"); set the stage to 0, or use Adam/AdamW")});
+  }
+  if (onebit && s.onebit.freeze_step < 0) {
+    out.push_back({"optimizer.params.freeze_step", cat("is ", s.onebit.freeze_step, "; it must be >= 0 (the steps of uncompressed Adam before the "
+                                                       "variance is frozen)")});
+  }
+  if (!zero_one) return;
+  const ZeroOneAdamConfig& z = s.zero_one;
+  if (z.var_freeze_step < 0) out.push_back({"optimizer.params.var_freeze_step", cat("is ", z.var_freeze_step, "; it must be >= 0")});
+  for (const auto& [key, value] : {std::pair<const char*, std::int64_t>{"var_update_scaler", z.var_update_scaler},
+                                   {"local_step_scaler", z.local_step_scaler}, {"local_step_clipper", z.local_step_clipper}}) {
+    if (value < 1) out.push_back({cat("optimizer.params.", key), cat("is ", value, "; it must be >= 1 (a count of steps)")});
+  }
+}
+
 }  // namespace
 
 std::vector<SettingProblem> settings_problems(const EngineSettings& s) {
@@ -90,21 +116,56 @@ std::vector<SettingProblem> settings_problems(const EngineSettings& s) {
   if (!(f > 0.0) || !std::isfinite(f) || f > 3.4e38) {
     out.push_back({"gradient_predivide_factor", cat("is ", f, "; it must be a positive number (1 divides only once, after the sum)")});
   }
+  if (s.mics_shard_size == 0 || s.mics_shard_size < -1) {
+    out.push_back({cat(kZero, "mics_shard_size"), cat("is ", s.mics_shard_size, "; it must be a positive number of ranks (the shard "
+                                                                               "group), or -1 to shard among all ranks")});
+  }
+  // DeepSpeed reads mics_shard_size only at stage 3 (MiCS_Init, MiCS_Optimizer) and ignores it
+  // at stages 0-2; zero shards in groups at stages 1-3 and, at stage 0, where nothing is
+  // sharded, refuses it rather than ignore it.
+  if (s.mics_shard_size > 0 && s.stage == 0) {
+    out.push_back({cat(kZero, "mics_shard_size"), "shards the state among groups of ranks, and stage 0 shards nothing: set "
+                                                  "zero_optimization.stage to 1, 2 or 3, or remove mics_shard_size"});
+  }
   if (s.optimizer == OptimizerKind::kLamb && s.offload.delayed_update) {
     out.push_back({"optimizer.type", "= Lamb with the delayed update is not supported (Lamb's trust ratios need a collective in the "
                                      "middle of the update, which the delayed update runs in the background): turn delayed_update "
                                      "off, or use Adam/AdamW"});
   }
+  onebit_problems(s, out);
   return out;
 }
 
-void check_settings(const EngineSettings& settings, const std::string& component) {
-  const std::vector<SettingProblem> problems = settings_problems(settings);
+std::vector<SettingProblem> world_problems(const EngineSettings& s, int world_size) {
+  std::vector<SettingProblem> out;
+  if (s.mics_shard_size > 0 && world_size % s.mics_shard_size != 0) {
+    out.push_back({cat(kZero, "mics_shard_size"), cat("is ", s.mics_shard_size, ", which does not divide the ", world_size,
+                                                      " ranks into equal shard groups: use a divisor of ", world_size,
+                                                      " (DeepSpeed asserts the same), or run on a multiple of ", s.mics_shard_size, " ranks")});
+  }
+  return out;
+}
+
+int shard_group_size(const EngineSettings& s, int world_size) { return s.mics_shard_size > 0 ? s.mics_shard_size : world_size; }
+
+namespace {
+
+void throw_problems(const std::vector<SettingProblem>& problems, const std::string& component) {
   if (problems.empty()) return;
   if (problems.size() == 1) throw ConfigError(cat("[", component, "] ", problems[0].key, " ", problems[0].what));
   std::string msg = cat("[", component, "] ", problems.size(), " problems with the settings; fix them all:");
   for (std::size_t i = 0; i < problems.size(); ++i) msg += cat("\n  ", i + 1, ". ", problems[i].key, " ", problems[i].what);
   throw ConfigError(msg);
+}
+
+}  // namespace
+
+void check_settings(const EngineSettings& settings, const std::string& component) {
+  throw_problems(settings_problems(settings), component);
+}
+
+void check_world(const EngineSettings& settings, int world_size, const std::string& component) {
+  throw_problems(world_problems(settings, world_size), component);
 }
 
 }  // namespace zero

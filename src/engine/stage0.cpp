@@ -24,6 +24,7 @@ class Stage0 final : public Stage {
 
   void reduce_gradients(int u) override {
     if (!boundary_) return;  // accumulate locally until the last micro-batch
+    if (optimizer_->local_gradients()) return optimizer_->reduced(u, grads(u), Handle());  // 1-bit Adam: kept local
     optimizer_->reduced(u, grads(u), ctx_.comm.all_reduce(grads(u), ctx_.layout.unit(u).name));
   }
 

@@ -31,8 +31,13 @@ void hash_string(std::uint64_t& h, const std::string& s) {
 
 }  // namespace
 
-FlatLayout::FlatLayout(std::vector<UnitSpec> units, int world_size) : world_size_(world_size) {
+FlatLayout::FlatLayout(std::vector<UnitSpec> units, int world_size, int shard_size)
+    : world_size_(world_size), shard_size_(shard_size == 0 ? world_size : shard_size) {
   if (world_size < 1) throw ConfigError(cat("[partition] world size must be at least 1, not ", world_size));
+  if (shard_size_ < 1 || world_size % shard_size_ != 0) {
+    throw ConfigError(cat("[partition] a shard group of ", shard_size_, " ranks does not divide the world of ", world_size,
+                          " ranks: use a divisor of the world size"));
+  }
   if (units.empty()) throw ConfigError("[partition] the model has no units: declare at least one unit with parameters");
   const std::size_t n = static_cast<std::size_t>(world_size);
   std::set<std::string> names;
@@ -66,7 +71,7 @@ FlatLayout::FlatLayout(std::vector<UnitSpec> units, int world_size) : world_size
       place.params.push_back(std::move(pp));
     }
     place.padded = (place.numel + n - 1) / n * n;
-    place.slice = place.padded / n;
+    place.slice = place.padded / static_cast<std::size_t>(shard_size_);
     place.flat_offset = flat;
     place.shard_offset = shard;
     flat += place.padded;
@@ -117,7 +122,7 @@ std::vector<Segment> FlatLayout::segments_in(int u, std::size_t begin, std::size
 }
 
 std::vector<Segment> FlatLayout::slice_segments(int u, int rank) const {
-  ZERO_CHECK(rank >= 0 && rank < world_size_, "rank ", rank);
+  ZERO_CHECK(rank >= 0 && rank < shard_size_, "rank ", rank, " outside the shard group of ", shard_size_);
   const UnitPlace& unit = units_.at(u);
   const std::size_t begin = static_cast<std::size_t>(rank) * unit.slice;
   return segments_in(u, begin, begin + unit.slice);

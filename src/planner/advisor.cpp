@@ -51,6 +51,13 @@ Fit check_fit(const Plan& plan, const Capacity& capacity) {
   return f;
 }
 
+namespace {
+EngineSettings z_with_stage(EngineSettings s, int stage) {
+  s.stage = stage;
+  return s;
+}
+}  // namespace
+
 std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::optional<int> only_stage) {
   std::vector<EngineSettings> out;
   auto add = [&](int stage, bool opt, bool param, bool nvme = false) {
@@ -63,8 +70,14 @@ std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::o
     z.offload.params = param;
     z.offload.delayed_update = base.offload.delayed_update && opt && !param;  // the engine has no DPU with offload_param
     z.offload.pin_memory = base.offload.pin_memory && (opt || param);        // a setting of offload: none without it
+    if (stage == 0) z.mics_shard_size = -1;  // hybrid sharding groups what a stage shards; stage 0 shards nothing
     out.push_back(z);
   };
+  if (compresses_all_reduce(base.optimizer)) {  // 1-bit and 0/1 Adam run at stage 0 only (engine/settings.cpp)
+    add(0, false, false);
+    if (only_stage && *only_stage != 0) check_settings(z_with_stage(base, *only_stage), "planner");
+    return out;
+  }
   for (int s = 0; s <= 3; ++s) add(s, false, false);
   for (int s = 1; s <= 3; ++s) add(s, true, false);
   add(3, true, true);
@@ -116,7 +129,8 @@ std::vector<std::string> preference(const PlanInput& in, std::optional<int> only
       // 1+opt is 2+opt by another name (with offload stage 1 sheds its gradients as stage 2
       // does); on many ranks stage 1 beats stage 0, on one rank nothing is sharded: stage 0.
       if (z.stage == 1 && z.offload.optimizer) continue;
-      if (!z.offload.optimizer && (in.ranks == 1 ? z.stage > 0 : z.stage == 0)) continue;
+      const bool stage0_only = compresses_all_reduce(in.settings.optimizer);
+      if (!z.offload.optimizer && !stage0_only && (in.ranks == 1 ? z.stage > 0 : z.stage == 0)) continue;
     }
     labels.push_back(plan_label(z));
   }

@@ -56,7 +56,7 @@ DryRun run_dry(const PlanInput& in, const ActivationBytes& activations) {
   Ledger ledger;
   ShapeModule model(in.model.units, activations, ledger);
   // One rank runs the self backend, which has no transport scratch, whatever was asked.
-  auto comm = make_counting_communicator(in.ranks, in.comm_scratch && in.ranks > 1);
+  auto comm = make_counting_communicator(in.ranks, in.comm_scratch && in.ranks > 1, {}, in.ranks_per_node);
   Engine engine(engine_config(in.settings), model, *comm, ledger);
 
   DryRun out;
@@ -71,6 +71,7 @@ DryRun run_dry(const PlanInput& in, const ActivationBytes& activations) {
   out.nvme = bytes_of(ledger.usage(Tier::kNvme).at_peak);
   const Traffic t = engine.last_step_traffic();
   out.traffic.sent = t.sent;
+  out.traffic.sent_across = t.sent_across;
   out.traffic.calls = t.calls;
   out.to_host = engine.last_step_to_host();
   out.to_device = engine.last_step_to_device();

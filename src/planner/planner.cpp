@@ -43,6 +43,12 @@ std::uint64_t TierBytes::model_states() const {
   return (*this)[Category::kParameters] + (*this)[Category::kGradients] + (*this)[Category::kOptimizerState];
 }
 
+std::uint64_t StepTraffic::total_across() const {
+  std::uint64_t t = 0;
+  for (auto b : sent_across) t += b;
+  return t;
+}
+
 std::uint64_t StepTraffic::total() const {
   std::uint64_t t = 0;
   for (auto b : sent) t += b;
@@ -50,13 +56,15 @@ std::uint64_t StepTraffic::total() const {
 }
 
 std::string plan_label(const EngineSettings& s) {
-  return cat(s.stage, s.offload.optimizer_nvme ? "+nvme" : s.offload.optimizer ? "+opt" : "", s.offload.params ? "+param" : "", s.offload.delayed_update ? "+dpu" : "");
+  return cat(s.stage, s.offload.optimizer_nvme ? "+nvme" : s.offload.optimizer ? "+opt" : "", s.offload.params ? "+param" : "",
+             s.offload.delayed_update ? "+dpu" : "", s.mics_shard_size > 0 ? cat("+mics", s.mics_shard_size) : "");
 }
 
 namespace {
 
 void check_input(const PlanInput& in) {
   check_settings(in.settings, "planner");
+  check_world(in.settings, in.ranks, "planner");
   if (in.ranks < 1) throw ConfigError(cat("[planner] ranks must be at least 1, not ", in.ranks));
   if (in.ranks_per_node < 1) throw ConfigError(cat("[planner] ranks per node must be at least 1, not ", in.ranks_per_node));
   if (in.micro_batch < 1) throw ConfigError(cat("[planner] the micro-batch must be at least 1, not ", in.micro_batch));
@@ -71,9 +79,10 @@ void check_input(const PlanInput& in) {
   }
 }
 
-// The engine refuses a unit with fewer parameters than ranks (some ranks would own only padding).
+// The engine refuses a unit with fewer parameters than the ranks it is sliced among (some ranks
+// would own only padding).
 void check_units(const FlatLayout& layout) {
-  const auto n = static_cast<std::size_t>(layout.world_size());
+  const auto n = static_cast<std::size_t>(layout.shard_size());
   for (int u = 0; u < layout.num_units(); ++u) {
     const UnitPlace& unit = layout.unit(u);
     if (unit.numel < n) {
@@ -87,7 +96,7 @@ void check_units(const FlatLayout& layout) {
 
 Plan plan(const PlanInput& in) {
   check_input(in);
-  const FlatLayout layout(in.model.units, in.ranks);
+  const FlatLayout layout(in.model.units, in.ranks, shard_group_size(in.settings, in.ranks));
   check_units(layout);
   const EngineSettings& z = in.settings;
 

@@ -103,8 +103,10 @@ struct TierBytes {
 // communicator counts them (the bandwidth-optimal algorithms' payload), and the number of calls.
 struct StepTraffic {
   std::array<std::uint64_t, kNumCollectives> sent{};
+  std::array<std::uint64_t, kNumCollectives> sent_across{};  // of sent, to peers on another node (ranks_per_node)
   std::array<std::uint64_t, kNumCollectives> calls{};
   std::uint64_t total() const;
+  std::uint64_t total_across() const;
 };
 
 struct Plan {

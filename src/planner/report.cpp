@@ -73,6 +73,13 @@ std::string header(const EstimateReport& r) {
   return s + link;
 }
 
+// The stage column: 12 characters, wider for the longest labels ("3+opt+param+mics16").
+int label_width(const EstimateReport& r) {
+  std::size_t w = 12;
+  for (const Plan& p : r.plans) w = std::max(w, p.label.size());
+  return static_cast<int>(w);
+}
+
 std::string row(const EstimateReport& r, std::size_t i, const TableUnit& u) {
   const Plan& p = r.plans[i];
   const Fit f = check_fit(p, r.capacity);
@@ -85,11 +92,11 @@ std::string row(const EstimateReport& r, std::size_t i, const TableUnit& u) {
   }
   char buf[320];
   std::snprintf(buf, sizeof buf,
-                "%-12s %8.2f %8.2f %8.2f %8.2f %8.2f %s %9.2f %4s | %8.2f %9.2f %4s | %9.2f %9.2f %8.2f",
-                p.label.c_str(), u.of(d[Category::kParameters]), u.of(d[Category::kGradients]),
+                "%-*s %8.2f %8.2f %8.2f %8.2f %8.2f %s %9.2f %4s | %8.2f %9.2f %4s | %9.2f %9.2f %9.2f %8.2f",
+                label_width(r), p.label.c_str(), u.of(d[Category::kParameters]), u.of(d[Category::kGradients]),
                 u.of(d[Category::kOptimizerState]), u.of(d[Category::kCommBuffers]),
                 u.of(d[Category::kGatheredParameters]), act, u.of(d.total()), fit_word(f.device),
-                u.of(p.host.total()), u.of(p.host_per_node), fit_word(f.host), u.of(p.traffic.total()),
+                u.of(p.host.total()), u.of(p.host_per_node), fit_word(f.host), u.of(p.traffic.total()), u.of(p.traffic.total_across()),
                 u.of(p.host_to_device_bytes + p.device_to_host_bytes), p.link_seconds);
   std::string s = buf;
   if (shows_nvme(r)) {
@@ -104,12 +111,13 @@ std::string row(const EstimateReport& r, std::size_t i, const TableUnit& u) {
 std::string table(const EstimateReport& r) {
   const TableUnit u = table_unit(r);
   std::string s = cat("\n", u.name,
-                      " per rank    ------------------------ device, at its peak ------------------------ |"
-                      " ------ host ------- | ------- per step -------", shows_nvme(r) ? " |     nvme" : "", "\n");
+                      " per rank    ", std::string(static_cast<std::size_t>(label_width(r) - 12), ' '),
+                      "------------------------ device, at its peak ------------------------ |"
+                      " ------ host ------- | ----------- per step -----------", shows_nvme(r) ? " |     nvme" : "", "\n");
   char buf[320];
-  std::snprintf(buf, sizeof buf, "%-12s %8s %8s %8s %8s %8s %8s %9s %4s | %8s %9s %4s | %9s %9s %8s%s\n", "stage",
+  std::snprintf(buf, sizeof buf, "%-*s %8s %8s %8s %8s %8s %8s %9s %4s | %8s %9s %4s | %9s %9s %9s %8s%s\n", label_width(r), "stage",
                 "params", "grads", "optim", "comm", "gathered", "activ.", "total", "fits", "rank", "node", "fits",
-                "network", "host link", "link s", shows_nvme(r) ? " |     rank" : "");
+                "network", "across", "host link", "link s", shows_nvme(r) ? " |     rank" : "");
   s += buf;
   for (std::size_t i = 0; i < r.plans.size(); ++i) s += row(r, i, u);
   return s;
@@ -127,8 +135,9 @@ std::string notes(const EstimateReport& r) {
     s += "  activ.: n/m = not modelled for this model: the total excludes activations; leave room for them\n";
   }
   s += "  host: offloaded state per rank and per node (rank x ranks per node); network: bytes a rank sends per step\n";
-  s += "    by all-reduce, reduce-scatter and all-gather; host link: host<->device copies per step with offload and\n"
-       "    their time, both directions one after the other\n";
+  s += "    by all-reduce, reduce-scatter and all-gather; across: of them, to ranks on other nodes (rank 0's); +micsG:\n"
+       "    hybrid sharding in groups of G ranks (zero_optimization.mics_shard_size); host link: host<->device copies per\n"
+       "    step with offload and their time, both directions one after the other\n";
   if (shows_nvme(r)) {
     s += "  nvme: the swap file of a rank on nvme_path (fp32 masters, Adam's m and v); host then holds the gradient shard\n"
          "    and buffer_count sub-groups; every step reads and writes the whole swap file once\n";
@@ -219,6 +228,7 @@ nlohmann::json plan_json(const EstimateReport& r, std::size_t i) {
     calls[collective_name(static_cast<Collective>(c))] = p.traffic.calls[c];
   }
   traffic["total"] = p.traffic.total();
+  traffic["across_nodes"] = p.traffic.total_across();
   j["traffic_bytes_per_step"] = traffic;
   j["collective_calls_per_step"] = calls;
   j["host_link"] = {{"host_to_device_bytes", p.host_to_device_bytes},

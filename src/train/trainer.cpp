@@ -124,7 +124,7 @@ RankFigures figures(const Ledger& ledger, const Traffic& traffic, float loss) {
     f.total_current[t] = u.total_current;
     f.total_peak[t] = u.total_peak;
   }
-  for (int k = 0; k < kNumCollectives; ++k) f.sent[k] = traffic.sent[k], f.received[k] = traffic.received[k];
+  for (int k = 0; k < kNumCollectives; ++k) f.sent[k] = traffic.sent[k], f.received[k] = traffic.received[k], f.sent_across[k] = traffic.sent_across[k];
   f.loss = loss;
   return f;
 }
@@ -342,6 +342,11 @@ void check_train_options(const TrainOptions& o, int world_size, const std::strin
                           "data.val_fraction is 0, so nothing is held out: set data.val_fraction (e.g. 0.05) or data.val_path "
                           "(--val-data), or leave --eval-every out"));
   }
+  if (o.config.engine.mics_shard_size > 0 && (!o.checkpoints.save_dir.empty() || !o.checkpoints.resume.empty())) {
+    throw ConfigError("[train] checkpoints (--save, --resume, train_checkpoints) with hybrid sharding "
+                      "(zero_optimization.mics_shard_size) are not supported yet: the groups hold copies of the same shards. "
+                      "Train without checkpoints, or remove mics_shard_size");
+  }
   Ledger ledger;
   check_plan_fits(o.config, world_size, backend, ledger);
   check_host_memory(o.config, world_size, backend, ranks_on_this_host(world_size), tokens, memory);
@@ -419,6 +424,8 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
   result.first_step = first_step;
   result.num_parameters = engine.layout().numel();
   result.padded_parameters = engine.layout().padded_numel();
+  result.ranks_per_node = comm.local_size();
+  result.shard_group = engine.layout().shard_size();
   result.largest_unit = engine.layout().largest_unit();
   if (windows) result.first_val_loss = validation_loss(*windows, gpt, engine, comm);
   // A stop requested during the start-up (which takes minutes for many ranks) ends the run before

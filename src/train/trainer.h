@@ -28,6 +28,7 @@ struct RankFigures {
   std::uint64_t total_peak[kNumTiers];
   std::uint64_t sent[kNumCollectives];      // in the last optimizer step
   std::uint64_t received[kNumCollectives];  // in the last optimizer step
+  std::uint64_t sent_across[kNumCollectives];  // of sent, to peers on other nodes
   float loss;                               // this rank's mean loss over its micro-batches
   std::uint64_t batch_digest;               // data::batch_digest of the sequences this rank read this step
 };
@@ -82,6 +83,8 @@ struct TrainResult {
   std::vector<RankFigures> final_ranks;  // rank 0 only: every rank's figures after the last step
   std::string weights_sha256;          // of the final whole weights (fp32, layout order)
   std::size_t num_parameters = 0, padded_parameters = 0, largest_unit = 0;
+  int ranks_per_node = 1;              // rank 0's node's ranks (the topology the traffic is split by)
+  int shard_group = 1;                 // ranks sharing one copy of the state (hybrid sharding: mics_shard_size)
   double mean_step_seconds = 0.0;      // over the steps after the first
   std::string data_source;             // the data's description: its file, or its pattern and how many files it matched
   double mean_batch_read_seconds = 0;  // this rank's time a step reading its batches from the data (every step)

@@ -42,6 +42,14 @@ ip netns exec "$a" env OMPI_MCA_plm_rsh_agent="$here/netns_rsh.sh" \
   "$zero" "${train[@]}" >"$work/two.txt" 2>&1 \
   || { echo "FAIL: the two-host run failed"; cat "$work/two.txt"; exit 1; }
 
+# zero's own launcher across the same two hosts: --ranks 2 --hostfile, each host checked through
+# the launcher agent first, the threads forwarded (-x), the transport chosen by OMPI_MCA_* variables.
+printf '10.201.0.1 slots=1\n10.201.0.2 slots=1\n' >"$work/hosts"
+ip netns exec "$a" env OMPI_MCA_plm_rsh_agent="$here/netns_rsh.sh" OMPI_MCA_btl=tcp,self \
+  OMPI_MCA_btl_tcp_if_include=10.201.0.0/24 OMPI_MCA_oob_tcp_if_include=10.201.0.0/24 \
+  "$zero" train --ranks 2 "${train[@]:3}" --hostfile "$work/hosts" >"$work/launched.txt" 2>&1 \
+  || { echo "FAIL: zero train --ranks 2 --hostfile failed"; cat "$work/launched.txt"; exit 1; }
+
 sha() { grep -oiE 'sha-?256[^0-9a-f]*[0-9a-f]{64}' "$1" | grep -oE '[0-9a-f]{64}' | tail -1; }
 one=$(sha "$work/one.txt") two=$(sha "$work/two.txt")
 grep -q "Data for node: 10.201.0.2" "$work/two.txt" || { echo "FAIL: no rank was placed on the second host"; cat "$work/two.txt"; exit 1; }
@@ -50,4 +58,8 @@ grep -q "^layout: 2 ranks (mpi) on 2 hosts, 1 rank per host" "$work/two.txt" || 
 if [ "$one" != "$two" ]; then
   echo "FAIL: the weights differ: one host $one, two hosts ${two:-(none)}"; cat "$work/two.txt"; exit 1
 fi
+launched=$(sha "$work/launched.txt")
+grep -q "^launch: mpirun -np 2 --hostfile $work/hosts" "$work/launched.txt" || { echo "FAIL: no launch line naming the hostfile"; cat "$work/launched.txt"; exit 1; }
+grep -q "^layout: 2 ranks (mpi) on 2 hosts, 1 rank per host" "$work/launched.txt" || { echo "FAIL: --hostfile's ranks are not on 2 hosts"; cat "$work/launched.txt"; exit 1; }
+[ "$one" = "$launched" ] || { echo "FAIL: --ranks 2 --hostfile gave other weights: ${launched:-(none)}"; cat "$work/launched.txt"; exit 1; }
 echo "ok: two hosts (network namespaces $a, $b over TCP) and one host give the same weights: sha256 $one"

@@ -38,13 +38,47 @@ TEST(CommTopology, ThreadRanksAreOneNode) {
   std::vector<NodeTopology> got(n);
   world.run([&](int r) {
     auto comm = world.communicator(r);
-    got[r] = {comm->local_rank(), comm->local_size(), comm->node(), comm->num_nodes()};
+    got[r] = comm->topology();
   });
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(got[r].local_rank, r);
     EXPECT_EQ(got[r].local_size, n);
     EXPECT_EQ(got[r].node, 0);
     EXPECT_EQ(got[r].num_nodes, 1);
+  }
+}
+
+// Thread ranks arranged as nodes: the topology, a split's (the members' nodes), and the bytes
+// each collective hands peers on other nodes, counted per peer: 6 ranks as nodes {0-3} and {4,5}.
+TEST(CommTopology, ThreadRanksAsNodesSplitAndCountBytesAcross) {
+  const int n = 6;
+  ThreadWorld world(n, with_timeout(20s), 4);
+  std::vector<NodeTopology> top(n), strided(n);
+  std::vector<Traffic> gather(n), bcast(n);
+  world.run([&](int r) {
+    auto comm = world.communicator(r);
+    top[r] = comm->topology();
+    strided[r] = comm->split(r % 2, r)->topology();
+    std::vector<float> mine(3, 1.0f), all(3 * n), data(10, 2.0f);
+    comm->all_gather(mine, all);
+    gather[r] = comm->traffic();
+    comm->broadcast(data, 0);
+    bcast[r] = comm->traffic() - gather[r];
+  });
+  EXPECT_EQ(top[5].local_rank, 1);
+  EXPECT_EQ(top[5].local_size, 2);
+  EXPECT_EQ(top[5].node, 1);
+  EXPECT_EQ(top[5].num_nodes, 2);
+  EXPECT_EQ(top[5].node_of, (std::vector<int>{0, 0, 0, 0, 1, 1}));
+  EXPECT_EQ(strided[5].node_of, (std::vector<int>{0, 0, 1}));  // ranks 1, 3, 5
+  EXPECT_EQ(strided[4].node_of, (std::vector<int>{0, 0, 1}));  // ranks 0, 2, 4
+  EXPECT_EQ(strided[5].node, 1);
+  for (int r = 0; r < n; ++r) {
+    const std::uint64_t off_node = r < 4 ? 2 : 4;  // peers on the other node
+    EXPECT_EQ(gather[r].total_sent(), 12u * (n - 1)) << r;
+    EXPECT_EQ(gather[r].total_sent_across(), 12u * off_node) << r;
+    EXPECT_EQ(bcast[r].total_sent_across(), r == 0 ? 40u * 2 : 0u) << r;
+    EXPECT_EQ(bcast[r].received_across[static_cast<int>(Collective::kBroadcast)], r >= 4 ? 40u : 0u) << r;
   }
 }
 

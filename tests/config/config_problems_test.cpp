@@ -56,6 +56,23 @@ TEST(ConfigSchema, DeepSpeedKeysZeroLacksAreNamedAsSuch) {
                   "zero_optimization.zenflow = {\"topk_ratio\":0.1} is known but not supported yet: ZenFlow");
 }
 
+// Hybrid sharding: read at stages 1-3; a group that does not divide the world, a size that is no
+// group, and stage 0 (which DeepSpeed ignores the key at: nothing to shard) refused while the
+// config is read, before any rank starts.
+TEST(ConfigSchema, MicsShardSizeIsReadAndCheckedAgainstTheWorld) {
+  const auto with = [](int stage, int g) {
+    return json{{"train_batch_size", 8}, {"zero_optimization", {{"stage", stage}, {"mics_shard_size", g}}}};
+  };
+  EXPECT_EQ(parse_config(with(3, 2), 4).engine.mics_shard_size, 2);
+  EXPECT_EQ(parse_config(with(1, 4), 8).engine.mics_shard_size, 4);
+  EXPECT_CONTAINS(error_of(with(3, 3), 4), "zero_optimization.mics_shard_size is 3, which does not divide the 4 ranks into equal shard "
+                                           "groups: use a divisor of 4");
+  EXPECT_CONTAINS(error_of(with(2, 8), 4), "zero_optimization.mics_shard_size is 8, which does not divide the 4 ranks");
+  EXPECT_CONTAINS(error_of(with(0, 2), 4), "zero_optimization.mics_shard_size shards the state among groups of ranks, and stage 0 "
+                                           "shards nothing");
+  EXPECT_CONTAINS(error_of(with(3, 0), 4), "zero_optimization.mics_shard_size is 0; it must be a positive number of ranks");
+}
+
 // ---- All problems at once ----
 
 TEST(ConfigProblems, FiveMistakesGetFiveMessagesInOneRun) {
@@ -87,7 +104,7 @@ TEST(ConfigProblems, FileNameLeadsTheMessage) {
 TEST(ConfigProblems, SwappedOptimizerShowsAllItsParametersAtOnce) {
   const json onebit = {{"type", "OneBitLamb"}, {"params", {{"lr", 1e-3}, {"max_coeff", 0.3}, {"freeze_step", 100}, {"cuda_aware", false}}}};
   const std::string msg = error_of({{"train_batch_size", 8}, {"optimizer", onebit}});
-  EXPECT_CONTAINS(msg, "optimizer.type \"OneBitLamb\" is known but not supported yet: it compresses the gradient all-reduce");
+  EXPECT_CONTAINS(msg, "optimizer.type \"OneBitLamb\" is known but not supported yet: 1-bit Lamb's compressed momentum");
   EXPECT_CONTAINS(msg, "unknown key 'optimizer.params.freeze_step' (a parameter of OneBitLamb that Adam and AdamW do not have");
   EXPECT_CONTAINS(msg, "optimizer.params.cuda_aware");
   json adamw = onebit;
@@ -96,9 +113,7 @@ TEST(ConfigProblems, SwappedOptimizerShowsAllItsParametersAtOnce) {
   EXPECT_CONTAINS(next, "3 problems");
   EXPECT_CONTAINS(next, "optimizer.params.max_coeff");
   EXPECT_CONTAINS(next, "optimizer.params.freeze_step");
-  for (const char* t : {"OneBitAdam", "ZeroOneAdam", "OneBitLamb"}) {
-    EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"optimizer", {{"type", t}}}}), "compresses the gradient all-reduce");
-  }
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"optimizer", {{"type", "OneBitLamb"}}}}), "(zero has 1-bit Adam, \"OneBitAdam\"");
 }
 
 // DeepSpeed's Lamb (FusedLamb): Adam's parameters and its own; its defaults are FusedLamb's.
@@ -119,6 +134,52 @@ TEST(ConfigLamb, ParametersAndDefaultsAsFusedLamb) {
   EXPECT_FLOAT_EQ(d.engine.lamb.min_coeff, 0.01f);
   EXPECT_FALSE(d.engine.lamb.eps_inside_sqrt);
   EXPECT_TRUE(d.engine.adam.bias_correction);
+}
+
+// DeepSpeed's OneBitAdam (its OnebitAdam): Adam's parameters and freeze_step; cuda_aware and
+// comm_backend_name accepted (the compression runs on host memory over the run's communicator);
+// no bias correction whatever bias_correction says (OnebitAdam never reads it); stage 0 only.
+TEST(ConfigOneBitAdam, ParametersAndWhatItRefuses) {
+  const json onebit = {{"type", "OneBitAdam"}, {"params", {{"lr", 4e-4}, {"weight_decay", 0.01}, {"bias_correction", true}, {"freeze_step", 23000},
+                                                          {"cuda_aware", false}, {"comm_backend_name", "mpi"}}}};
+  const TrainConfig c = parse_config({{"train_batch_size", 8}, {"optimizer", onebit}}, 2);
+  EXPECT_EQ(c.optimizer_type, "OneBitAdam");
+  EXPECT_EQ(c.engine.optimizer, OptimizerKind::kOneBitAdam);
+  EXPECT_EQ(c.engine.onebit.freeze_step, 23000);
+  EXPECT_FLOAT_EQ(c.engine.adam.lr, 4e-4f);
+  EXPECT_FALSE(c.engine.adam.bias_correction);
+  EXPECT_TRUE(c.engine.adam.decoupled);
+  EXPECT_EQ(parse_config({{"train_batch_size", 8}, {"optimizer", {{"type", "onebitadam"}}}}, 2).engine.onebit.freeze_step, 100000);
+  json bad = onebit;
+  bad["params"]["freeze_step"] = -1;
+  bad["params"]["comm_backend_name"] = "gloo";
+  const std::string msg = error_of({{"train_batch_size", 8}, {"optimizer", bad}, {"zero_optimization", {{"stage", 2}}}});
+  EXPECT_CONTAINS(msg, "3 problems");
+  EXPECT_CONTAINS(msg, "optimizer.params.freeze_step");
+  EXPECT_CONTAINS(msg, "optimizer.params.comm_backend_name is \"gloo\"");
+  EXPECT_CONTAINS(msg, "optimizer.type = OneBitAdam needs zero_optimization.stage 0, not 2");
+}
+
+// DeepSpeed's ZeroOneAdam: its four schedule keys, DeepSpeed's defaults where absent; stage 0 only.
+TEST(ConfigOneBitAdam, ZeroOneAdamParameters) {
+  const json z = {{"type", "ZeroOneAdam"}, {"params", {{"lr", 4e-4}, {"var_freeze_step", 12500}, {"local_step_scaler", 32678},
+                                                       {"cuda_aware", false}, {"comm_backend_name", "nccl"}}}};
+  const TrainConfig c = parse_config({{"train_batch_size", 8}, {"optimizer", z}}, 2);
+  EXPECT_EQ(c.optimizer_type, "ZeroOneAdam");
+  EXPECT_EQ(c.engine.optimizer, OptimizerKind::kZeroOneAdam);
+  EXPECT_EQ(c.engine.zero_one.var_freeze_step, 12500);
+  EXPECT_EQ(c.engine.zero_one.var_update_scaler, 16);
+  EXPECT_EQ(c.engine.zero_one.local_step_scaler, 32678);
+  EXPECT_EQ(c.engine.zero_one.local_step_clipper, 16);
+  EXPECT_FALSE(c.engine.adam.bias_correction);
+  json bad = z;
+  bad["params"]["local_step_clipper"] = 0;
+  bad["params"]["freeze_step"] = 10;  // 1-bit Adam's key
+  const std::string msg = error_of({{"train_batch_size", 8}, {"optimizer", bad}, {"zero_optimization", {{"stage", 1}}}});
+  EXPECT_CONTAINS(msg, "3 problems");
+  EXPECT_CONTAINS(msg, "optimizer.params.local_step_clipper");
+  EXPECT_CONTAINS(msg, "unknown key 'optimizer.params.freeze_step'");
+  EXPECT_CONTAINS(msg, "optimizer.type = ZeroOneAdam needs zero_optimization.stage 0, not 1");
 }
 
 TEST(ConfigLamb, BadParametersAllAtOnce) {

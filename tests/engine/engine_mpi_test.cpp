@@ -71,6 +71,23 @@ TEST_P(MpiStages, BitIdenticalAcrossStagesRanksAndBackends) {
   }
 }
 
+// Hybrid sharding under mpirun (shard groups of N/2 ranks, split from the MPI communicator):
+// the thread ranks' bits, every rank the same, and on one machine no byte across nodes.
+TEST(MpiHybrid, SameBitsAsThreadRanks) {
+  Communicator& comm = world();
+  MlpRun run;
+  run.steps = 3;
+  run.mics_shard_size = std::max(1, comm.size() / 2);
+  for (int stage = 1; stage <= 3; ++stage) {
+    run.stage = stage;
+    Ledger ledger;
+    const RankResult result = testing::train_mlp(run, comm, ledger);
+    EXPECT_TRUE(same_bits(result.params, threads_result(run, comm.size()))) << "stage " << stage << " rank " << comm.rank();
+    EXPECT_GT(result.step_traffic.total_sent(), 0u);
+    EXPECT_EQ(result.step_traffic.total_sent_across(), 0u) << "one machine, one node";
+  }
+}
+
 // Under mpirun, buckets of a few elements split every unit's reduction and gather into many MPI
 // messages (the stand-in for a slice over INT_MAX bytes, which would need a 2 GiB tensor): every
 // stage, with and without offload, gives the unbucketed bits.

@@ -35,6 +35,13 @@ struct MlpRun {
   LossScalerConfig scaler = fp16_test_scaler();
   OptimizerKind optimizer = OptimizerKind::kAdam;  // kLamb: with `lamb`'s clamp
   LambConfig lamb;
+  int mics_shard_size = -1;  // hybrid sharding: the shard group's size (-1: the world)
+  int ranks_per_node = 0;    // run_threads: the thread ranks as nodes of this many (0: one node)
+  // Which rank's rows of the global batch each rank trains on (empty: its own); a permutation
+  // changes only the order in which the same gradients are summed.
+  std::vector<int> rows_of_rank;
+  OneBitAdamConfig onebit;  // OptimizerKind::kOneBitAdam
+  ZeroOneAdamConfig zero_one;  // OptimizerKind::kZeroOneAdam
 
   // fp16: 2^8, so that most of the test MLP's steps apply (DeepSpeed's default 2^16 would skip
   // several: its gradients are of order 1); the overflow tests set their own.
@@ -78,6 +85,9 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.precision.loss_scaler = run.scaler;
   c.optimizer = run.optimizer;
   c.lamb = run.lamb;
+  c.mics_shard_size = run.mics_shard_size;
+  c.onebit = run.onebit;
+  c.zero_one = run.zero_one;
   return c;
 }
 
@@ -92,7 +102,8 @@ inline RankResult train_mlp(const MlpRun& run, Communicator& comm, Ledger& ledge
   for (int s = 0; s < run.steps; ++s) {
     float loss = 0;
     for (int m = 0; m < run.micro_batches; ++m) {
-      mlp.set_batch(mlp_synthetic_batch(run.shape, run.seed, s, m * micro_rows + comm.rank() * rows, rows));
+      const int slot = run.rows_of_rank.empty() ? comm.rank() : run.rows_of_rank.at(comm.rank());
+      mlp.set_batch(mlp_synthetic_batch(run.shape, run.seed, s, m * micro_rows + slot * rows, rows));
       loss = engine.forward_backward(m + 1 == run.micro_batches);
     }
     const StepReport report = engine.step();
@@ -123,7 +134,7 @@ inline RankResult train_mlp(const MlpRun& run, Communicator& comm, Ledger& ledge
 
 // Runs `run` on n in-process thread ranks; every rank's result.
 inline std::vector<RankResult> run_threads(const MlpRun& run, int n) {
-  ThreadWorld world(n, {std::chrono::seconds(60), nullptr});
+  ThreadWorld world(n, {std::chrono::seconds(60), nullptr}, run.ranks_per_node);
   std::vector<RankResult> results(n);
   world.run([&](int r) {
     Ledger ledger;

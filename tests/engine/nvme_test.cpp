@@ -86,7 +86,7 @@ TEST_P(NvmePrecision, ClippingAndAccumulationMatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, NvmePrecision, ::testing::Values(Dtype::kF32, Dtype::kBf16),
-                         [](const auto& info) { return std::string(dtype_label(info.param)); });
+                         [](const auto& p) { return std::string(dtype_label(p.param)); });
 
 // The ledger: the swap file's bytes on the nvme tier (masters 4 bytes an element, in the
 // parameters' category in f32 and the optimizer state's in mixed precision; moments 8), and on

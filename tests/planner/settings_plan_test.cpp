@@ -105,6 +105,7 @@ std::vector<Variation> variations() {
       {"gradient_clipping", [](EngineSettings& s) { s.gradient_clipping = 1.0f; }},
       {"gradient_predivide_factor", [](EngineSettings& s) { s.gradient_predivide_factor = 2.0; }},
       {"report_grad_norm", [](EngineSettings& s) { s.report_grad_norm = true; }},
+      {"mics_shard_size", [](EngineSettings& s) { s.mics_shard_size = 1; }},  // groups of 1 of the 2 ranks: all-reduced across
       {"optimizer", lamb},
       {"adam.lr", [](EngineSettings& s) { s.adam.lr = 0.5f; }},
       {"adam.beta1", [](EngineSettings& s) { s.adam.beta1 = 0.5f; }},

@@ -223,7 +223,7 @@ class NcclTransport final : public Transport {
   NcclTransport(std::unique_ptr<Communicator> mpi, ncclComm_t comm, int ordinal)
       : Transport(mpi->rank(), mpi->size()), mpi_(std::move(mpi)), comm_(comm), ordinal_(ordinal) {
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the nccl stream");
-    set_topology({mpi_->local_rank(), mpi_->local_size(), mpi_->node(), mpi_->num_nodes()});
+    set_topology(mpi_->topology());
   }
 
   // A collective's argument on the device: the caller's device address, or (host memory) a
