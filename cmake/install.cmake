@@ -44,7 +44,7 @@ install(FILES ${PROJECT_BINARY_DIR}/zeroConfig.cmake ${PROJECT_BINARY_DIR}/zeroC
 
 # pkg-config: relocatable (the prefix is found from the .pc file's own place). The archive's
 # dependencies are in Libs, not Libs.private: a static archive needs them at every link.
-set(ZERO_PC_REQUIRES "openblas libpcre2-8 sentencepiece zlib libcrypto")
+set(ZERO_PC_REQUIRES "openblas libpcre2-8 sentencepiece liburing zlib libcrypto")
 set(ZERO_PC_LIBS "")
 if(ZERO_WITH_MPI)
   foreach(lib IN LISTS MPI_CXX_LIBRARIES)

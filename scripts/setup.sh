@@ -22,6 +22,8 @@ packages=(
   python3                       # the checkpoint tests read safetensors and metrics with a reader of their own
   slurmd slurmctld slurm-client munge  # a one-node Slurm of the test's own (tests/cli/slurm.sh)
   python3-numpy                 # the LLaMA reference test (tests/model/llama_reference.py), run with /usr/bin/python3
+  liburing-dev                  # io_uring: the NVMe tier's asynchronous file I/O (src/io/)
+  fio                           # zero bench io measures the disk beside it
 )
 
 missing=()

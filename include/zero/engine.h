@@ -150,6 +150,10 @@ class Engine {
   // the step; the delayed update's copy of step t's result is issued at step t+1.
   std::uint64_t last_step_to_host() const { return last_to_host_; }
   std::uint64_t last_step_to_device() const { return last_to_device_; }
+  // Bytes the last optimizer step read from and wrote to the NVMe tier (offload_optimizer.device
+  // "nvme": every step reads and writes the masters and moments once); 0 on other placements.
+  std::uint64_t last_step_disk_read() const { return last_disk_read_; }
+  std::uint64_t last_step_disk_written() const { return last_disk_written_; }
 
  private:
   void forward();
@@ -189,6 +193,7 @@ class Engine {
   Traffic last_traffic_;
   Traffic step_start_own_traffic_;  // the optimizer's own communicators' (1-bit Adam)
   std::uint64_t step_start_to_host_ = 0, step_start_to_device_ = 0, last_to_host_ = 0, last_to_device_ = 0;
+  std::uint64_t step_start_disk_read_ = 0, step_start_disk_written_ = 0, last_disk_read_ = 0, last_disk_written_ = 0;
 };
 
 }  // namespace zero

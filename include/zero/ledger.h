@@ -17,8 +17,10 @@
 
 namespace zero {
 
-enum class Tier : int { kDevice = 0, kHost = 1 };
-inline constexpr int kNumTiers = 2;
+// `nvme` is the disk tier (ZeRO-Infinity): the bytes of swap files, which hold optimizer state
+// that host memory streams through its buffers.
+enum class Tier : int { kDevice = 0, kHost = 1, kNvme = 2 };
+inline constexpr int kNumTiers = 3;
 
 enum class Category : int {
   kParameters = 0,          // this rank's parameters (full or shard)

@@ -21,7 +21,18 @@
 
 namespace zero {
 
-// ZeRO-Offload (DeepSpeed's offload_optimizer / offload_param, device "cpu").
+// The NVMe tier (ZeRO-Infinity; offload_optimizer.device "nvme"): the fp32 masters and Adam's
+// moments in a swap file per rank, the step streaming them through host buffers sub-group by
+// sub-group. DeepSpeed's keys and defaults.
+struct NvmeOptions {
+  std::string path;                             // offload_optimizer.nvme_path: a folder; each rank swaps in a folder of its own in it
+  int buffer_count = 4;                         // offload_optimizer.buffer_count: sub-groups in host memory at once
+  std::size_t sub_group_size = 1'000'000'000;   // zero_optimization.sub_group_size: elements Adam updates per swap-in
+  std::size_t block_size = 1'048'576;           // aio.block_size: bytes per I/O request submitted
+  int queue_depth = 8;                          // aio.queue_depth: requests in flight
+};
+
+// ZeRO-Offload (DeepSpeed's offload_optimizer / offload_param, device "cpu"; "nvme": nvme below).
 struct OffloadOptions {
   bool optimizer = false;  // Adam's state, the fp32 master parameters and the gradient shard on the host tier; Adam on the CPU
   bool params = false;     // stage 3: the parameter shards on the host tier too, brought to the device unit by unit
@@ -34,6 +45,10 @@ struct OffloadOptions {
   // one step stale.
   bool delayed_update = false;
   int warmup_steps = 0;
+  // offload_optimizer.device "nvme" (with `optimizer` true): the masters and moments live in
+  // nvme.path's swap files instead of host memory; the gradient shard stays in host memory.
+  bool optimizer_nvme = false;
+  NvmeOptions nvme;
 };
 
 // Stage 3's schedule: DeepSpeed's stage3_* keys, counted in elements, with zero's defaults. Where

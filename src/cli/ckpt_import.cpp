@@ -46,7 +46,8 @@ int ckpt_import_main(std::vector<std::string> args) {
   } else {
     net = std::make_unique<Gpt>(model.shape, 1, ledger);
   }
-  Engine engine(EngineConfig{}, *net, *comm, ledger);
+  const EngineConfig defaults;  // named: GCC 12 warns (falsely) of a temporary's uninitialised strings
+  Engine engine(defaults, *net, *comm, ledger);
   const checkpoint::HfImportStats s = checkpoint::import_hf_weights(engine, dir, model.is_llama(), *comm);
   const std::string tokenizer = init_from_tokenizer(dir, "", "");
   const nlohmann::json info = {{"model", model_json(model)}, {"init_from", dir}, {"stage", 0},

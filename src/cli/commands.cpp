@@ -2,6 +2,7 @@
 
 #include "cli/bench_adam.h"
 #include "cli/bench_comm.h"
+#include "cli/bench_io.h"
 #include "cli/bench_offload.h"
 #include "cli/bench_train.h"
 #include "cli/ckpt.h"
@@ -39,7 +40,8 @@ std::vector<CommandFlags> command_flag_tables() {
           {{"bench", "train"}, names(bench_train_flags())},
           {{"bench", "offload"}, names(bench_offload_flags())},
           {{"bench", "adam"}, bench_adam_flag_names()},
-          {{"bench", "comm"}, names(bench_comm_flags())}};
+          {{"bench", "comm"}, names(bench_comm_flags())},
+          {{"bench", "io"}, names(bench_io_flags())}};
 }
 
 }  // namespace zero::cli

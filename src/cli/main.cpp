@@ -10,6 +10,7 @@
 
 #include "cli/bench_adam.h"
 #include "cli/bench_comm.h"
+#include "cli/bench_io.h"
 #include "cli/bench_train.h"
 #include "cli/ckpt.h"
 #include "cli/data_prepare.h"
@@ -27,7 +28,8 @@ const std::string kBenchUsage =
     "  bench offload  step time with and without ZeRO-Offload and the delayed update\n"
     "  bench adam     speed of the CPU Adam kernel against the memory-bandwidth ceiling\n"
     "  bench train    training tokens/s of a 10M and a 50M GPT, stage 0 on 2 ranks (vs PyTorch: bench/compare_train.sh)\n"
-    "  bench comm     all-reduce bandwidth of zero's communicator, per size (vs MPI_Allreduce: bench/comm_link.sh)\n";
+    "  bench comm     all-reduce bandwidth of zero's communicator, per size (vs MPI_Allreduce: bench/comm_link.sh)\n"
+    "  bench io       read and write bandwidth of the NVMe tier's I/O on a folder, beside fio's\n";
 
 const std::string kUsage =
     "usage: zero COMMAND [flags]\n"
@@ -78,15 +80,16 @@ int main(int argc, char** argv) {
     if (command == "bench" && args.size() >= 2 && args[1] == "train") return zero::cli::bench_train_main({args.begin() + 2, args.end()});
     if (command == "bench" && args.size() >= 2 && args[1] == "offload") return zero::cli::bench_offload_main({args.begin() + 2, args.end()});
     if (command == "bench" && args.size() >= 2 && args[1] == "comm") return zero::cli::bench_comm_main({args.begin() + 2, args.end()});
+    if (command == "bench" && args.size() >= 2 && args[1] == "io") return zero::cli::bench_io_main({args.begin() + 2, args.end()});
     if (command == "bench" && args.size() >= 2 && args[1] == "adam") return zero::bench_adam_main(argc - 3, argv + 3);
     if (command == "bench" && args.size() >= 2 && (args[1] == "--help" || args[1] == "-h")) {
-      std::printf("usage: zero bench train|offload|adam|comm [flags]\n\n%s\nzero bench NAME --help for a benchmark's flags.\n",
+      std::printf("usage: zero bench train|offload|adam|comm|io [flags]\n\n%s\nzero bench NAME --help for a benchmark's flags.\n",
                   kBenchUsage.c_str());
       return 0;
     }
     if (command == "bench") {
       const std::string what = args.size() >= 2 ? "has no benchmark '" + args[1] + "'" : "needs a benchmark";
-      std::fprintf(stderr, "zero: bench %s: use zero bench train, zero bench offload, zero bench adam or zero bench comm\n", what.c_str());
+      std::fprintf(stderr, "zero: bench %s: use zero bench train, zero bench offload, zero bench adam, zero bench comm or zero bench io\n", what.c_str());
       return 2;
     }
     std::fprintf(stderr, "zero: unknown command '%s'\n\n%s", command.c_str(), kUsage.c_str());

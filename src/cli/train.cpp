@@ -216,8 +216,9 @@ TrainConfig build_config(const Flags& flags, int world_size, std::string* docume
 std::string mib(std::uint64_t bytes) { return format_bytes(bytes); }
 
 void print_step(const StepMetrics& m, std::int64_t total, int every) {
-  std::uint64_t dev = 0, dev_peak = 0, host = 0, host_peak = 0, sent = 0, across = 0;
+  std::uint64_t dev = 0, dev_peak = 0, host = 0, host_peak = 0, sent = 0, across = 0, nvme = 0;
   for (const RankFigures& f : m.ranks) {
+    nvme = std::max(nvme, f.total_current[static_cast<int>(Tier::kNvme)]);
     dev = std::max(dev, f.total_current[0]), dev_peak = std::max(dev_peak, f.total_peak[0]);
     host = std::max(host, f.total_current[1]), host_peak = std::max(host_peak, f.total_peak[1]);
     std::uint64_t s = 0, a = 0;
@@ -228,10 +229,11 @@ void print_step(const StepMetrics& m, std::int64_t total, int every) {
   int launched = 1;  // under mpirun, rank 0's stdout is mpirun's pty whatever the user's is
   const bool tty = isatty(fileno(stdout)) && !launched_by_mpi(&launched);
   if (m.step % every == 0 || m.step == 1 || m.step == total) {
-    std::printf("%sstep %6lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %9.0f tok/s | %7.1f ms | device %s/%s | host %s/%s | sent %s%s\n",
+    const std::string swapped = nvme > 0 ? " | nvme " + mib(nvme) : "";  // the swap files, with the NVMe tier
+    std::printf("%sstep %6lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %9.0f tok/s | %7.1f ms | device %s/%s | host %s/%s%s | sent %s%s\n",
                 tty ? "\r\033[K" : "", static_cast<long long>(m.step), static_cast<long long>(total), m.loss, m.lr,
                 m.grad_norm, m.tokens_per_second, m.step_seconds * 1e3, mib(dev).c_str(), mib(dev_peak).c_str(),
-                mib(host).c_str(), mib(host_peak).c_str(), mib(sent).c_str(), across_text.c_str());
+                mib(host).c_str(), mib(host_peak).c_str(), swapped.c_str(), mib(sent).c_str(), across_text.c_str());
     if (m.skipped || m.loss_scale != 1.0f) {
       std::printf("        loss scale %g%s | %lld steps skipped so far\n", m.loss_scale,
                   m.skipped ? " (overflow: step skipped)" : "", static_cast<long long>(m.skipped_steps));

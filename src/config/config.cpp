@@ -89,7 +89,7 @@ std::vector<KeyRule> top_rules_table() {
       {"vocabulary_size", I, kInt, "DeepSpeed only warns when it is not a multiple of 8; zero's model section has vocab_size"},
       {"checkpoint", I, kObj, "how DeepSpeed saves, tags and loads checkpoints; training computes the same numbers"},
       {"datastates_ckpt", I, kObj, "an asynchronous checkpoint engine; training computes the same numbers"},
-      {"aio", I, kObj, "asynchronous I/O of the NVMe tier, used only with offload device \"nvme\""},
+      {"aio", R, kObj, ""},  // the NVMe tier's I/O (zero_section.cpp)
       // Known but not supported yet, accepted at their no-op value.
       {"sparse_gradients", U, kBool, "sparse embedding gradients; zero reduces dense gradients", false},
       {"gradient_allreduce_op", U, kStr, "\"sum\" leaves the reduced gradients summed over the ranks instead of averaged", "mean"},

@@ -110,17 +110,18 @@ std::vector<KeyRule> zero_rules() {
 std::vector<KeyRule> offload_rules(bool optimizer) {
   const Use R = Use::read, I = Use::ignore, U = Use::unsupported;
   const std::string nvme = "used only with device nvme";
+  const std::string pipelined = "zero always overlaps the NVMe reads and writes with the CPU Adam";
   std::vector<KeyRule> rules = {
       {"device", R, kStr, ""},
       {"pin_memory", R, kBool, ""},
-      {"nvme_path", I, kStr, nvme},
-      {"buffer_count", I, kInt, nvme},
+      {"nvme_path", R, kStr, ""},
+      {"buffer_count", R, kInt, ""},
   };
   if (optimizer) {
     rules.insert(rules.end(), {
-        {"pipeline_read", I, kBool, nvme},
-        {"pipeline_write", I, kBool, nvme},
-        {"fast_init", I, kBool, nvme},
+        {"pipeline_read", I, kBool, pipelined},
+        {"pipeline_write", I, kBool, pipelined},
+        {"fast_init", I, kBool, "how DeepSpeed first writes the swap files; the same state is written"},
         {"convert_grad_on_cpu", I, kBool, "where fp16 gradients are converted; zero's are fp32"},
         {"cpuadam_cores_perc", I, kNum, "threads for DeepSpeed's CPU Adam"},
         {"ratio", U, kNum, "partial optimizer offload", 1.0},
@@ -139,6 +140,9 @@ namespace {
 // the engine's OffloadOptions.
 struct OffloadBlock {
   bool cpu = false;         // device "cpu"
+  bool nvme = false;        // device "nvme" (offload_optimizer only, for now)
+  std::string nvme_path;
+  int buffer_count = 4;     // DeepSpeed's offload_optimizer default
   bool pin_memory = false;  // DeepSpeed's code default (its newest docs say true)
   bool delayed_update = false;  // ours, offload_optimizer only: "delayed_update": {"enabled", "warmup_steps"}
   int delayed_warmup_steps = 0;
@@ -151,9 +155,18 @@ OffloadBlock read_offload(const Section& zero, const std::string& key) {
   const Section s = zero.child(key, offload_rules(key == "offload_optimizer"));
   if (!s.present("device")) s.fail("device", "is missing; set \"cpu\" to offload, or \"none\"");
   const std::string device = s.get_string("device", "none");
-  if (device == "cpu") o.cpu = true;
-  else if (device == "nvme") s.fail("device", "= \"nvme\" is known but not supported yet: the NVMe tier is on the roadmap; use \"cpu\"");
-  else if (device != "none") s.fail("device", cat("is \"", device, "\"; it must be \"cpu\" or \"none\""));
+  if (device == "cpu") {
+    o.cpu = true;
+  } else if (device == "nvme" && key == "offload_param") {
+    s.fail("device", "= \"nvme\" is not supported yet for offload_param (the optimizer's state can go to NVMe: "
+                     "offload_optimizer.device \"nvme\"); use \"cpu\"");
+  } else if (device == "nvme") {
+    o.nvme = true;
+    o.nvme_path = s.get_string("nvme_path", "");
+    o.buffer_count = static_cast<int>(s.get_int("buffer_count", o.buffer_count, 1, 1'000'000));
+  } else if (device != "none") {
+    s.fail("device", cat("is \"", device, "\"; it must be \"cpu\", \"nvme\" or \"none\""));
+  }
   o.pin_memory = s.get_bool("pin_memory", o.pin_memory);
   if (s.has("delayed_update")) {
     const Section d = s.child("delayed_update", {{"enabled", Use::read, kBool, ""}, {"warmup_steps", Use::read, kInt, ""}});
@@ -161,6 +174,21 @@ OffloadBlock read_offload(const Section& zero, const std::string& key) {
     o.delayed_warmup_steps = static_cast<int>(d.get_int("warmup_steps", 0, 0, 1'000'000'000));
   }
   return o;
+}
+
+// DeepSpeed's "aio" section (its AIO_DEFAULT_DICT): how the NVMe tier's I/O is submitted.
+void read_aio(const Section& top, NvmeOptions& n) {
+  if (!top.has("aio")) return;
+  const std::string uring = "zero submits through io_uring from the step's own thread";
+  const Section a = top.child("aio", {{"block_size", Use::read, kInt, ""},
+                                      {"queue_depth", Use::read, kInt, ""},
+                                      {"intra_op_parallelism", Use::ignore, kInt, uring},
+                                      {"thread_count", Use::ignore, kInt, uring},
+                                      {"single_submit", Use::ignore, kBool, uring},
+                                      {"overlap_events", Use::ignore, kBool, uring},
+                                      {"use_gds", Use::unsupported, kBool, "GPUDirect Storage", false}});
+  n.block_size = static_cast<std::size_t>(a.get_int("block_size", static_cast<std::int64_t>(n.block_size), 1, 1LL << 30));
+  n.queue_depth = static_cast<int>(a.get_int("queue_depth", n.queue_depth, 1, 4096));
 }
 
 // A key DeepSpeed accepts under two names (pydantic's field name and its stage3_ alias).
@@ -202,7 +230,10 @@ void read_deprecated_offload(const Section& s, OffloadBlock& optimizer, OffloadB
 // combination is one the engine runs is settings_problems' to say (parse_config reports it).
 OffloadOptions placement(const OffloadBlock& optimizer, const OffloadBlock& param) {
   OffloadOptions o;
-  o.optimizer = optimizer.cpu;
+  o.optimizer = optimizer.cpu || optimizer.nvme;
+  o.optimizer_nvme = optimizer.nvme;
+  o.nvme.path = optimizer.nvme_path;
+  o.nvme.buffer_count = optimizer.buffer_count;
   o.params = param.cpu;
   o.pin_memory = optimizer.pin_memory || param.pin_memory;
   o.delayed_update = optimizer.delayed_update;
@@ -218,6 +249,7 @@ std::size_t bucket(const Section& s, const std::string& key) {
 }  // namespace
 
 void read_zero(const Section& top, const AutoContext& ctx, EngineSettings& z) {
+  read_aio(top, z.offload.nvme);  // read in any case, for its keys' checks
   if (!top.has("zero_optimization")) return;
   const nlohmann::json& v = top.at("zero_optimization");
   if (v.is_boolean()) {  // DeepSpeed's deprecated form: true is stage 1
@@ -250,14 +282,19 @@ void read_zero(const Section& top, const AutoContext& ctx, EngineSettings& z) {
   s3.persistence_threshold = read_aliased(s, "param_persistence_threshold", "stage3_param_persistence_threshold", s3.persistence_threshold);
   s3.max_live = read_aliased(s, "max_live_parameters", "stage3_max_live_parameters", s3.max_live);
   s3.max_reuse_distance = read_aliased(s, "max_reuse_distance", "stage3_max_reuse_distance", s3.max_reuse_distance);
-  // Read for their types and ranges, and changing nothing zero computes: zero's gradients are
-  // always contiguous (one flat buffer per unit), and its optimizer steps a shard in one pass.
+  // Read for its type, and changing nothing zero computes: zero's gradients are always
+  // contiguous (one flat buffer per unit). sub_group_size is what the NVMe tier swaps at once
+  // (other placements step a shard in one pass).
   s.get_bool("contiguous_gradients", true);
-  s.get_int("sub_group_size", 1'000'000'000, 1, kMax);
+  const auto sub_group = static_cast<std::size_t>(s.get_int("sub_group_size", 1'000'000'000, 1, kMax));
   OffloadBlock optimizer = read_offload(s, "offload_optimizer");
   OffloadBlock param = read_offload(s, "offload_param");
   read_deprecated_offload(s, optimizer, param);
+  const NvmeOptions aio = z.offload.nvme;
   z.offload = placement(optimizer, param);
+  z.offload.nvme.block_size = aio.block_size;
+  z.offload.nvme.queue_depth = aio.queue_depth;
+  z.offload.nvme.sub_group_size = sub_group;
   // Hybrid sharding; its range and its fit to the world are the settings' (settings_problems, world_problems).
   z.mics_shard_size = static_cast<int>(s.get_int("mics_shard_size", -1, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
 }

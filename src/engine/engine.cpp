@@ -123,6 +123,7 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   octx.seed = config_.seed;
   octx.offload = config_.offload;
   octx.local_ranks = ranks_on_this_node(comm_);
+  octx.rank = comm_.rank();
   octx.predivide = config_.gradient_predivide_factor;
   octx.kind = config_.optimizer;
   octx.onebit = config_.onebit;
@@ -177,6 +178,8 @@ float Engine::forward_backward(bool last) {
     step_start_own_traffic_ = optimizer_->own_traffic();
     step_start_to_host_ = device_->link_bytes().to_host;
     step_start_to_device_ = device_->link_bytes().to_device;
+    step_start_disk_read_ = optimizer_->disk_traffic().read;
+    step_start_disk_written_ = optimizer_->disk_traffic().written;
   }
   last_seen_ = last;
   set_context(cat("step ", step_ + 1, ", micro-batch ", micro_batches_ + 1));
@@ -230,6 +233,8 @@ StepReport Engine::step() {
   last_traffic_ = last_traffic_ + (optimizer_->own_traffic() - step_start_own_traffic_);  // 1-bit Adam's pair communicators
   last_to_host_ = device_->link_bytes().to_host - step_start_to_host_;
   last_to_device_ = device_->link_bytes().to_device - step_start_to_device_;
+  last_disk_read_ = optimizer_->disk_traffic().read - step_start_disk_read_;
+  last_disk_written_ = optimizer_->disk_traffic().written - step_start_disk_written_;
   return report;
 }
 

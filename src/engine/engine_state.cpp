@@ -57,6 +57,7 @@ void Engine::write_state(StateTensor tensor, int u, std::size_t first, std::span
   if (dst.dtype() == Dtype::kF32) device_->copy(device_->compute(), dst, staged);
   else device_->convert(device_->compute(), dst, staged);
   device_->compute().synchronize();
+  optimizer_->state_changed(u, tensor);
 }
 
 bool Engine::parameters_finite() {

@@ -1,7 +1,8 @@
 // Internal to the engine: the optimizer's placement. The stage decides what this rank updates
 // (its parts); the placement decides where Adam's state and the reduced gradients live and where
 // Adam runs: on the device (optimizer_device.cpp) or, with ZeRO-Offload, on the host
-// (optimizer_host.cpp, with the delayed update). Neither knows which stage it serves: a stage is
+// (optimizer_host.cpp, with the delayed update), or with its state on the NVMe tier
+// (optimizer_nvme.cpp). Neither knows which stage it serves: a stage is
 // described to it only by its parts and by whether it sheds its gradients.
 #pragma once
 
@@ -43,6 +44,7 @@ struct OptimizerContext {
   std::uint64_t seed = 0;
   OffloadOptions offload{};
   int local_ranks = 1;           // ranks sharing this node's host memory
+  int rank = 0;                  // this rank (the NVMe tier's swap folder is named after it)
   double predivide = 1.0;        // the reductions' inputs were divided by this (EngineConfig::gradient_predivide_factor)
   OptimizerKind kind = OptimizerKind::kAdam;  // kOneBitAdam, kZeroOneAdam: make_onebit_optimizer (stage 0)
   OneBitAdamConfig onebit{};
@@ -82,6 +84,11 @@ class ShardOptimizer {
   // Phase 2: every part's parameters moved with their parameter's coefficient coef[index].
   virtual void lamb_moments(const LambStep& s, std::vector<LambNorms>& sums) = 0;
   virtual void lamb_update(const LambStep& s, const std::vector<float>& coef) = 0;
+  // Bytes read from and written to the disk tier so far (the NVMe tier's swap files).
+  struct DiskTraffic {
+    std::uint64_t read = 0, written = 0;
+  };
+  virtual DiskTraffic disk_traffic() const { return {}; }
   // Completes work still in flight (the delayed update). True if it changed the parameters the
   // stage holds (they must be gathered again).
   virtual bool synchronize() { return false; }
@@ -96,7 +103,10 @@ class ShardOptimizer {
 
   // Checkpoints: unit u's part of the f32 masters or of Adam's moments, wherever they live, or
   // (kParamsInUse) the part's parameters in the compute dtype.
+  // A span the optimizer may have staged (the NVMe tier: a host copy of the part, read from disk).
   virtual DeviceSpan state(int u, StateTensor tensor) = 0;
+  // The span state(u, tensor) gave was written: where it was a staged copy, it goes back.
+  virtual void state_changed(int /*u*/, StateTensor /*tensor*/) {}
   // Waits for optimizer work in flight on the state (the delayed update's Adam) without applying
   // it to the parameters; true when its result has yet to reach them (the parameters in use are
   // the step before's).
@@ -135,8 +145,9 @@ Category master_category(Dtype compute);
 // `state_numel` elements per rank: called before anything is allocated.
 void check_host_room(Device& device, std::size_t state_numel, const OffloadOptions& offload, int local_ranks, Dtype compute);
 
-// The placement: offload.optimizer picks the host.
+// The placement: offload.optimizer picks the host, and offload.optimizer_nvme the disk.
 std::unique_ptr<ShardOptimizer> make_optimizer(const OptimizerContext& ctx);
+std::unique_ptr<ShardOptimizer> make_nvme_optimizer(const OptimizerContext& ctx);
 std::unique_ptr<ShardOptimizer> make_device_optimizer(const OptimizerContext& ctx);
 std::unique_ptr<ShardOptimizer> make_host_optimizer(const OptimizerContext& ctx);
 std::unique_ptr<ShardOptimizer> make_onebit_optimizer(const OptimizerContext& ctx);

@@ -1,9 +1,7 @@
 // The optimizer on the host (ZeRO-Offload): Adam's moments, the fp32 master parameters and the
 // reduced gradients in the host tier; Adam runs on the CPU (the device's host stream).
 //
-// As each unit's reduced gradient completes, the copy stream brings it to the host gradient
-// state (adding to what earlier micro-batches left, averaging at the last one); once it has
-// landed, the host stream runs Adam over that unit's part and copies the updated parameters back
+// As each unit's reduced gradient lands in the host gradient state (optimizer_host_gradients.h), the host stream runs Adam over that unit's part and copies the updated parameters back
 // to the device, while backward goes on with the units before it. Clipping needs the norm of
 // every part first, so with clipping Adam waits for the step. Every element sees the same
 // operations in the same order as on the device, so the weights are bit-identical.
@@ -22,14 +20,10 @@
 // t's update. At step t+1's optimizer phase the result is copied back (the stage then gathers
 // it) and step t+1's Adam is queued. Two host gradient buffers alternate, so gradients landing
 // for step t+1 never meet the CPU reading step t's.
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <deque>
 #include <fstream>
 
 #include "common/error.h"
-#include "engine/optimizer.h"
+#include "engine/optimizer_host_gradients.h"
 
 namespace zero {
 namespace {
@@ -49,10 +43,14 @@ std::uint64_t host_available_bytes() {
 // Refuses, before anything is allocated, host state that this node cannot hold.
 void check_host_room(Device& dev, std::size_t state_numel, const OffloadOptions& offload, int local_ranks, Dtype compute) {
   // m, v; the fp32 master (or, with offload_param, the stage's host parameter shard); gradients;
-  // in mixed precision the 16-bit parameters too
+  // in mixed precision the 16-bit parameters too. On the NVMe tier: the gradients, and at most
+  // buffer_count sub-groups of the rest.
   const std::uint64_t grads = (offload.delayed_update ? 2 : 1) * dtype_bytes(compute);
-  const std::uint64_t per_element = 3 * sizeof(float) + grads + (compute == Dtype::kF32 ? 0 : dtype_bytes(compute));
-  const std::uint64_t per_rank = state_numel * per_element;
+  const std::uint64_t state_bytes = 3 * sizeof(float) + (compute == Dtype::kF32 ? 0 : dtype_bytes(compute));
+  const std::uint64_t swapped = offload.optimizer_nvme
+                                    ? std::min(state_numel, offload.nvme.sub_group_size) * static_cast<std::uint64_t>(offload.nvme.buffer_count)
+                                    : state_numel;
+  const std::uint64_t per_rank = state_numel * grads + swapped * state_bytes;
   const int local = std::max(1, local_ranks);
   const std::uint64_t available = dev.computes() ? host_available_bytes() : 0;
   const auto cap = dev.ledger().capacity(Tier::kHost);
@@ -66,10 +64,9 @@ void check_host_room(Device& dev, std::size_t state_numel, const OffloadOptions&
 
 namespace {
 
-class HostOptimizer final : public ShardOptimizer {
+class HostOptimizer final : public HostGradientOptimizer {
  public:
-  explicit HostOptimizer(const OptimizerContext& ctx)
-      : ctx_(ctx), dev_(ctx.device), grad_buffers_(ctx.offload.delayed_update ? 2 : 1) {
+  explicit HostOptimizer(const OptimizerContext& ctx) : HostGradientOptimizer(ctx, ctx.offload.delayed_update ? 2 : 1) {
     const std::size_t n = ctx.state_numel;
     if (needs_master()) master_ = host_buffer(master_category(ctx.dtype), n, "fp32 master parameter shard", Dtype::kF32);
     if (mixed() && has_device_params()) copy_ = host_buffer(Category::kParameters, n, "16-bit parameters for the device", ctx.dtype);
@@ -83,73 +80,22 @@ class HostOptimizer final : public ShardOptimizer {
     }
   }
 
-  ~HostOptimizer() override {
+  ~HostOptimizer() override {  // Adam or a copy in flight may still read the buffers below
     quiet_sync(dev_.copies());
     quiet_sync(dev_.host());
   }
 
-  void begin_micro_batch(bool first, bool boundary) override {
-    retire();
-    if (first) landed_.assign(ctx_.layout.num_units(), false);
-    micro_batches_ = first ? 1 : micro_batches_ + 1;
-    first_ = first;
-    boundary_ = boundary;
-  }
-
-  DeviceSpan reduce_target(int u) override {
-    retire();  // one reduction in flight: its slice is freed once landed
-    Pending& p = pending_.emplace_back();
-    p.slice = dev_.alloc(Tier::kDevice, Category::kCommBuffers, ctx_.parts.at(u).params.size(), "reduced gradient slice", ctx_.dtype);
-    return p.slice.span();
-  }
-
-  void reduced(int u, const DeviceSpan& region, const Handle& done) override {
-    const OptimizerPart& part = ctx_.parts.at(u);
-    if (pending_.empty() || !pending_.back().slice.span().same_as(region)) pending_.emplace_back();
-    Pending& p = pending_.back();
-    Stream& copies = dev_.copies();
-    const DeviceSpan g = grad(current_, part);
-    copies.wait(done);  // a failed reduction fails the stream: no Adam on a partial gradient
-    if (!landed_[u]) {  // the unit's first reduction this step replaces what the last step left
-      dev_.copy(copies, g, region);
-      landed_[u] = true;
-    } else {  // later micro-batches add, in micro-batch order, through one host staging slice
-      if (staging_.empty()) staging_ = dev_.alloc(Tier::kHost, Category::kCommBuffers, largest_part(), "reduced gradient slice on the host", ctx_.dtype);
-      const DeviceSpan staged = staging_.sub(0, region.size());
-      dev_.copy(copies, staged, region);
-      dev_.add(copies, g, staged);
-    }
-    const float divisor = gradient_divisor(ctx_.layout.world_size(), micro_batches_, ctx_.predivide);
-    if (boundary_ && divisor != 1.0f) dev_.divide(copies, g, divisor);
-    p.landed = copies.record();
-    if (boundary_ && adam_during_backward()) {
-      adam_on_current_ = true;
-      dev_.host().wait(p.landed);
-      update(part, *next_step_, current_, true);
-    }
-  }
-
-  void finish() override {
-    retire();
-    dev_.copies().synchronize();
-  }
-
-  double sum_squares() override {
-    double acc = 0.0;
-    for (const OptimizerPart& p : ctx_.parts) acc = dev_.sum_squares(dev_.compute(), grad(current_, p).sub(p.norm_begin, p.norm_numel), acc);
-    return acc;
+  void gradient_landed(const OptimizerPart& part, const Handle& landed) override {
+    if (!adam_during_backward()) return;
+    adam_on_current_ = true;
+    dev_.host().wait(landed);
+    update(part, *next_step_, current_, true);
   }
 
   void scale(float c) override {
     // Adam queued during backward reads this buffer; a delayed step's Adam reads the other one.
     ZERO_CHECK(!adam_on_current_, "gradients scaled after Adam started on them");
-    dev_.scale(dev_.compute(), grads_[current_].span(), c);
-  }
-
-  bool nonfinite() override {
-    bool any = false;
-    for (const OptimizerPart& p : ctx_.parts) any = dev_.nonfinite(dev_.compute(), grad(current_, p).sub(p.norm_begin, p.norm_numel)) || any;
-    return any;
+    HostGradientOptimizer::scale(c);
   }
 
   void prepare(const AdamStep& s) override { next_step_ = s; }
@@ -240,22 +186,8 @@ class HostOptimizer final : public ShardOptimizer {
   }
 
  private:
-  struct Pending {
-    DeviceBuffer slice;  // (part) compute dtype, device tier, comm: the reduced slice on its way to the host
-    Handle landed;
-  };
-
-  static void quiet_sync(Stream& s) {
-    try {
-      s.synchronize();
-    } catch (...) {
-    }
-  }
-
   bool delayed(std::int64_t step) const { return ctx_.offload.delayed_update && step > ctx_.offload.warmup_steps; }
   bool adam_during_backward() const { return !ctx_.adam_waits_for_step && !delayed(steps_ + 1) && next_step_.has_value(); }
-  bool mixed() const { return ctx_.dtype != Dtype::kF32; }
-  static bool on_device(const OptimizerPart& p) { return p.params.tier() == Tier::kDevice; }
   // A part needs a master of its own unless its parameters are f32 on the host (offload_param).
   bool own_master(const OptimizerPart& p) const { return mixed() || on_device(p); }
   bool has_device_params() const {
@@ -277,23 +209,6 @@ class HostOptimizer final : public ShardOptimizer {
   }
   // What is copied to a device part's parameters after Adam.
   DeviceSpan device_source(const OptimizerPart& p) const { return mixed() ? fused_copy(p) : master(p); }
-  std::size_t largest_part() const {
-    std::size_t n = 0;
-    for (const OptimizerPart& p : ctx_.parts) n = std::max(n, p.params.size());
-    return n;
-  }
-  DeviceSpan grad(int buffer, const OptimizerPart& p) const { return grads_[buffer].sub(p.offset, p.params.size()); }
-
-  DeviceBuffer host_buffer(Category c, std::size_t n, const std::string& what, Dtype dtype) {
-    DeviceBuffer b = dev_.alloc(Tier::kHost, c, n, what, dtype);
-    if (ctx_.offload.pin_memory && !dev_.pin(b) && !pin_warned_) {
-      std::fprintf(stderr, "zero: [offload] pin_memory: cannot page-lock %s of host memory (%s); using pageable memory\n",
-                   format_bytes(n * dtype_bytes(dtype)).c_str(), std::strerror(errno));
-      pin_warned_ = true;
-    }
-    return b;
-  }
-
   // On the host stream: Adam over one part, then (unless delayed) its parameters to the device.
   void update(const OptimizerPart& p, const AdamStep& s, int buffer, bool copy_back) {
     Stream& host = dev_.host();
@@ -309,14 +224,6 @@ class HostOptimizer final : public ShardOptimizer {
     dev_.copies().synchronize();
   }
 
-  void retire() {
-    while (!pending_.empty()) {
-      Pending p = std::move(pending_.front());
-      pending_.pop_front();
-      p.landed.wait();  // rethrows a failed reduction or copy
-    }
-  }
-
   void wait_adam() {
     adam_on_current_ = false;
     if (!adam_queued_) return;
@@ -324,19 +231,10 @@ class HostOptimizer final : public ShardOptimizer {
     dev_.host().synchronize();  // rethrows a failed update
   }
 
-  OptimizerContext ctx_;
-  Device& dev_;
-  int grad_buffers_;         // 2 with the delayed update
   DeviceBuffer master_;      // (state_numel) f32, host tier: fp32 master parameters of the parts that need one
   DeviceBuffer copy_;        // (state_numel) compute dtype, host tier: mixed precision, the 16-bit parameters bound for the device
   DeviceBuffer m_, v_;       // (state_numel) f32, host tier: Adam's moments
-  DeviceBuffer grads_[2];    // (state_numel) compute dtype, host tier: reduced gradients (two with the DPU)
-  int current_ = 0;          // the gradient buffer this step fills
-  DeviceBuffer staging_;     // (largest part) compute dtype, host tier, comm: a later micro-batch's slice, before it is added
-  std::deque<Pending> pending_;
-  std::vector<bool> landed_;  // (num_units) reduced at least once this step
-  int micro_batches_ = 0;
-  bool first_ = true, boundary_ = true, dirty_ = false, pin_warned_ = false;
+  bool dirty_ = false;
   bool adam_on_current_ = false;  // Adam queued during backward reads grads_[current_]
   bool adam_queued_ = false;
   std::int64_t steps_ = 0;

@@ -9,6 +9,27 @@ namespace {
 
 constexpr const char* kZero = "zero_optimization.";
 
+// The NVMe tier's settings. The swap folder itself (exists, writable) is checked where the run
+// starts (io::check_nvme_path), before the ranks.
+void nvme_problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
+  const NvmeOptions& n = s.offload.nvme;
+  const std::string opt = cat(kZero, "offload_optimizer");
+  if (n.path.empty()) out.push_back({opt + ".nvme_path", "is missing: device \"nvme\" swaps to files in this folder; name a folder on a fast local disk"});
+  if (n.buffer_count < 1) out.push_back({opt + ".buffer_count", cat("must be >= 1, not ", n.buffer_count)});
+  if (n.sub_group_size < 1) out.push_back({cat(kZero, "sub_group_size"), "must be >= 1 element"});
+  if (n.block_size < 1) out.push_back({"aio.block_size", "must be >= 1 byte"});
+  if (n.queue_depth < 1) out.push_back({"aio.queue_depth", cat("must be >= 1, not ", n.queue_depth)});
+  if (s.offload.delayed_update) {
+    out.push_back({opt + ".delayed_update", "with device \"nvme\" is not supported (the delayed update keeps a step's Adam running "
+                                            "behind the next step, over state this tier swaps through its buffers): use device "
+                                            "\"cpu\", or turn delayed_update off"});
+  }
+  if (s.optimizer == OptimizerKind::kLamb) {
+    out.push_back({"optimizer.type", "= Lamb with offload_optimizer.device \"nvme\" is not supported yet (Lamb reads every part's "
+                                     "state twice around a collective): use Adam/AdamW, or device \"cpu\""});
+  }
+}
+
 void offload_problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
   const OffloadOptions& o = s.offload;
   const std::string opt = cat(kZero, "offload_optimizer");
@@ -33,6 +54,7 @@ void offload_problems(const EngineSettings& s, std::vector<SettingProblem>& out)
                                             "while the next step gathers them): use offload_optimizer alone"});
   }
   if (o.warmup_steps < 0) out.push_back({opt + ".delayed_update.warmup_steps", cat("must be >= 0, not ", o.warmup_steps)});
+  if (o.optimizer_nvme) nvme_problems(s, out);
 }
 
 void stage3_problems(const Stage3Options& s3, std::vector<SettingProblem>& out) {

@@ -12,7 +12,14 @@
 
 namespace zero {
 
-const char* tier_name(Tier t) { return t == Tier::kDevice ? "device" : "host"; }
+const char* tier_name(Tier t) {
+  switch (t) {
+    case Tier::kDevice: return "device";
+    case Tier::kHost: return "host";
+    case Tier::kNvme: return "nvme";
+  }
+  return "?";
+}
 
 const char* category_name(Category c) {
   switch (c) {

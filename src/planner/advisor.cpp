@@ -60,11 +60,13 @@ EngineSettings z_with_stage(EngineSettings s, int stage) {
 
 std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::optional<int> only_stage) {
   std::vector<EngineSettings> out;
-  auto add = [&](int stage, bool opt, bool param) {
+  auto add = [&](int stage, bool opt, bool param, bool nvme = false) {
     if (only_stage && *only_stage != stage) return;
     EngineSettings z = base;
     z.stage = stage;
     z.offload.optimizer = opt;
+    z.offload.optimizer_nvme = nvme;
+    if (nvme) z.offload.delayed_update = false;  // the NVMe tier has no delayed update
     z.offload.params = param;
     z.offload.delayed_update = base.offload.delayed_update && opt && !param;  // the engine has no DPU with offload_param
     z.offload.pin_memory = base.offload.pin_memory && (opt || param);        // a setting of offload: none without it
@@ -79,6 +81,10 @@ std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::o
   for (int s = 0; s <= 3; ++s) add(s, false, false);
   for (int s = 1; s <= 3; ++s) add(s, true, false);
   add(3, true, true);
+  if (base.offload.optimizer_nvme) {  // a config with the NVMe tier (and its nvme_path): its rows too
+    for (int s = 1; s <= 3; ++s) add(s, true, false, true);
+    add(3, true, true, true);
+  }
   return out;
 }
 

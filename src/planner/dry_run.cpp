@@ -68,12 +68,15 @@ DryRun run_dry(const PlanInput& in, const ActivationBytes& activations) {
   }
   out.device = bytes_of(ledger.usage(Tier::kDevice).at_peak);
   out.host = bytes_of(ledger.usage(Tier::kHost).at_peak);
+  out.nvme = bytes_of(ledger.usage(Tier::kNvme).at_peak);
   const Traffic t = engine.last_step_traffic();
   out.traffic.sent = t.sent;
   out.traffic.sent_across = t.sent_across;
   out.traffic.calls = t.calls;
   out.to_host = engine.last_step_to_host();
   out.to_device = engine.last_step_to_device();
+  out.disk_read = engine.last_step_disk_read();
+  out.disk_written = engine.last_step_disk_written();
   return out;
 }
 

@@ -15,9 +15,11 @@ namespace zero::planner_detail {
 struct DryRun {
   TierBytes device;             // device bytes by category at the moment of the device peak
   TierBytes host;               // host bytes by category at the moment of the host peak
+  TierBytes nvme;               // swap-file bytes by category (the NVMe tier), at its peak
   TierBytes persistent_device;  // device bytes held once the engine is built, before any step
   StepTraffic traffic;          // the second optimizer step's collectives
   std::uint64_t to_host = 0, to_device = 0;  // the second step's copies across the link
+  std::uint64_t disk_read = 0, disk_written = 0;  // the second step's NVMe tier traffic
 };
 
 // `activations`: what the model allocates for activations, by tier, before the engine is built.

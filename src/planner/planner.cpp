@@ -56,8 +56,8 @@ std::uint64_t StepTraffic::total() const {
 }
 
 std::string plan_label(const EngineSettings& s) {
-  return cat(s.stage, s.offload.optimizer ? "+opt" : "", s.offload.params ? "+param" : "", s.offload.delayed_update ? "+dpu" : "",
-             s.mics_shard_size > 0 ? cat("+mics", s.mics_shard_size) : "");
+  return cat(s.stage, s.offload.optimizer_nvme ? "+nvme" : s.offload.optimizer ? "+opt" : "", s.offload.params ? "+param" : "",
+             s.offload.delayed_update ? "+dpu" : "", s.mics_shard_size > 0 ? cat("+mics", s.mics_shard_size) : "");
 }
 
 namespace {
@@ -126,10 +126,13 @@ Plan plan(const PlanInput& in) {
   const planner_detail::DryRun dry = planner_detail::run_dry(in, activations);
   p.device = dry.device;
   p.host = dry.host;
+  p.nvme = dry.nvme;
   p.persistent_device = dry.persistent_device;
   p.traffic = dry.traffic;
   p.device_to_host_bytes = dry.to_host;
   p.host_to_device_bytes = dry.to_device;
+  p.nvme_read_bytes = dry.disk_read;
+  p.nvme_written_bytes = dry.disk_written;
   p.host_per_node = p.host.total() * static_cast<std::uint64_t>(p.ranks_per_node);
   if (z.offload.optimizer) p.link_seconds = static_cast<double>(p.device_to_host_bytes + p.host_to_device_bytes) / in.link_bandwidth;
   return p;

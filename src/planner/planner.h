@@ -128,6 +128,7 @@ struct Plan {
   // to the peak). host: constant over the step.
   TierBytes device;
   TierBytes host;
+  TierBytes nvme;  // offload_optimizer.device "nvme": the swap file's bytes per rank (masters, moments)
   // Model states held for the whole step (parameters, gradients, optimizer state), without the
   // transient unit gradients and gathered units: the figure of the ZeRO paper's Table 1.
   TierBytes persistent_device;
@@ -138,6 +139,7 @@ struct Plan {
   StepTraffic traffic;
   std::uint64_t host_to_device_bytes = 0;
   std::uint64_t device_to_host_bytes = 0;
+  std::uint64_t nvme_read_bytes = 0, nvme_written_bytes = 0;  // the swap file, read and written once a step
   double link_seconds = 0.0;  // both directions, one after the other, at PlanInput::link_bandwidth
 };
 

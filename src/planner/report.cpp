@@ -49,7 +49,7 @@ struct TableUnit {
 TableUnit table_unit(const EstimateReport& r) {
   std::uint64_t most = 0;
   for (const Plan& p : r.plans) {
-    most = std::max({most, p.device.total(), p.host.total(), p.host_per_node, p.traffic.total(),
+    most = std::max({most, p.device.total(), p.host.total(), p.host_per_node, p.nvme.total(), p.traffic.total(),
                      p.host_to_device_bytes + p.device_to_host_bytes});
   }
   if (most >= (1ull << 30)) return {"GiB", 1024.0 * 1024.0 * 1024.0};
@@ -58,6 +58,11 @@ TableUnit table_unit(const EstimateReport& r) {
 }
 
 const char* fit_word(std::optional<bool> f) { return !f ? "?" : (*f ? "yes" : "NO"); }
+
+// The nvme column is shown when a plan puts state on the NVMe tier.
+bool shows_nvme(const EstimateReport& r) {
+  return std::any_of(r.plans.begin(), r.plans.end(), [](const Plan& p) { return p.nvme.total() > 0; });
+}
 
 std::string header(const EstimateReport& r) {
   const PlanInput& in = r.input;
@@ -105,6 +110,10 @@ std::string row(const EstimateReport& r, std::size_t i, const TableUnit& u) {
                 u.of(p.host.total()), u.of(p.host_per_node), fit_word(f.host), u.of(p.traffic.total()), u.of(p.traffic.total_across()),
                 u.of(p.host_to_device_bytes + p.device_to_host_bytes), p.link_seconds);
   std::string s = buf;
+  if (shows_nvme(r)) {
+    std::snprintf(buf, sizeof buf, " | %8.2f", u.of(p.nvme.total()));
+    s += buf;
+  }
   if (static_cast<int>(i) == r.recommendation.index) s += "  <- recommended";
   if (r.configured && *r.configured == p.label) s += "  (your config)";
   return s + "\n";
@@ -115,11 +124,11 @@ std::string table(const EstimateReport& r) {
   std::string s = cat("\n", u.name,
                       " per rank    ", std::string(static_cast<std::size_t>(label_width(r) - 12), ' '),
                       "------------------------ device, at its peak ------------------------ |"
-                      " ------ host ------- | ----------- per step -----------\n");
+                      " ------ host ------- | ----------- per step -----------", shows_nvme(r) ? " |     nvme" : "", "\n");
   char buf[320];
-  std::snprintf(buf, sizeof buf, "%-*s %8s %8s %8s %8s %8s %8s %9s %4s | %8s %9s %4s | %9s %9s %9s %8s\n", label_width(r), "stage",
+  std::snprintf(buf, sizeof buf, "%-*s %8s %8s %8s %8s %8s %8s %9s %4s | %8s %9s %4s | %9s %9s %9s %8s%s\n", label_width(r), "stage",
                 "params", "grads", "optim", "comm", "gathered", "activ.", "total", "fits", "rank", "node", "fits",
-                "network", "across", "host link", "link s");
+                "network", "across", "host link", "link s", shows_nvme(r) ? " |     rank" : "");
   s += buf;
   for (std::size_t i = 0; i < r.plans.size(); ++i) s += row(r, i, u);
   return s;
@@ -140,6 +149,10 @@ std::string notes(const EstimateReport& r) {
   s += "    by all-reduce, reduce-scatter and all-gather; across: of them, to ranks on other nodes (rank 0's); +micsG:\n"
        "    hybrid sharding in groups of G ranks (zero_optimization.mics_shard_size); host link: host<->device copies per\n"
        "    step with offload and their time, both directions one after the other\n";
+  if (shows_nvme(r)) {
+    s += "  nvme: the swap file of a rank on nvme_path (fp32 masters, Adam's m and v); host then holds the gradient shard\n"
+         "    and buffer_count sub-groups; every step reads and writes the whole swap file once\n";
+  }
   s += cat("  buckets: a unit larger than reduce_bucket_size (", in.settings.reduce_bucket_elements, ") or allgather_bucket_size (",
            in.settings.allgather_bucket_elements, ") elements moves in bucket-sized pieces, bounding comm scratch; stage 3's\n"
            "    prefetch, live cap, persistence and reuse settings are in these figures: they are the engine's own schedule run dry\n");
@@ -205,7 +218,7 @@ std::string recommendation(const EstimateReport& r) {
              ? cat("  with ", *rec.ranks_needed, " ranks of these devices (", r.plans.front().ranks_per_node,
                    " per node), stage ", rec.label_needed, " would fit\n")
              : rec.alternatives.empty()
-                   ? "  no number of these devices makes any configuration fit (more host memory, or the NVMe tier, which zero does not have yet)\n"
+                   ? "  no number of these devices makes any configuration fit (more host memory, or the NVMe tier: offload_optimizer.device \"nvme\" in --config)\n"
                    : "  no number of these devices makes any configuration fit as it is: more ranks do not shrink a rank's activations\n";
   }
   if (rec.index >= 0 && !r.plans.front().activations_modelled) {
@@ -243,6 +256,9 @@ nlohmann::json plan_json(const EstimateReport& r, std::size_t i) {
   j["device_bytes"] = tier_json(p.device);
   j["host_bytes"] = tier_json(p.host);
   j["host_bytes_per_node"] = p.host_per_node;
+  j["offload_optimizer_nvme"] = p.settings.offload.optimizer_nvme;
+  j["nvme_bytes"] = tier_json(p.nvme);
+  j["nvme_traffic_bytes_per_step"] = {{"read", p.nvme_read_bytes}, {"written", p.nvme_written_bytes}};
   j["model_state_bytes"] = {{"device", p.persistent_device.model_states()}, {"host", p.host.model_states()}};
   j["padded_parameters"] = p.padded_numel;
   j["shard_parameters"] = p.shard_numel;

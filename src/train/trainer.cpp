@@ -16,6 +16,7 @@
 #include "data/load.h"
 #include "data/tokenizer.h"
 #include "engine/engine.h"
+#include "io/swap_folder.h"
 #include "model/gpt.h"
 #include "model/gpt_decoder.h"
 #include "model/llama_decoder.h"
@@ -323,6 +324,7 @@ void init_from_directory(const TrainOptions& o, Engine& engine, Communicator& co
 void check_train_options(const TrainOptions& o, int world_size, const std::string& backend) {
   check_device(o.config.device);
   check_model(o);
+  if (o.config.engine.offload.optimizer_nvme) io::check_nvme_path(o.config.engine.offload.nvme.path);
   const std::unique_ptr<data::Tokenizer> tokenizer = data::open_tokenizer(o.config.data.tokenizer);
   CheckpointOptions checkpoints = o.checkpoints;
   checkpoints.tokenizer = tokenizer_record(o.config.data.tokenizer, *tokenizer);

@@ -88,7 +88,7 @@ class SameNResume : public ::testing::TestWithParam<SameN> {};
 // 6 steps straight, and 3 + save + resume + 3, give the same weights and the same losses.
 TEST_P(SameNResume, BitIdentical) {
   const SameN p = GetParam();
-  const std::string dir = temp_dir(cat("same_", p.ranks, "_", p.stage, "_", p.offload[0]));
+  const std::string dir = temp_dir(cat("same_", p.ranks, "_", p.stage, "_", p.offload));
   const std::string data = text_file(dir);
   TrainSetup s;
   s.ranks = p.ranks;
@@ -105,7 +105,8 @@ TEST_P(SameNResume, BitIdentical) {
 INSTANTIATE_TEST_SUITE_P(Stages, SameNResume,
                          ::testing::Values(SameN{2, 0, "none"}, SameN{2, 1, "none"}, SameN{2, 2, "none"}, SameN{2, 3, "none"},
                                            SameN{3, 3, "none"}, SameN{2, 1, "optimizer"}, SameN{2, 2, "optimizer"},
-                                           SameN{3, 3, "optimizer"}, SameN{2, 3, "optimizer+param"}, SameN{1, 1, "none"}));
+                                           SameN{3, 3, "optimizer"}, SameN{2, 3, "optimizer+param"}, SameN{1, 1, "none"},
+                                           SameN{2, 2, "nvme"}, SameN{3, 3, "nvme+param"}));
 
 // ---- bad input: a clear error naming the file, before any training step ----
 
@@ -393,7 +394,7 @@ class Resharding : public ::testing::TestWithParam<Reshape> {};
 // (plus the CRC blocks around each range), never the whole checkpoint.
 TEST_P(Resharding, LoadsExactlyReadingOnlyOverlaps) {
   const Reshape p = GetParam();
-  const std::string dir = temp_dir(cat("reshard_", p.from_ranks, p.from_stage, p.from_offload[0], p.to_ranks, p.to_stage, p.to_offload[0]));
+  const std::string dir = temp_dir(cat("reshard_", p.from_ranks, p.from_stage, p.from_offload, "_", p.to_ranks, p.to_stage, p.to_offload, "_", dtype_label(p.dtype)));
   constexpr std::uint64_t kBlock = 256;
   std::vector<float> trained;
   {
@@ -459,10 +460,13 @@ INSTANTIATE_TEST_SUITE_P(WorldsAndStages, Resharding,
                                            Reshape{4, 3, "param", 2, 1, "none"}, Reshape{2, 3, "none", 3, 3, "param", Dtype::kBf16},
                                            // The delayed update in flight: its parameters in use reshard too.
                                            Reshape{2, 2, "optimizer+dpu", 3, 1, "optimizer+dpu"},
-                                           Reshape{3, 3, "optimizer+dpu", 2, 2, "optimizer+dpu", Dtype::kBf16}),
+                                           Reshape{3, 3, "optimizer+dpu", 2, 2, "optimizer+dpu", Dtype::kBf16},
+                                           // The NVMe tier, saved from and loaded into: its state read and written a part at a time.
+                                           Reshape{2, 1, "nvme", 3, 3, "optimizer+param"}, Reshape{3, 3, "optimizer", 2, 2, "nvme", Dtype::kBf16},
+                                           Reshape{2, 2, "nvme", 3, 3, "nvme+param"}),
                          [](const ::testing::TestParamInfo<Reshape>& i) {
                            const Reshape& p = i.param;
-                           auto off = [](const std::string& o) { return o == "none" ? "" : o == "optimizer" ? "_offload" : o == "optimizer+dpu" ? "_offload_delayed" : o == "param" ? "_offload_param_alone" : "_offload_param"; };
+                           auto off = [](const std::string& o) { return o == "none" ? "" : o == "nvme" ? "_nvme" : o == "nvme+param" ? "_nvme_param" : o == "optimizer" ? "_offload" : o == "optimizer+dpu" ? "_offload_delayed" : o == "param" ? "_offload_param_alone" : "_offload_param"; };
                            return cat("N", p.from_ranks, "_stage", p.from_stage, off(p.from_offload), "_to_N", p.to_ranks, "_stage",
                                       p.to_stage, off(p.to_offload), p.dtype == Dtype::kF32 ? "" : cat("_", dtype_label(p.dtype)));
                          });

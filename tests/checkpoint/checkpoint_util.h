@@ -44,7 +44,7 @@ struct TrainSetup {
   int ranks = 2;
   int stage = 1;
   std::string optimizer = "AdamW";  // optimizer.type
-  std::string offload = "none";  // none, optimizer, optimizer+param, param (offload_param alone)
+  std::string offload = "none";  // none, optimizer, optimizer+param, param (offload_param alone), nvme, nvme+param
   int steps = 6;
   int n_layer = 2;
   int n_embd = 16;
@@ -68,6 +68,10 @@ inline TrainConfig make_config(const TrainSetup& s) {
                       {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 16}, {"n_embd", s.n_embd}, {"n_layer", s.n_layer}, {"n_head", 2}}}};
   if (s.offload == "param") {
     j["zero_optimization"]["offload_param"] = {{"device", "cpu"}};
+  } else if (s.offload.rfind("nvme", 0) == 0) {  // the NVMe tier, swapping in the working folder, in sub-groups of 100
+    j["zero_optimization"]["offload_optimizer"] = {{"device", "nvme"}, {"nvme_path", std::filesystem::absolute(".").string()}, {"buffer_count", 2}};
+    j["zero_optimization"]["sub_group_size"] = 100;
+    if (s.offload == "nvme+param") j["zero_optimization"]["offload_param"] = {{"device", "cpu"}};
   } else if (s.offload != "none") {
     j["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
     if (s.offload == "optimizer+param") j["zero_optimization"]["offload_param"] = {{"device", "cpu"}};
@@ -171,7 +175,11 @@ struct Rig {
     c.adam.lr = 1e-2f;
     c.adam.weight_decay = 0.1f;
     c.offload.optimizer = offload != "none" && offload != "param";
-    c.offload.params = offload == "optimizer+param" || offload == "param";
+    c.offload.params = offload == "optimizer+param" || offload == "param" || offload == "nvme+param";
+    c.offload.optimizer_nvme = offload.rfind("nvme", 0) == 0;  // swapping in the working folder, in sub-groups of 100
+    c.offload.nvme.path = std::filesystem::absolute(".").string();
+    c.offload.nvme.sub_group_size = 100;
+    c.offload.nvme.buffer_count = 2;
     c.offload.delayed_update = offload == "optimizer+dpu";  // from the first step: in flight after every step
     c.precision.compute = dtype;
     c.precision.loss_scaler.static_scale = 256;  // fp16: no step skipped, the masters move every step

@@ -88,6 +88,33 @@ TEST(ConfigFiles, Stage3InfinityTutorialExample) {
   EXPECT_EQ(c.gradient_accumulation_steps, 1);
 }
 
+// ZeRO-Infinity's optimizer offload as DeepSpeed's docs write it: the keys the NVMe tier reads,
+// and DeepSpeed's defaults where a key is absent.
+TEST(ConfigFiles, NvmeOptimizerOffload) {
+  json j = with(base(), "zero_optimization", {{"stage", 3}, {"sub_group_size", 1e8},
+                                              {"offload_optimizer", {{"device", "nvme"}, {"nvme_path", "/local_nvme"}, {"pin_memory", true},
+                                                                     {"buffer_count", 5}, {"pipeline_read", false}, {"fast_init", false}}}});
+  j["aio"] = {{"block_size", 262144}, {"queue_depth", 32}, {"thread_count", 1}, {"single_submit", false}, {"overlap_events", true}};
+  const OffloadOptions o = parse_config(j, 1).engine.offload;
+  EXPECT_TRUE(o.optimizer);
+  EXPECT_TRUE(o.optimizer_nvme);
+  EXPECT_EQ(o.nvme.path, "/local_nvme");
+  EXPECT_EQ(o.nvme.buffer_count, 5);
+  EXPECT_EQ(o.nvme.sub_group_size, std::size_t{100'000'000});
+  EXPECT_EQ(o.nvme.block_size, std::size_t{262144});
+  EXPECT_EQ(o.nvme.queue_depth, 32);
+  const OffloadOptions d = parse_config(with(base(), "zero_optimization", {{"stage", 2}, {"offload_optimizer", {{"device", "nvme"}, {"nvme_path", "/x"}}}}), 1)
+                               .engine.offload;
+  EXPECT_EQ(d.nvme.buffer_count, 4);
+  EXPECT_EQ(d.nvme.sub_group_size, std::size_t{1'000'000'000});
+  EXPECT_EQ(d.nvme.block_size, std::size_t{1'048'576});
+  EXPECT_EQ(d.nvme.queue_depth, 8);
+  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization", {{"stage", 0}, {"offload_optimizer", {{"device", "nvme"}, {"nvme_path", "/x"}}}})),
+                  "needs ZeRO stage 1, 2 or 3");
+  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization", {{"stage", 2}, {"offload_optimizer", {{"device", "nvme"}}}})),
+                  "zero_optimization.offload_optimizer.nvme_path is missing");
+}
+
 TEST(ConfigFiles, Stage3ConfigJsonExample) {
   const TrainConfig c = load_config(fixture("ds_zero_stage3.json"), 2);
   EXPECT_EQ(c.engine.stage, 3);
@@ -155,8 +182,9 @@ TEST(ConfigKeys, KnownButUnsupported) {
                   "bf16.bf16_optimizer_states = true is known but not supported yet");
   EXPECT_CONTAINS(error_of(with(base(), "zero_optimization.zero_quantized_weights", true)),
                   "zero_optimization.zero_quantized_weights = true is known but not supported yet: ZeRO++");
-  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization.offload_optimizer.device", "nvme")),
-                  "zero_optimization.offload_optimizer.device = \"nvme\" is known but not supported yet");
+  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization.offload_param", {{"device", "nvme"}, {"nvme_path", "/tmp"}})),
+                  "zero_optimization.offload_param.device = \"nvme\" is not supported yet for offload_param");
+  EXPECT_CONTAINS(error_of(with(base(), "aio.use_gds", true)), "aio.use_gds = true is known but not supported yet: GPUDirect Storage");
   EXPECT_CONTAINS(error_of(with(base(), "sparse_attention.mode", "fixed")),
                   "sparse_attention = {\"mode\":\"fixed\"} is known but not supported yet");
   EXPECT_CONTAINS(error_of(with(base(), "sparse_gradients", true)), "set it to false or remove it");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "comm/thread_world.h"
 #include "common/error.h"
@@ -117,6 +118,35 @@ TEST(MpiBuckets, PiecesChangeNoBits) {
       }
       EXPECT_GT(p, 4 * w) << "stage " << stage;
     }
+}
+
+// The NVMe tier under mpirun: every rank names the same nvme_path and swaps in a folder of its
+// own there; stages 1-3 in f32 and bf16 give no offload's bits; nothing is left in the folder.
+TEST(MpiNvme, BitIdenticalToNoOffload) {
+  Communicator& comm = world();
+  const std::filesystem::path folder = std::filesystem::absolute("nvme-mpi-test");
+  std::filesystem::create_directories(folder);
+  MlpRun run;
+  run.steps = 3;
+  for (Dtype dtype : {Dtype::kF32, Dtype::kBf16})
+    for (int stage = 1; stage <= 3; ++stage) {
+      run.dtype = dtype;
+      run.stage = stage;
+      run.offload = {};
+      Ledger plain_ledger;
+      const RankResult plain = testing::train_mlp(run, comm, plain_ledger);
+      run.offload.optimizer = run.offload.optimizer_nvme = true;
+      run.offload.nvme.path = folder.string();
+      run.offload.nvme.sub_group_size = 30;
+      run.offload.nvme.buffer_count = 3;
+      Ledger ledger;
+      const RankResult nvme = testing::train_mlp(run, comm, ledger);
+      EXPECT_TRUE(same_bits(nvme.params, plain.params)) << "stage " << stage << " " << dtype_label(dtype) << " rank " << comm.rank();
+    }
+  comm.barrier();
+  EXPECT_TRUE(std::filesystem::is_empty(folder)) << "a swap folder outlived its run";
+  comm.barrier();
+  if (comm.rank() == 0) std::filesystem::remove_all(folder);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, MpiStages, ::testing::Combine(::testing::Bool(), ::testing::Values(Dtype::kF32, Dtype::kBf16, Dtype::kF16)),

@@ -60,6 +60,7 @@ struct RankResult {
   std::vector<bool> skipped;       // per step: fp16 overflow, no update
   TierUsage device;           // ledger, device tier, after the last step
   TierUsage host;             // ledger, host tier, after the last step
+  TierUsage nvme;             // ledger, nvme tier (swap files), after the last step
   Traffic step_traffic;       // the last step's
   std::uint64_t step_to_host = 0, step_to_device = 0;  // the last step's bytes over the host link
   std::size_t numel = 0, padded = 0, largest_unit = 0, second_unit = 0;
@@ -114,6 +115,7 @@ inline RankResult train_mlp(const MlpRun& run, Communicator& comm, Ledger& ledge
   engine.synchronize();
   out.device = ledger.usage(Tier::kDevice);
   out.host = ledger.usage(Tier::kHost);
+  out.nvme = ledger.usage(Tier::kNvme);
   out.step_traffic = engine.last_step_traffic();
   out.step_to_host = engine.last_step_to_host();
   out.step_to_device = engine.last_step_to_device();

@@ -4,6 +4,11 @@
 // and precision.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
 #include <algorithm>
 #include <functional>
 #include <random>
@@ -23,9 +28,11 @@ struct Measured {
   std::uint64_t peak = 0;
   TierUsage usage;
   TierUsage host;
+  TierUsage nvme;
   Traffic traffic;
   // Host<->device copies of the last step, as the device counted them.
   std::uint64_t to_host = 0, to_device = 0;
+  std::uint64_t disk_read = 0, disk_written = 0;
 };
 
 // Runs two optimizer steps of the engine on N thread ranks; rank 0's ledger, traffic and copies
@@ -64,9 +71,12 @@ Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetB
     m.peak = ledger.usage(Tier::kDevice).total_peak;
     m.usage = ledger.usage(Tier::kDevice);
     m.host = ledger.usage(Tier::kHost);
+    m.nvme = ledger.usage(Tier::kNvme);
     m.traffic = engine.last_step_traffic();
     m.to_host = engine.last_step_to_host();
     m.to_device = engine.last_step_to_device();
+    m.disk_read = engine.last_step_disk_read();
+    m.disk_written = engine.last_step_disk_written();
   });
   return out[0];
 }
@@ -120,9 +130,12 @@ void expect_prediction(const PlanInput& in, const Measured& m, const std::string
   }
   for (int c = 0; c < kNumCategories; ++c) {  // host buffers live for the whole run: peak = now
     EXPECT_EQ(p.host.bytes[c], m.host.peak[c]) << what << " host " << category_name(static_cast<Category>(c));
+    EXPECT_EQ(p.nvme.bytes[c], m.nvme.peak[c]) << what << " nvme " << category_name(static_cast<Category>(c));
   }
   EXPECT_EQ(p.device_to_host_bytes, m.to_host) << what << ": gradient slices to the host";
   EXPECT_EQ(p.host_to_device_bytes, m.to_device) << what << ": parameter slices to the device";
+  EXPECT_EQ(p.nvme_read_bytes, m.disk_read) << what << ": swap file bytes read";
+  EXPECT_EQ(p.nvme_written_bytes, m.disk_written) << what << ": swap file bytes written";
 }
 
 PlanInput threads_input(ModelDescription model, int n, int stage, int micro_batches) {
@@ -154,6 +167,30 @@ std::vector<OffloadCase> offload_cases() {
   add(3, true, false);
   add(3, true, false, false);  // offload_param alone: the parameters' home on the host, the optimizer on the device
   for (int stage = 1; stage <= 3; ++stage) add(stage, false, true);
+  return cases;
+}
+
+// The NVMe tier at stages 1-3 (and 3 with offload_param): sub-groups of 50 elements through 2
+// buffers. Its swap folder is on /dev/shm: what is counted does not depend on the disk.
+std::vector<OffloadCase> nvme_cases() {
+  static const std::string folder = [] {
+    const std::string f = cat("/dev/shm/zero-planner-nvme-", ::getpid());
+    std::filesystem::create_directories(f);
+    std::atexit([] { std::filesystem::remove_all(cat("/dev/shm/zero-planner-nvme-", ::getpid())); });
+    return f;
+  }();
+  std::vector<OffloadCase> cases;
+  for (auto [stage, param] : {std::pair{1, false}, {2, false}, {3, false}, {3, true}}) {
+    OffloadCase& c = cases.emplace_back();
+    c.zero.stage = stage;
+    OffloadOptions& o = c.zero.offload;
+    o.optimizer = o.optimizer_nvme = true;
+    o.params = param;
+    o.nvme.path = folder;
+    o.nvme.sub_group_size = 50;
+    o.nvme.buffer_count = 2;
+    c.engine = o;
+  }
   return cases;
 }
 
@@ -281,6 +318,36 @@ TEST(AgainstEngine, GptEveryOffloadConfigurationActivationsIncluded) {
                     static_cast<unsigned long long>(m.to_device), static_cast<unsigned long long>(p.host_to_device_bytes));
       }
     }
+  }
+}
+
+// The NVMe tier: the swap file's bytes (nvme tier) and the host's buffers, by category, with the
+// device peak, traffic and link bytes, in f32 and bf16, for the MLP and the GPT with activations.
+TEST(AgainstEngine, NvmeEveryStage) {
+  const MlpShape mlp{{9, 21, 17, 21, 9}, true};
+  const ModelDescription mlp_model{"mlp", "mlp", "", "", Mlp(mlp).units(), std::nullopt, std::nullopt};
+  const GptShape gpt{64, 16, 32, 2, 2};
+  for (const OffloadCase& oc : nvme_cases())
+    for (Dtype dtype : {Dtype::kF32, Dtype::kBf16}) {
+      const Measured m = measure(
+          2, oc.zero.stage, 2, [&](Ledger&) { return std::make_unique<Mlp>(mlp); },
+          [&](Mlp& x, int seed) { x.set_batch(mlp_synthetic_batch(mlp, 7, seed, 0, 2)); }, oc.engine, 0, {}, true, dtype);
+      PlanInput in = threads_input(mlp_model, 2, oc.zero.stage, 2);
+      in.settings = oc.zero;
+      in.settings.precision.compute = dtype;
+      expect_prediction(in, m, cat("tied MLP N=2 ", plan_label(oc.zero), " ", dtype_label(dtype)));
+      EXPECT_GT(m.nvme.peak[static_cast<int>(Category::kOptimizerState)], 0u);
+      // A step reads and writes each element's master, m and v once: 12 bytes a shard element.
+      const std::uint64_t shard = FlatLayout(Mlp(mlp).units(), 2).shard_numel();
+      EXPECT_EQ(m.disk_read, 12 * shard);
+      EXPECT_EQ(m.disk_written, 12 * shard);
+    }
+  for (const OffloadCase& oc : nvme_cases()) {
+    const Measured m = measure(2, oc.zero.stage, 1, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, 2, l); }, gpt_random_batches(gpt, 2), oc.engine);
+    PlanInput in = threads_input(describe_gpt(gpt), 2, oc.zero.stage, 1);
+    in.settings = oc.zero;
+    in.micro_batch = 2;
+    expect_prediction(in, m, cat("GPT N=2 ", plan_label(oc.zero)));
   }
 }
 

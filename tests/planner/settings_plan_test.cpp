@@ -8,7 +8,11 @@
 // fields is checked against the structs' own field counts, so a new setting must be listed.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
@@ -55,6 +59,20 @@ void fp16(EngineSettings& s) {
 
 void lamb(EngineSettings& s) { s.optimizer = OptimizerKind::kLamb; }
 
+// The NVMe tier, its swap folder on /dev/shm (what is counted does not depend on the disk), in
+// sub-groups of 50 elements: smaller than the test MLP's parts, so the buffers are sub-groups.
+void nvme(EngineSettings& s) {
+  static const std::string folder = [] {
+    const std::string f = cat("/dev/shm/zero-settings-plan-", ::getpid());
+    std::filesystem::create_directories(f);
+    std::atexit([] { std::filesystem::remove_all(cat("/dev/shm/zero-settings-plan-", ::getpid())); });
+    return f;
+  }();
+  s.offload.optimizer = s.offload.optimizer_nvme = true;
+  s.offload.nvme.path = folder;
+  s.offload.nvme.sub_group_size = 50;
+}
+
 std::vector<Variation> variations() {
   return {
       {"stage", [](EngineSettings& s) { s.stage = s.stage == 3 ? 1 : 3; }},
@@ -63,6 +81,12 @@ std::vector<Variation> variations() {
       {"offload.pin_memory", [](EngineSettings& s) { s.offload.pin_memory = true; }},
       {"offload.delayed_update", [](EngineSettings& s) { s.offload.delayed_update = true; }},
       {"offload.warmup_steps", [](EngineSettings& s) { s.offload.delayed_update = true, s.offload.warmup_steps = 1; }},
+      {"offload.optimizer_nvme", nvme},
+      {"offload.nvme.path", [](EngineSettings& s) { nvme(s), s.offload.nvme.path += "/."; }},
+      {"offload.nvme.buffer_count", [](EngineSettings& s) { nvme(s), s.offload.nvme.buffer_count = 1; }},
+      {"offload.nvme.sub_group_size", [](EngineSettings& s) { nvme(s), s.offload.nvme.sub_group_size = 7; }},
+      {"offload.nvme.block_size", [](EngineSettings& s) { nvme(s), s.offload.nvme.block_size = 4096; }},
+      {"offload.nvme.queue_depth", [](EngineSettings& s) { nvme(s), s.offload.nvme.queue_depth = 2; }},
       {"reduce_bucket_elements", [](EngineSettings& s) { s.reduce_bucket_elements = 64; }},
       {"allgather_bucket_elements", [](EngineSettings& s) { s.allgather_bucket_elements = 64; }},
       {"overlap_comm", [](EngineSettings& s) { s.overlap_comm = false; }},
@@ -119,6 +143,7 @@ TEST(SettingsReachThePlan, TheListNamesEveryField) {
   const auto listed = listed_fields();
   EXPECT_EQ(listed.at("").size(), field_count<EngineSettings>()) << "a field of EngineSettings is missing from variations()";
   EXPECT_EQ(listed.at("offload").size(), field_count<OffloadOptions>());
+  EXPECT_EQ(listed.at("offload.nvme").size(), field_count<NvmeOptions>());
   EXPECT_EQ(listed.at("stage3").size(), field_count<Stage3Options>());
   EXPECT_EQ(listed.at("precision").size(), field_count<Precision>());
   EXPECT_EQ(listed.at("precision.loss_scaler").size(), field_count<LossScalerConfig>());
@@ -129,6 +154,7 @@ TEST(SettingsReachThePlan, TheListNamesEveryField) {
 struct Measured {
   TierUsage device, host;
   Traffic traffic;
+  TierUsage nvme;
   std::uint64_t to_host = 0, to_device = 0;
 };
 
@@ -153,8 +179,8 @@ Measured measure(const EngineSettings& settings) {
       }
       engine.step();
     }
-    out[r] = {ledger.usage(Tier::kDevice), ledger.usage(Tier::kHost), engine.last_step_traffic(), engine.last_step_to_host(),
-              engine.last_step_to_device()};
+    out[r] = {ledger.usage(Tier::kDevice), ledger.usage(Tier::kHost), engine.last_step_traffic(), ledger.usage(Tier::kNvme),
+              engine.last_step_to_host(), engine.last_step_to_device()};
   });
   return out[0];
 }
@@ -188,6 +214,7 @@ void expect_plan_is_ledger(const EngineSettings& settings, const std::string& wh
     }
     EXPECT_EQ(p.device.bytes[c], m.device.at_peak[c]) << what << ": device " << category << " at the peak";
     EXPECT_EQ(p.host.bytes[c], m.host.at_peak[c]) << what << ": host " << category << " at the peak";
+    EXPECT_EQ(p.nvme.bytes[c], m.nvme.at_peak[c]) << what << ": nvme " << category << " at the peak";
   }
   for (int c = 0; c < kNumCollectives; ++c) {
     const std::string op = collective_name(static_cast<Collective>(c));

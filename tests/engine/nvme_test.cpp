@@ -1,0 +1,156 @@
+// The NVMe tier on thread ranks: the optimizer state in swap files gives the same weights, bit
+// for bit, as host offload and as no offload (stages 1-3, f32 and bf16, sub-groups that cut
+// parameters anywhere, one to four buffers); the ledger's nvme tier holds the state and the host
+// tier only the buffers; every swap folder is gone afterwards; bad settings are refused.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "common/error.h"
+#include "engine/mlp_run.h"
+#include "io/async_file.h"
+
+namespace zero {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::MlpRun;
+using testing::run_threads;
+using testing::same_bits;
+
+// A fresh swap folder for one test on the disk the tests run on (the build tree's).
+struct NvmeFolder {
+  explicit NvmeFolder(const std::string& name) : path(fs::absolute(cat("nvme-test-", ::getpid(), "-", name))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~NvmeFolder() { fs::remove_all(path); }
+  fs::path path;
+};
+
+OffloadOptions nvme_offload(const fs::path& folder, std::size_t sub_group, int buffers) {
+  OffloadOptions o;
+  o.optimizer = true;
+  o.optimizer_nvme = true;
+  o.nvme.path = folder.string();
+  o.nvme.sub_group_size = sub_group;
+  o.nvme.buffer_count = buffers;
+  o.nvme.block_size = 4096;  // several requests per sub-group, several in flight
+  o.nvme.queue_depth = 4;
+  return o;
+}
+
+class NvmePrecision : public ::testing::TestWithParam<Dtype> {};
+
+// Sub-groups of 7 elements cut every parameter at odd places (and leave unaligned file
+// stretches); 1, 2 and 4 buffers run the pipeline with no overlap, reads ahead, and a write in
+// flight beside reads ahead. Stage 3 also with its parameter shard on the host (offload_param).
+TEST_P(NvmePrecision, BitIdenticalToHostOffloadAndNoOffload) {
+  const NvmeFolder folder("same-bits");
+  for (int stage = 1; stage <= 3; ++stage) {
+    MlpRun run;
+    run.dtype = GetParam();
+    run.steps = 4;
+    run.stage = stage;
+    const auto plain = run_threads(run, 2)[0].params;
+    run.offload.optimizer = true;
+    const auto host = run_threads(run, 2)[0].params;
+    EXPECT_TRUE(same_bits(host, plain)) << "stage " << stage;
+    for (auto [sub_group, buffers] : {std::pair<std::size_t, int>{7, 1}, {7, 2}, {7, 4}, {1'000'000'000, 4}}) {
+      run.offload = nvme_offload(folder.path, sub_group, buffers);
+      EXPECT_TRUE(same_bits(run_threads(run, 2)[0].params, plain)) << "stage " << stage << " sub-group " << sub_group << " buffers " << buffers;
+    }
+    if (stage == 3) {
+      run.offload.params = true;
+      EXPECT_TRUE(same_bits(run_threads(run, 2)[0].params, plain)) << "stage 3 + offload_param cpu";
+    }
+    EXPECT_TRUE(fs::is_empty(folder.path)) << "a swap folder outlived its run";
+  }
+}
+
+// Clipping (Adam after the global norm) and gradient accumulation (the host adds micro-batches).
+TEST_P(NvmePrecision, ClippingAndAccumulationMatch) {
+  const NvmeFolder folder("accumulation");
+  MlpRun run;
+  run.dtype = GetParam();
+  run.steps = 3;
+  run.stage = 2;
+  run.clipping = 0.05f;
+  run.global_batch = 36;
+  run.micro_batches = 3;
+  const auto plain = run_threads(run, 3)[0].params;
+  run.offload = nvme_offload(folder.path, 50, 3);
+  EXPECT_TRUE(same_bits(run_threads(run, 3)[0].params, plain));
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, NvmePrecision, ::testing::Values(Dtype::kF32, Dtype::kBf16),
+                         [](const auto& p) { return std::string(dtype_label(p.param)); });
+
+// The ledger: the swap file's bytes on the nvme tier (masters 4 bytes an element, in the
+// parameters' category in f32 and the optimizer state's in mixed precision; moments 8), and on
+// the host only the gradient shard and buffer_count sub-group buffers (12 bytes an element, and
+// the 16-bit parameters of a sub-group in mixed precision). Figures from the layout's shard size.
+TEST(NvmeLedger, StateOnDiskBuffersOnHost) {
+  const NvmeFolder folder("ledger");
+  for (Dtype dtype : {Dtype::kF32, Dtype::kBf16}) {
+    MlpRun run;
+    run.dtype = dtype;
+    run.steps = 1;
+    run.stage = 2;
+    constexpr std::size_t kSubGroup = 40;
+    constexpr int kBuffers = 3;
+    run.offload = nvme_offload(folder.path, kSubGroup, kBuffers);
+    const auto r = run_threads(run, 2)[0];
+    const std::uint64_t shard = r.padded / 2, width = dtype_bytes(dtype);
+    const auto at = [](const TierUsage& t, Category c) { return t.current[static_cast<int>(c)]; };
+    const Category master = dtype == Dtype::kF32 ? Category::kParameters : Category::kOptimizerState;
+    EXPECT_EQ(r.nvme.total_current, 12 * shard) << dtype_label(dtype);
+    EXPECT_EQ(at(r.nvme, master), (master == Category::kOptimizerState ? 12 : 4) * shard);
+    EXPECT_EQ(at(r.host, Category::kGradients), width * shard);
+    EXPECT_EQ(at(r.host, Category::kOptimizerState), kBuffers * 12 * kSubGroup);
+    EXPECT_EQ(at(r.host, Category::kParameters), dtype == Dtype::kF32 ? 0 : kBuffers * width * kSubGroup);
+  }
+}
+
+EngineConfig nvme_config(const OffloadOptions& o) {
+  MlpRun run;
+  run.stage = 2;
+  run.offload = o;
+  return testing::engine_config(run);
+}
+
+std::string engine_error(const EngineConfig& c) {
+  try {
+    Ledger ledger;
+    auto comm = make_communicator("self");
+    Mlp mlp(MlpShape{});
+    Engine engine(c, mlp, *comm, ledger);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(NvmeErrors, BadSettingsAreRefusedNamingTheKey) {
+  const NvmeFolder folder("errors");
+  OffloadOptions o = nvme_offload(folder.path, 100, 2);
+  o.nvme.path.clear();
+  EXPECT_NE(engine_error(nvme_config(o)).find("offload_optimizer.nvme_path is missing"), std::string::npos);
+  o = nvme_offload(folder.path / "missing", 100, 2);
+  const std::string missing = engine_error(nvme_config(o));
+  EXPECT_NE(missing.find((folder.path / "missing").string()), std::string::npos) << missing;
+  EXPECT_NE(missing.find("No such file"), std::string::npos) << missing;
+  o = nvme_offload(folder.path, 100, 2);
+  o.delayed_update = true;
+  EXPECT_NE(engine_error(nvme_config(o)).find("delayed_update with device \"nvme\" is not supported"), std::string::npos)
+      << engine_error(nvme_config(o));
+  EngineConfig lamb = nvme_config(nvme_offload(folder.path, 100, 2));
+  lamb.optimizer = OptimizerKind::kLamb;
+  EXPECT_NE(engine_error(lamb).find("Lamb with offload_optimizer.device \"nvme\""), std::string::npos) << engine_error(lamb);
+  EXPECT_TRUE(fs::is_empty(folder.path));
+}
+
+}  // namespace
+}  // namespace zero
