@@ -58,6 +58,10 @@ void fp16(EngineSettings& s) {
 }
 
 void lamb(EngineSettings& s) { s.optimizer = OptimizerKind::kLamb; }
+// 1-bit and 0/1 Adam (stage 0 only: the other placements refuse them), in their warm-up for the two
+// steps measured (the planner plans the warm-up step's uncompressed all-reduce)
+void onebit(EngineSettings& s) { s.optimizer = OptimizerKind::kOneBitAdam; }
+void zero_one(EngineSettings& s) { s.optimizer = OptimizerKind::kZeroOneAdam; }
 
 // The NVMe tier, its swap folder on /dev/shm (what is counted does not depend on the disk), in
 // sub-groups of 50 elements: smaller than the test MLP's parts, so the buffers are sub-groups.
@@ -114,6 +118,13 @@ std::vector<Variation> variations() {
       {"adam.weight_decay", [](EngineSettings& s) { s.adam.weight_decay = 0.1f; }},
       {"adam.decoupled", [](EngineSettings& s) { s.adam.decoupled = false; }},
       {"adam.bias_correction", [](EngineSettings& s) { s.adam.bias_correction = false; }},
+      {"optimizer", onebit},
+      {"onebit.freeze_step", [](EngineSettings& s) { onebit(s), s.onebit.freeze_step = 50; }},
+      {"optimizer", zero_one},
+      {"zero_one.var_freeze_step", [](EngineSettings& s) { zero_one(s), s.zero_one.var_freeze_step = 50; }},
+      {"zero_one.var_update_scaler", [](EngineSettings& s) { zero_one(s), s.zero_one.var_update_scaler = 8; }},
+      {"zero_one.local_step_scaler", [](EngineSettings& s) { zero_one(s), s.zero_one.local_step_scaler = 100; }},
+      {"zero_one.local_step_clipper", [](EngineSettings& s) { zero_one(s), s.zero_one.local_step_clipper = 8; }},
       {"lamb.max_coeff", [](EngineSettings& s) { lamb(s), s.lamb.max_coeff = 0.5f; }},
       {"lamb.min_coeff", [](EngineSettings& s) { lamb(s), s.lamb.min_coeff = 0.1f; }},
       {"lamb.eps_inside_sqrt", [](EngineSettings& s) { lamb(s), s.lamb.eps_inside_sqrt = true; }},
@@ -149,6 +160,8 @@ TEST(SettingsReachThePlan, TheListNamesEveryField) {
   EXPECT_EQ(listed.at("precision.loss_scaler").size(), field_count<LossScalerConfig>());
   EXPECT_EQ(listed.at("adam").size(), field_count<AdamConfig>());
   EXPECT_EQ(listed.at("lamb").size(), field_count<LambConfig>());
+  EXPECT_EQ(listed.at("onebit").size(), field_count<OneBitAdamConfig>());
+  EXPECT_EQ(listed.at("zero_one").size(), field_count<ZeroOneAdamConfig>());
 }
 
 struct Measured {
