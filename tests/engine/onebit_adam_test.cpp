@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "data/load.h"
 #include "engine/mlp_run.h"
+#include "engine/text_run.h"
 #include "train/trainer.h"
 
 namespace zero {
@@ -201,19 +202,8 @@ Outcome train_text(const std::string& optimizer, int seed) {
                       {"seed", seed},
                       {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 32}, {"n_embd", 32}, {"n_layer", 1}, {"n_head", 4}}},
                       {"data", {{"val_fraction", 0.05}, {"seed", seed}}}};
-  ThreadWorld world(2);
-  Outcome out{};
-  world.run([&](int r) {
-    Ledger ledger;
-    auto comm = world.communicator(r, &ledger);
-    TrainOptions o;
-    o.config = parse_config(j, 2);
-    o.data_path = data::default_text_path();
-    o.ledger = &ledger;
-    const TrainResult result = train(o, *comm);
-    if (r == 0) out = {result.final_val_loss, result.weights_sha256};
-  });
-  return out;
+  const TrainResult result = train_on_default_text(j, 2);
+  return {result.final_val_loss, result.weights_sha256};
 }
 
 double mean(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); }

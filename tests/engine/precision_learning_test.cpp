@@ -14,10 +14,7 @@
 #include <cstdio>
 #include <numeric>
 
-#include "comm/thread_world.h"
-#include "config/config.h"
-#include "data/load.h"
-#include "train/trainer.h"
+#include "engine/text_run.h"
 
 namespace zero {
 namespace {
@@ -35,19 +32,7 @@ float final_validation_loss(const std::string& precision, int seed) {
                       {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 64}, {"n_embd", 64}, {"n_layer", 2}, {"n_head", 4}}},
                       {"data", {{"val_fraction", 0.05}, {"seed", seed}}}};
   if (precision != "fp32") j[precision] = {{"enabled", true}};
-  ThreadWorld world(2);
-  float loss = 0;
-  world.run([&](int r) {
-    Ledger ledger;
-    auto comm = world.communicator(r, &ledger);
-    TrainOptions o;
-    o.config = parse_config(j, 2);
-    o.data_path = data::default_text_path();
-    o.ledger = &ledger;
-    const TrainResult result = train(o, *comm);
-    if (r == 0) loss = result.final_val_loss;
-  });
-  return loss;
+  return train_on_default_text(j, 2).final_val_loss;
 }
 
 struct Losses {
