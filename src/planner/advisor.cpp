@@ -85,7 +85,10 @@ std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::o
   if (base.offload.optimizer_nvme) {  // a config with the NVMe tier (and its nvme_path): its rows too
     for (int s = 1; s <= 3; ++s) add(s, true, false, true);
     add(3, true, true, true);
-    if (base.offload.params_nvme) add(3, true, true, true, true);  // offload_param on NVMe too (its nvme_path)
+  }
+  if (base.offload.params_nvme) {  // a config with offload_param on NVMe (its nvme_path): the optimizer on the host, and on NVMe
+    add(3, true, true, false, true);
+    if (base.offload.optimizer_nvme) add(3, true, true, true, true);
   }
   return out;
 }

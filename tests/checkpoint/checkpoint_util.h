@@ -44,7 +44,7 @@ struct TrainSetup {
   int ranks = 2;
   int stage = 1;
   std::string optimizer = "AdamW";  // optimizer.type
-  std::string offload = "none";  // none, optimizer, optimizer+param, param (offload_param alone), nvme, nvme+param, nvme+nvme (both on disk)
+  std::string offload = "none";  // none, optimizer, optimizer+param, param (offload_param alone), nvme, nvme+param, nvme+nvme (both on disk), optimizer+nvme (parameters alone on disk)
   int steps = 6;
   int n_layer = 2;
   int n_embd = 16;
@@ -78,6 +78,9 @@ inline TrainConfig make_config(const TrainSetup& s) {
   } else if (s.offload != "none") {
     j["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
     if (s.offload == "optimizer+param") j["zero_optimization"]["offload_param"] = {{"device", "cpu"}};
+    if (s.offload == "optimizer+nvme") {
+      j["zero_optimization"]["offload_param"] = {{"device", "nvme"}, {"nvme_path", std::filesystem::absolute(".").string()}, {"buffer_count", 2}};
+    }
     if (s.delayed_update) {
       j["zero_optimization"]["offload_optimizer"]["delayed_update"] = {{"enabled", true}, {"warmup_steps", s.delayed_warmup}};
     }
@@ -178,8 +181,8 @@ struct Rig {
     c.adam.lr = 1e-2f;
     c.adam.weight_decay = 0.1f;
     c.offload.optimizer = offload != "none" && offload != "param";
-    c.offload.params = offload == "optimizer+param" || offload == "param" || offload == "nvme+param" || offload == "nvme+nvme";
-    c.offload.params_nvme = offload == "nvme+nvme";  // the parameter slices on disk too, through 2 buffers
+    c.offload.params_nvme = offload == "nvme+nvme" || offload == "optimizer+nvme";
+    c.offload.params = offload == "optimizer+param" || offload == "param" || offload == "nvme+param" || c.offload.params_nvme;  // the parameter slices on disk too, through 2 buffers
     c.offload.param_nvme.path = std::filesystem::absolute(".").string();
     c.offload.param_nvme.buffer_count = 2;
     c.offload.optimizer_nvme = offload.rfind("nvme", 0) == 0;  // swapping in the working folder, in sub-groups of 100

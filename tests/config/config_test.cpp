@@ -136,8 +136,10 @@ TEST(ConfigFiles, NvmeParamOffload) {
   EXPECT_EQ(d.param_nvme.max_in_cpu, std::size_t{1'000'000'000});
   EXPECT_CONTAINS(error_of(with(base(), "zero_optimization", {{"stage", 2}, {"offload_optimizer", nvme_optimizer}, {"offload_param", param}})),
                   "offload_param offloads parameters, which only stage 3 shards; stage is 2");
-  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization", {{"stage", 3}, {"offload_optimizer", {{"device", "cpu"}}}, {"offload_param", param}})),
-                  "offload_param.device = \"nvme\" needs offload_optimizer.device \"nvme\" too");
+  EXPECT_TRUE(parse_config(with(base(), "zero_optimization", {{"stage", 3}, {"offload_optimizer", {{"device", "cpu"}}}, {"offload_param", param}}), 1)
+                  .engine.offload.params_nvme);
+  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization", {{"stage", 3}, {"offload_param", param}})),
+                  "offload_param.device = \"nvme\" needs offload_optimizer.device \"cpu\" or \"nvme\" too");
   EXPECT_CONTAINS(error_of(with(base(), "zero_optimization", {{"stage", 3}, {"offload_optimizer", nvme_optimizer}, {"offload_param", {{"device", "nvme"}}}})),
                   "zero_optimization.offload_param.nvme_path is missing");
   EXPECT_CONTAINS(error_of(with(base(), "zero_optimization", {{"stage", 3}, {"offload_optimizer", nvme_optimizer},

@@ -93,7 +93,8 @@ TEST_P(NvmePrecision, ClippingAndAccumulationMatch) {
 // offload_param "nvme" (stage 3): the parameter slices in a swap file too, read through 2 to 5
 // buffers (2: no read ahead beside the window; 5: DeepSpeed's default), with zero's next-unit
 // prefetch, a bucket that reads several units ahead, persistent units (never on disk) and
-// gradient accumulation (every slice read twice per micro-batch).
+// gradient accumulation (every slice read twice per micro-batch); and with the optimizer on the
+// host (offload_optimizer "cpu") instead of NVMe.
 TEST_P(NvmePrecision, ParametersOnDiskBitIdentical) {
   const NvmeFolder folder("params");
   MlpRun run = three_steps(GetParam(), 3);
@@ -113,6 +114,9 @@ TEST_P(NvmePrecision, ParametersOnDiskBitIdentical) {
     run.stage3.persistence_threshold = 40;
     EXPECT_TRUE(same_bits(run_threads(run, 2)[0].params, plain)) << "bucket, persistence, buffers " << buffers;
   }
+  run.offload.optimizer_nvme = false;  // the optimizer on the host, the parameters on disk
+  run.stage3 = {};
+  EXPECT_TRUE(same_bits(run_threads(run, 2)[0].params, plain)) << "offload_optimizer cpu";
   EXPECT_TRUE(fs::is_empty(folder.path)) << "a swap folder outlived its run";
 }
 
