@@ -49,7 +49,13 @@ ParamHome::ParamHome(const StageContext& ctx) : ctx_(ctx), reads_(ctx.layout.num
   holder_.assign(buffers_.size(), -1);
   if (!ctx.device.computes()) return;  // the planner's dry run: counted, not written
   folder_.emplace(o.path, ctx.comm.rank());
-  file_.emplace(folder_->file("params.swap"), io::IoOptions{}, true);
+  // A read ahead runs to its end in the kernel while the rank computes only if all its requests
+  // are there at once: the ring holds every buffer's slice (DeepSpeed's aio threads keep
+  // submitting instead; zero submits from the training thread).
+  io::IoOptions io;
+  const std::size_t chunks = (largest * dtype_bytes(ctx.dtype) + io.block_size - 1) / io.block_size * buffers_.size();
+  io.queue_depth = static_cast<int>(std::clamp<std::size_t>(chunks, static_cast<std::size_t>(io.queue_depth), 4096));
+  file_.emplace(folder_->file("params.swap"), io, true);
 }
 
 ParamHome::~ParamHome() {
