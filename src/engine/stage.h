@@ -26,6 +26,8 @@ struct StageContext {
   Tier param_shard_tier = Tier::kDevice;  // stage 3: where the parameter shard lives (host: offload_param)
   Stage3Options stage3 = {};              // stage 3: prefetch, live cap, persistence, reuse
   Dtype dtype = Dtype::kF32;              // of the parameters and gradients the stage holds (Precision::compute)
+  bool quantized_weights = false;         // stage 3, ZeRO++ qwZ: parameter gathers in int8 (engine/param_gather.h)
+  Collectives* secondary = nullptr;       // stage 3, ZeRO++ hpZ: this rank's hpZ group inside its node, or null
 };
 
 // The order in which one micro-batch uses its units (schedule.cpp): position u < U is unit u's

@@ -9,9 +9,12 @@
 // next are gathered ahead (prefetch bucket), never beyond the live cap; a unit used again soon
 // (reuse distance) stays whole in between; a unit below the persistence threshold stays whole
 // for the run and is all-gathered once after each step, as stage 2 does for every unit.
+// How a gather runs (plain, ZeRO++'s int8 qwZ, hpZ's backward inside the node) is
+// ParameterGather's (param_gather.h); the stage tells it whether the use is forward or backward.
 #include <cstdint>
 
 #include "common/error.h"
+#include "engine/param_gather.h"
 #include "engine/stage.h"
 
 namespace zero {
@@ -24,12 +27,13 @@ class Stage3 final : public Stage {
         o_(ctx.stage3),
         shard_(ctx.device.alloc(ctx.param_shard_tier, Category::kParameters, ctx.layout.shard_numel(), "parameter shard", ctx.dtype)),
         grads_(ctx),
+        gather_(ctx),
         gathered_(ctx.layout.num_units()),
         persistent_(ctx.layout.num_units()),
         persistent_gathers_(ctx.layout.num_units()) {
     for (int u = 0; u < ctx.layout.num_units(); ++u) {
       const UnitPlace& unit = ctx.layout.unit(u);
-      if (static_cast<std::int64_t>(unit.numel) < o_.persistence_threshold) {
+      if (persists_whole(ctx, u)) {
         persistent_[u] = ctx.device.alloc(Tier::kDevice, Category::kParameters, unit.padded,
                                           cat("parameters of unit '", unit.name, "' (persistent)"), ctx.dtype);
         ctx.device.init(ctx.device.compute(), unit, ctx.layout.unit_segments(u), ctx.seed, persistent_[u].span());
@@ -63,6 +67,7 @@ class Stage3 final : public Stage {
     Gathered& g = *gathered_[u];
     g.done.wait();
     g.staging.reset();
+    gather_.arrived(u, g.whole.span());
     ++g.users;
   }
 
@@ -91,6 +96,7 @@ class Stage3 final : public Stage {
   void finish_reduction() override {
     grads_.finish();
     end_of_uses();  // nothing is reused across a step
+    gather_.parameters_changed();
     wait_parameter_gathers();  // the optimizer writes the slices next
   }
 
@@ -189,7 +195,8 @@ class Stage3 final : public Stage {
                                    cat("gathered parameters of unit '", unit.name, "'"), ctx_.dtype);
     DeviceBuffer staging;
     DeviceSpan source = my_params(u);
-    if (source.tier() != Tier::kDevice) {  // collectives read device memory: bring the slice over first
+    const bool backward = next_use_is_backward(u);
+    if (source.tier() != Tier::kDevice && !gather_.from_secondary(backward)) {  // collectives read device memory: bring the slice over first
       staging = dev.alloc(Tier::kDevice, Category::kCommBuffers, unit.slice, "parameter slice from the host", ctx_.dtype);
       dev.copy(dev.copies(), staging.span(), source);
       dev.copies().synchronize();
@@ -198,8 +205,17 @@ class Stage3 final : public Stage {
     Gathered& g = gathered_[u].emplace();
     g.whole = std::move(whole);
     g.staging = std::move(staging);
-    g.done = ctx_.comm.all_gather(source, g.whole.span(), ctx_.layout.unit(u).name);
+    g.done = gather_.start(u, source, g.whole.span(), backward);
     live_ += padded(u);
+  }
+
+  // Whether the next use of unit u in this micro-batch (after position_) is in the backward pass.
+  bool next_use_is_backward(int u) const {
+    const int units = ctx_.layout.num_units();
+    for (int q = position_ + 1; q < 2 * units; ++q)
+      for (int v : units_used_at(ctx_.layout, q))
+        if (v == u) return q >= units;
+    return false;
   }
 
   void free_gathered(int u) {
@@ -211,6 +227,7 @@ class Stage3 final : public Stage {
   Stage3Options o_;
   DeviceBuffer shard_;  // (shard_numel) compute dtype, param_shard_tier: this rank's parameters
   TransientGradients grads_;
+  ParameterGather gather_;  // the gathers themselves (plain, ZeRO++ qwZ, hpZ); outlives the gathers in flight
   std::vector<std::optional<Gathered>> gathered_;  // (num_units) whole units now alive or on their way
   std::vector<DeviceBuffer> persistent_;           // (num_units) (unit padded) compute dtype, device: persistent units, whole
   std::vector<Handle> persistent_gathers_;         // (num_units) their all-gathers after the step
