@@ -115,6 +115,9 @@ void zeropp_problems(const EngineSettings& s, std::vector<SettingProblem>& out) 
                                                                 "zero_optimization.stage to 3, or remove it")});
     }
   }
+  if (s.quantized_weights && s.mics_shard_size > 0) {
+    out.push_back({cat(kZero, "zero_quantized_weights"), "with mics_shard_size is not supported yet: keep one of the two"});
+  }
   if (hpz && s.mics_shard_size > 0) {
     out.push_back({cat(kZero, "zero_hpz_partition_size"), "with mics_shard_size is not supported: hybrid sharding already gathers "
                                                           "inside its shard group; keep one of the two"});
