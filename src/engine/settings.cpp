@@ -174,6 +174,12 @@ std::vector<SettingProblem> world_problems(const EngineSettings& s, int world_si
                                                       " ranks into equal shard groups: use a divisor of ", world_size,
                                                       " (DeepSpeed asserts the same), or run on a multiple of ", s.mics_shard_size, " ranks")});
   }
+  // hpZ's groups lie inside equal nodes, so H divides the world too (the nodes are checked where known: node_problems).
+  if (s.hpz_partition_size > 1 && world_size % s.hpz_partition_size != 0) {
+    out.push_back({cat(kZero, "zero_hpz_partition_size"), cat("is ", s.hpz_partition_size, ", which does not divide the ", world_size,
+                                                              " ranks: it must divide the ranks of every node; use the ranks per node "
+                                                              "or a divisor of them")});
+  }
   return out;
 }
 
