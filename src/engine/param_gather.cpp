@@ -81,17 +81,28 @@ Handle ParameterGather::quantized(const DeviceSpan& source, const DeviceSpan& wh
   const bool computes = dev.computes();
   if (computes) {
     dev.compute().synchronize();  // the slice is written (the optimizer's update, a staging copy)
-    std::vector<float> wide(k);
-    widen_to_f32(dev.transport(source), source.dtype(), wide.data(), k);
-    quantize_int8(wide.data(), k, packet);
+    const void* x = dev.transport(source);
+    if (source.dtype() == Dtype::kF32) {
+      quantize_int8(static_cast<const float*>(x), k, packet);
+    } else {  // 16-bit parameters: widened (exactly) one slice at a time
+      std::vector<float> wide(k);
+      widen_to_f32(x, source.dtype(), wide.data(), k);
+      quantize_int8(wide.data(), k, packet);
+    }
   }
   Handle gathered = comm.all_gather_bytes_async(packet, bytes, packets, 0);
   return Handle(std::async(std::launch::deferred, [gathered, send, recv, packets, out, k, n, bytes, dtype, computes]() mutable {
     gathered.wait();
     if (computes) {
-      std::vector<float> values(n * k);
-      for (std::size_t r = 0; r < n; ++r) dequantize_int8(packets + r * bytes, k, values.data() + r * k);
-      narrow_from_f32(values.data(), dtype, out, n * k);
+      std::vector<float> values(dtype == Dtype::kF32 ? 0 : k);  // 16-bit: one slice at a time, rounded once
+      for (std::size_t r = 0; r < n; ++r) {
+        if (dtype == Dtype::kF32) {
+          dequantize_int8(packets + r * bytes, k, static_cast<float*>(out) + r * k);
+        } else {
+          dequantize_int8(packets + r * bytes, k, values.data());
+          narrow_from_f32(values.data(), dtype, static_cast<char*>(out) + r * k * dtype_bytes(dtype), k);
+        }
+      }
     }
     send.reset();
     recv.reset();

@@ -92,7 +92,7 @@ Expected expected_bytes(const Options& o, int r, int n, int per_node, const Flat
   const int h = o.hpz;
   for (int u = 0; u < layout.num_units(); ++u) {
     const std::uint64_t p = layout.unit(u).padded, k = p / static_cast<std::uint64_t>(n);
-    const std::uint64_t gather = o.qwz ? quantized_bytes(k) : k * f32;
+    const std::uint64_t gather = o.qwz ? k + 4 * ((k + 2047) / 2048) : k * f32;  // int8 values, an f32 scale a block of 2048
     const std::uint64_t to_peer = k * f32 + gather + (h > 1 ? 0 : gather);
     for (int q = 0; q < n; ++q) {
       if (q == r) continue;
