@@ -42,6 +42,7 @@ Handle ParameterGather::start(int u, const DeviceSpan& source, const DeviceSpan&
     ZERO_CHECK(valid_[u], "hpZ: the backward of unit '", name, "' before its forward since the last step");
     return ctx_.secondary->all_gather(secondary_part(u), whole, name);
   }
+  if (exact_) return ctx_.comm.all_gather(source, whole, name);
   pending_[u] = ctx_.secondary != nullptr && !backward;
   if (ctx_.quantized_weights) return quantized(source, whole, name);
   return ctx_.comm.all_gather(source, whole, name);

@@ -36,7 +36,7 @@ class ParameterGather {
 
   // Whether the gather for a use in the backward pass reads the secondary partition (not this
   // rank's primary slice).
-  bool from_secondary(bool backward) const { return backward && ctx_.secondary != nullptr; }
+  bool from_secondary(bool backward) const { return backward && ctx_.secondary != nullptr && !exact_; }
   // Starts filling `whole` (unit u, padded, compute dtype, device) for its next use; `source` is
   // this rank's primary slice of it (on the device), read unless from_secondary(backward).
   Handle start(int u, const DeviceSpan& source, const DeviceSpan& whole, bool backward);
@@ -45,6 +45,9 @@ class ParameterGather {
   void arrived(int u, const DeviceSpan& whole);
   // The optimizer is about to change the parameters: the secondary partition goes stale.
   void parameters_changed();
+  // While on, every gather is plain (exact, from the primary slices) and leaves the secondary
+  // partition as it is: reads of the weights themselves (Stage::begin_exact_reads).
+  void set_exact(bool on) { exact_ = on; }
 
  private:
   Handle quantized(const DeviceSpan& source, const DeviceSpan& whole, const std::string& unit);
@@ -55,6 +58,7 @@ class ParameterGather {
   std::vector<std::size_t> secondary_offset_;   // (num_units) where unit u's part starts in it
   std::vector<char> pending_;                   // (num_units) a forward gather whose part is still to be kept
   std::vector<char> valid_;                     // (num_units) the part holds this step's forward values
+  bool exact_ = false;                          // set_exact
 };
 
 }  // namespace zero

@@ -50,6 +50,11 @@ class Stage {
   // evaluation): nothing may stay whole for a reuse that will not come.
   virtual void end_of_uses() {}
   virtual DeviceSpan params(int u) = 0;  // (unit padded) compute dtype, device: between fetch and release
+  // Between these, fetch() makes units whole with their exact values: reads of the weights
+  // themselves (copy_full_parameters: saved, exported, hashed, decoded), where a stage that gathers
+  // lossily for compute (ZeRO++ qwZ) must not. Outside a micro-batch only.
+  virtual void begin_exact_reads() {}
+  virtual void end_exact_reads() {}
 
   // ---- gradients ----
   // A micro-batch begins. `first`: the first since the last optimizer step; `boundary`: the last

@@ -84,6 +84,8 @@ class Stage3 final : public Stage {
     return gathered_[u]->whole.span();
   }
 
+  void begin_exact_reads() override { gather_.set_exact(true); }
+  void end_exact_reads() override { gather_.set_exact(false); }
   void begin_micro_batch(bool, bool) override {}
   DeviceSpan grads(int u) override { return grads_.get(u); }
   void reduce_gradients(int u) override { grads_.reduce(u, *optimizer_); }

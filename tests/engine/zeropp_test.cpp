@@ -135,6 +135,14 @@ TEST(Zeropp, BytesPerLinkEqualTheFormulas) {
 
 std::string digest(const std::vector<float>& params) { return sha256_hex(params.data(), params.size() * sizeof(float)); }
 
+// The weights read out (Engine::full_parameters: saved, exported, hashed) are the exact masters,
+// never the quantised copy compute gathers: before any step they are stage 3's initial values.
+TEST(Zeropp, WeightsReadOutAreTheExactMasters) {
+  const std::vector<float> initial = run_threads(run_of({}, 2, 0), 4)[0].params;
+  EXPECT_TRUE(same_bits(run_threads(run_of({true, 2}, 2, 0), 4)[0].params, initial));
+  EXPECT_TRUE(same_bits(run_threads(run_of({true, 1}, 2, 0), 4)[2].params, initial));
+}
+
 TEST(Zeropp, HpzAloneGivesStage3sBitsAndEveryOptionRepeats) {
   const std::vector<float> stage3 = run_threads(run_of({}, 2, 4), 4)[0].params;
   EXPECT_TRUE(same_bits(run_threads(run_of({false, 2}, 2, 4), 4)[0].params, stage3)) << "hpZ2 on 2 nodes of 2";
