@@ -147,6 +147,11 @@ TEST(Zeropp, HpzAloneGivesStage3sBitsAndEveryOptionRepeats) {
   const std::vector<float> stage3 = run_threads(run_of({}, 2, 4), 4)[0].params;
   EXPECT_TRUE(same_bits(run_threads(run_of({false, 2}, 2, 4), 4)[0].params, stage3)) << "hpZ2 on 2 nodes of 2";
   EXPECT_TRUE(same_bits(run_threads(run_of({false, 4}, 4, 4), 8)[3].params, run_threads(run_of({}, 4, 4), 8)[3].params)) << "hpZ4, N=8";
+  {  // with DeepSpeed's schedule: units gathered ahead across the passes, and kept whole for reuse; two micro-batches
+    MlpRun exact = run_of({}, 2, 3), hpz = run_of({false, 2}, 2, 3);
+    for (MlpRun* r : {&exact, &hpz}) r->stage3.prefetch_bucket = 20'000, r->stage3.max_reuse_distance = 20'000, r->micro_batches = 2;
+    EXPECT_TRUE(same_bits(run_threads(hpz, 4)[1].params, run_threads(exact, 4)[1].params)) << "hpZ2 with prefetch and reuse";
+  }
   std::vector<float> qwz;
   for (const Options& o : {Options{true, 1}, Options{true, 2}}) {
     const std::vector<RankResult> a = run_threads(run_of(o, 2, 4), 4), b = run_threads(run_of(o, 2, 4), 4);
