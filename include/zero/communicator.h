@@ -182,6 +182,10 @@ class Communicator final : private TransportHost {
   // Gathers `bytes` bytes from every rank into recv (size * bytes), rank order. Blocking; for
   // start-up agreement checks, counted as all_gather.
   void all_gather_bytes(const void* send, std::size_t bytes, void* recv);
+  // The same, asynchronous: `bytes` bytes from every rank into recv (size * bytes), in pieces of
+  // at most `segment` bytes per rank (0: the options' default); packed payloads (ZeRO++'s int8
+  // weights with their scales) whose bytes the traffic counts as they are.
+  Handle all_gather_bytes_async(const void* send, std::size_t bytes, void* recv, std::size_t segment);
 
   // The s (elements per rank per piece) a float collective issued with `segment` runs with:
   // `segment`, else CommOptions::segment_elements, else the backend's limit; never above the limit.

@@ -163,6 +163,7 @@ class Engine {
   bool any_rank_overflowed();
   void run_unit(int u, bool backward);
   void make_shard_groups();
+  void make_hpz_group();
   Traffic traffic_now() const;  // of every communicator the engine issues on
   void set_context(const std::string& context);
   void run_kernel(int u, bool backward, const std::vector<DeviceSpan>& params, const std::vector<DeviceSpan>& grads);
@@ -180,6 +181,10 @@ class Engine {
   Communicator* shards_ = nullptr;  // the ranks that shard the state: the group, or comm_
   std::unique_ptr<Device> device_;
   std::unique_ptr<Collectives> collectives_;
+  // ZeRO++ hpZ (zero_hpz_partition_size): this rank's group of H ranks inside its node, over
+  // which stage 3's backward gathers the secondary partition; null without it.
+  std::unique_ptr<Communicator> hpz_comm_;
+  std::unique_ptr<Collectives> hpz_collectives_;
   std::unique_ptr<Stage> stage_;
   std::unique_ptr<ShardOptimizer> optimizer_;
   std::unique_ptr<LossScaler> scaler_;  // fp16 only

@@ -158,6 +158,13 @@ struct EngineSettings {
   // groups replicate it. Gradients are reduce-scattered in the group, then all-reduced across
   // the groups. -1: off (shard among the world). It must divide the world size (check_world).
   int mics_shard_size = -1;
+  // ZeRO++ (stage 3 only; docs/zeropp.md). qwZ, DeepSpeed's zero_quantized_weights: every
+  // parameter all-gather of a unit sends int8 in blocks with one f32 scale each (engine/quantize.h)
+  // and the unit is dequantised on arrival; the masters stay exact. hpZ, DeepSpeed's
+  // zero_hpz_partition_size H (1: off): after a unit's forward gather each rank keeps its 1/H of
+  // it, partitioned among H ranks of its node, so the backward gathers it inside the node.
+  bool quantized_weights = false;
+  int hpz_partition_size = 1;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   AdamConfig adam;
   LambConfig lamb;  // OptimizerKind::kLamb only
@@ -184,6 +191,11 @@ void check_settings(const EngineSettings& settings, const std::string& component
 // where the world size is known before any rank starts (config/, the planner) and by the engine.
 std::vector<SettingProblem> world_problems(const EngineSettings& settings, int world_size);
 void check_world(const EngineSettings& settings, int world_size, const std::string& component);
+// What the settings need of the nodes, given the ranks on each node (hpZ's partition size divides
+// them, and they are equal). Checked by the engine from its communicator's topology and, for
+// thread ranks arranged as nodes, by the CLI before any rank starts.
+std::vector<SettingProblem> node_problems(const EngineSettings& settings, const std::vector<int>& ranks_on_each_node);
+void check_nodes(const EngineSettings& settings, const std::vector<int>& ranks_on_each_node, const std::string& component);
 // The ranks that share one copy of the state: mics_shard_size when set, else the world size.
 int shard_group_size(const EngineSettings& settings, int world_size);
 

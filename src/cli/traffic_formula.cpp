@@ -1,14 +1,43 @@
 #include "cli/traffic_formula.h"
 
 #include "common/error.h"
+#include "engine/quantize.h"
 #include "memory/ledger.h"
 
 namespace zero::cli {
+namespace {
+
+// Stage 3 with qwZ and/or hpZ, shard group = the world (hpZ is refused with hybrid sharding);
+// qwZ with hybrid sharding is left to the measured line.
+TrafficFormula zeropp_formula(int n, int per_node, int rank, std::uint64_t padded, std::uint64_t element_bytes, int micro_batches,
+                              const ZeroppGathers& z) {
+  const std::uint64_t m = static_cast<std::uint64_t>(micro_batches), psi = padded * element_bytes;
+  const std::uint64_t k = padded / static_cast<std::uint64_t>(n), slice = k * element_bytes;
+  const std::uint64_t q = quantized_bytes(k);
+  const std::uint64_t gather = z.quantized_weights ? q : slice;
+  const bool hpz = z.hpz > 1;
+  const std::uint64_t to_peer = m * (slice + gather + (hpz ? 0 : gather));
+  const std::uint64_t to_hpz_peer = hpz ? m * psi / static_cast<std::uint64_t>(z.hpz) : 0;
+  TrafficFormula f;
+  f.expression = z.quantized_weights ? (hpz ? "mΨ(N-1)/N + mQ(N-1) + mΨ(H-1)/H" : "mΨ(N-1)/N + 2mQ(N-1)") : "2mΨ(N-1)/N + mΨ(H-1)/H";
+  if (z.quantized_weights) f.expression += cat(", Q = Ψ/N int8 + 4 B a ", kQuantBlock, "-block");
+  for (int p = 0; p < n; ++p) {
+    if (p == rank) continue;
+    const std::uint64_t bytes = to_peer + (hpz && p / z.hpz == rank / z.hpz ? to_hpz_peer : 0);
+    f.total += bytes;
+    if (p / per_node != rank / per_node) f.across += bytes;
+  }
+  return f;
+}
+
+}  // namespace
+
 
 // What `rank` sends each peer: `to_group` bytes to each other rank of its group, `to_replica` to
 // each of its replicas (its index in the other groups); counted apart for peers on other nodes.
 TrafficFormula step_traffic_formula(int stage, int n, int g, int per_node, int rank, std::uint64_t padded, std::uint64_t element_bytes,
-                                    int micro_batches) {
+                                    int micro_batches, const ZeroppGathers& zeropp) {
+  if (stage == 3 && (zeropp.quantized_weights || zeropp.hpz > 1)) return zeropp_formula(n, per_node, rank, padded, element_bytes, micro_batches, zeropp);
   ZERO_CHECK(n >= 1 && g >= 1 && n % g == 0 && per_node >= 1 && rank >= 0 && rank < n, "traffic formula of rank ", rank, " of ", n,
              " in groups of ", g);
   const std::uint64_t m = static_cast<std::uint64_t>(micro_batches), psi = padded * element_bytes;

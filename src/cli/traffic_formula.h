@@ -14,6 +14,14 @@
 // crosses is that of the peers on other nodes: for plain stage 3, (N-L)/(N-1) of the total with
 // L ranks per node (for 2 nodes of 4: 4/7); for hybrid sharding with groups inside a node, only
 // the replicas' all-reduce crosses.
+//
+// ZeRO++ at stage 3 (docs/zeropp.md), per micro-batch, to each other rank: the reduce-scatter's
+// slice Ψ/N; the forward gather's slice, as Q = Ψ/N int8 + 4 bytes of scale a block of 2048 with
+// qwZ (the scales counted over the whole, so a model of many units has a few more); the backward
+// gather's the same again without hpZ, and with hpZ instead Ψ/H to each other rank of its hpZ
+// group, inside the node:
+//   qwZ        mΨ(N-1)/N + 2mQ(N-1)       hpZ   2mΨ(N-1)/N + mΨ(H-1)/H
+//   qwZ+hpZ    mΨ(N-1)/N + mQ(N-1) + mΨ(H-1)/H
 #pragma once
 
 #include <cstdint>
@@ -27,10 +35,16 @@ struct TrafficFormula {
   std::uint64_t across = 0;  // of them, to peers on other nodes
 };
 
+// ZeRO++'s options of stage 3's gathers: qwZ, and hpZ's group size H (1: off).
+struct ZeroppGathers {
+  bool quantized_weights = false;
+  int hpz = 1;
+};
+
 // For `rank` of n ranks in nodes of `per_node` consecutive ranks, shard groups of g consecutive
 // ranks, `padded` parameters of `element_bytes` bytes on the wire.
 TrafficFormula step_traffic_formula(int stage, int n, int g, int per_node, int rank, std::uint64_t padded, std::uint64_t element_bytes,
-                                    int micro_batches);
+                                    int micro_batches, const ZeroppGathers& zeropp = {});
 
 // "measured: 1.2 MiB (0.9 MiB inside the node, 0.3 MiB across nodes); formula 3mΨ(N-1)/N: ..."
 std::string describe_step_traffic(const TrafficFormula& formula, std::uint64_t sent, std::uint64_t across, const char* measured_word);

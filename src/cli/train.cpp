@@ -342,6 +342,16 @@ void print_init_from(const TrainConfig& c, const TrainResult& r) {
               r.init_from_seconds * 1e3);
 }
 
+// hpZ's fit to the nodes of thread ranks (one node, or --ranks-per-node), before they start; under
+// MPI the nodes are known once the ranks run, and the engine checks them there.
+void check_thread_nodes(const Flags& flags, const PlannedWorld& world, const EngineSettings& settings) {
+  if (world.backend != "threads") return;
+  const int per_node = flags.has("ranks-per-node") ? static_cast<int>(flags.get_int("ranks-per-node", 1, world.size)) : world.size;
+  std::vector<int> nodes;
+  for (int first = 0; first < world.size; first += per_node) nodes.push_back(std::min(per_node, world.size - first));
+  check_nodes(settings, nodes, "config");
+}
+
 // Rank 0's traffic in the last step, inside its node and across, beside the formula's.
 void print_traffic(const TrainConfig& c, const TrainResult& r) {
   const int n = static_cast<int>(r.final_ranks.size());
@@ -349,9 +359,11 @@ void print_traffic(const TrainConfig& c, const TrainResult& r) {
   std::uint64_t sent = 0, across = 0;
   for (int k = 0; k < kNumCollectives; ++k) sent += r.final_ranks[0].sent[k], across += r.final_ranks[0].sent_across[k];
   const TrafficFormula f = step_traffic_formula(c.engine.stage, n, r.shard_group, r.ranks_per_node, 0, r.padded_parameters,
-                                                dtype_bytes(c.engine.precision.compute), c.gradient_accumulation_steps);
-  std::printf("traffic of rank 0 in the last step (N=%d, G=%d, %d ranks per node, m=%d): %s\n", n, r.shard_group, r.ranks_per_node,
-              c.gradient_accumulation_steps, describe_step_traffic(f, sent, across, "sent").c_str());
+                                                dtype_bytes(c.engine.precision.compute), c.gradient_accumulation_steps,
+                                                {c.engine.quantized_weights, c.engine.hpz_partition_size});
+  const std::string zeropp = cat(c.engine.quantized_weights ? ", qwZ" : "", c.engine.hpz_partition_size > 1 ? cat(", H=", c.engine.hpz_partition_size) : "");
+  std::printf("traffic of rank 0 in the last step (N=%d, G=%d, %d ranks per node, m=%d%s): %s\n", n, r.shard_group, r.ranks_per_node,
+              c.gradient_accumulation_steps, zeropp.c_str(), describe_step_traffic(f, sent, across, "sent").c_str());
 }
 
 void print_summary(const TrainConfig& c, const TrainResult& r) {
@@ -567,6 +579,7 @@ int train_main(const std::vector<std::string>& args) {
     owner = checkpoint::lock_save_directory(checked.checkpoints.save_dir, wants_mpi_job(flags));
   }
   check_train_options(checked, world.size, world.backend);
+  check_thread_nodes(flags, world, checked.config.engine);
   check_output_paths(run_outputs(flags), run_inputs(flags, checked));
   if (stop_signal() != 0) {  // during the checks: no rank has started, nothing to save
     std::printf("stopped by %s before training started (exit %d)\n", stop_signal_name(stop_signal()), 128 + stop_signal());

@@ -333,9 +333,14 @@ void Communicator::all_gather_bytes(const void* send, std::size_t bytes, void* r
   if (!transport_->executes()) {  // every rank of a dry run describes the same thing: this one
     for (int r = 0; r < size_; ++r) std::memcpy(static_cast<char*>(recv) + static_cast<std::size_t>(r) * bytes, send, bytes);
   }
-  enqueue({"all_gather", bytes, 1}, Collective::kAllGather, to_every_peer(bytes), [this, send, bytes, recv, s] {
+  all_gather_bytes_async(send, bytes, recv, s).wait();
+}
+
+Handle Communicator::all_gather_bytes_async(const void* send, std::size_t bytes, void* recv, std::size_t segment) {
+  const std::size_t s = resolve_segment(segment, 1);
+  return enqueue(with_pieces({"all_gather", bytes, 1}, s), Collective::kAllGather, to_every_peer(bytes), [this, send, bytes, recv, s] {
     run_pieces([&](Scratch& scratch) { segmented_all_gather(send, recv, bytes, 1, s, scratch); });
-  }).wait();
+  });
 }
 
 NodeTopology node_topology(int rank, std::span<const int> node_leader) {

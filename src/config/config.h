@@ -10,7 +10,7 @@
 //                  reason, in the rule tables of config.cpp and zero_section.cpp;
 //   - unsupported: known (DeepSpeed has it) but not supported yet: an error that says so and what
 //                  to do. Some are accepted at their no-op value only (e.g. "prescale_gradients":
-//                  false, "zero_quantized_weights": false, "fp16": {"enabled": false}).
+//                  false, "zero_quantized_nontrainable_weights": false, "fp16": {"enabled": false}).
 // Anything else is an unknown key: inside a section, an error naming its full path
 // (zero_optimization.stgae) and the nearest known key at that level; at the top level, an error
 // only when it is a typo of a known key (two edits or fewer), else accepted with a warning, as

@@ -71,6 +71,16 @@ void check_onebit_placement(const Device& device, const Communicator& comm, Adam
   adam.bias_correction = false;
 }
 
+// ZeRO++ qwZ quantises on the CPU (engine/quantize.h): the parameters' slices must be in memory
+// the CPU reads, and the communicator must read host memory.
+void check_qwz_placement(const Device& device, const Communicator& comm) {
+  if (!device.transport_is_host() || comm.reads_device_memory()) {
+    throw ConfigError("[engine] zero_optimization.zero_quantized_weights quantises on the CPU, and this run keeps the parameters in GPU "
+                      "memory or communicates through a GPU library: not supported yet; run it on the cpu device with the threads or "
+                      "mpi communicator, or remove the key");
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Stage> make_stage(int stage, const StageContext& ctx) {
@@ -108,12 +118,15 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   collectives_ = std::make_unique<Collectives>(*shards_, *device_, config_.reduce_bucket_elements, config_.allgather_bucket_elements,
                                                config_.gradient_predivide_factor, config_.overlap_comm);
   collectives_->set_replicas(replica_comm_.get());
+  make_hpz_group();
+  if (config_.quantized_weights) check_qwz_placement(*device_, comm_);
   // The placement: where the stage-3 parameter shard and the optimizer live.
   const Dtype dtype = config_.precision.compute;
   if (config_.offload.optimizer) check_host_room(*device_, layout_.shard_numel(), config_.offload, ranks_on_this_node(comm_), dtype);
   const Tier shard_tier = config_.offload.params_nvme ? Tier::kNvme : config_.offload.params ? Tier::kHost : Tier::kDevice;
   stage_ = make_stage(config_.stage, {layout_, *collectives_, *device_, config_.seed, shard_tier, config_.stage3, dtype,
-                                      config_.offload.param_nvme, config_.offload.pin_memory});
+                                      config_.offload.param_nvme, config_.offload.pin_memory, config_.quantized_weights,
+                                      hpz_collectives_.get()});
   OptimizerContext octx{layout_, *device_, stage_->optimizer_parts()};
   for (const OptimizerPart& p : octx.parts) octx.state_numel = std::max(octx.state_numel, p.offset + p.params.size());
   octx.sheds_gradients = stage_->sheds_gradients();
@@ -151,9 +164,34 @@ void Engine::make_shard_groups() {
   shards_ = group_comm_.get();
 }
 
+// ZeRO++ hpZ: this rank's group of H ranks of its node (consecutive in the node's rank order),
+// among which the secondary partition is kept. The nodes must hold as many ranks each, a
+// multiple of H (check_nodes; the CLI checks thread ranks before they start).
+void Engine::make_hpz_group() {
+  const int h = config_.hpz_partition_size;
+  if (h <= 1 || config_.stage != 3) return;
+  const NodeTopology& t = comm_.topology();
+  std::vector<std::vector<int>> nodes(static_cast<std::size_t>(t.num_nodes));
+  for (int r = 0; r < comm_.size(); ++r) nodes.at(t.node_of.empty() ? t.node : t.node_of[r]).push_back(r);
+  std::vector<int> sizes;
+  for (const std::vector<int>& n : nodes) sizes.push_back(static_cast<int>(n.size()));
+  check_nodes(config_, sizes, "engine");
+  const std::vector<int>& mine = nodes.at(t.node);
+  const auto first = mine.begin() + t.local_rank / h * h;
+  try {
+    hpz_comm_ = comm_.split_members(std::vector<int>(first, first + h));
+  } catch (const CommError& e) {
+    throw ConfigError(cat("[engine] zero_optimization.zero_hpz_partition_size needs a communicator that splits into groups: ", e.what(),
+                          "; or remove the key"));
+  }
+  hpz_collectives_ = std::make_unique<Collectives>(*hpz_comm_, *device_, config_.reduce_bucket_elements,
+                                                   config_.allgather_bucket_elements, config_.gradient_predivide_factor, config_.overlap_comm);
+}
+
 Traffic Engine::traffic_now() const {
   Traffic t = comm_.traffic();
   if (group_comm_) t = t + group_comm_->traffic() + replica_comm_->traffic();
+  if (hpz_comm_) t = t + hpz_comm_->traffic();
   return t;
 }
 
@@ -161,6 +199,7 @@ Traffic Engine::traffic_now() const {
 void Engine::set_context(const std::string& context) {
   comm_.set_context(context);
   if (group_comm_) group_comm_->set_context(context);
+  if (hpz_comm_) hpz_comm_->set_context(context);
 }
 
 // The training step, as in the paper: forward, backward with gradient reduction as units

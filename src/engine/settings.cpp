@@ -112,6 +112,36 @@ void onebit_problems(const EngineSettings& s, std::vector<SettingProblem>& out) 
   }
 }
 
+// ZeRO++'s weight options change how stage 3 gathers parameters. DeepSpeed reads them only in
+// stage 3's parameter partitioning (zero.Init) and ignores them at stages 0-2; zero refuses them
+// there rather than ignore them.
+void zeropp_problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
+  if (s.hpz_partition_size < 1) {
+    out.push_back({cat(kZero, "zero_hpz_partition_size"), cat("is ", s.hpz_partition_size, "; it must be >= 1 ranks (1: off; "
+                                                                                            "usually the ranks per node)")});
+  }
+  const bool hpz = s.hpz_partition_size > 1;
+  if (s.stage != 3) {
+    if (s.quantized_weights) {
+      out.push_back({cat(kZero, "zero_quantized_weights"), cat("quantises stage 3's parameter all-gathers, and stage ", s.stage,
+                                                               " gathers no parameters per use (DeepSpeed reads the key only at stage 3): "
+                                                               "set zero_optimization.stage to 3, or remove it")});
+    }
+    if (hpz) {
+      out.push_back({cat(kZero, "zero_hpz_partition_size"), cat("keeps a secondary partition of stage 3's parameters, and stage ", s.stage,
+                                                                " does not partition them (DeepSpeed reads the key only at stage 3): set "
+                                                                "zero_optimization.stage to 3, or remove it")});
+    }
+  }
+  if (s.quantized_weights && s.mics_shard_size > 0) {
+    out.push_back({cat(kZero, "zero_quantized_weights"), "with mics_shard_size is not supported yet: keep one of the two"});
+  }
+  if (hpz && s.mics_shard_size > 0) {
+    out.push_back({cat(kZero, "zero_hpz_partition_size"), "with mics_shard_size is not supported: hybrid sharding already gathers "
+                                                          "inside its shard group; keep one of the two"});
+  }
+}
+
 }  // namespace
 
 std::vector<SettingProblem> settings_problems(const EngineSettings& s) {
@@ -151,6 +181,7 @@ std::vector<SettingProblem> settings_problems(const EngineSettings& s) {
                                      "off, or use Adam/AdamW"});
   }
   onebit_problems(s, out);
+  zeropp_problems(s, out);
   return out;
 }
 
@@ -160,6 +191,34 @@ std::vector<SettingProblem> world_problems(const EngineSettings& s, int world_si
     out.push_back({cat(kZero, "mics_shard_size"), cat("is ", s.mics_shard_size, ", which does not divide the ", world_size,
                                                       " ranks into equal shard groups: use a divisor of ", world_size,
                                                       " (DeepSpeed asserts the same), or run on a multiple of ", s.mics_shard_size, " ranks")});
+  }
+  // hpZ's groups lie inside equal nodes, so H divides the world too (the nodes are checked where known: node_problems).
+  if (s.hpz_partition_size > 1 && world_size % s.hpz_partition_size != 0) {
+    out.push_back({cat(kZero, "zero_hpz_partition_size"), cat("is ", s.hpz_partition_size, ", which does not divide the ", world_size,
+                                                              " ranks: it must divide the ranks of every node; use the ranks per node "
+                                                              "or a divisor of them")});
+  }
+  return out;
+}
+
+std::vector<SettingProblem> node_problems(const EngineSettings& s, const std::vector<int>& ranks_on_each_node) {
+  std::vector<SettingProblem> out;
+  const int h = s.hpz_partition_size;
+  if (h <= 1 || ranks_on_each_node.empty()) return out;
+  const int per_node = ranks_on_each_node.front();
+  for (int n : ranks_on_each_node) {
+    if (n != per_node) {
+      std::string sizes;
+      for (int m : ranks_on_each_node) sizes += cat(sizes.empty() ? "" : ", ", m);
+      out.push_back({cat(kZero, "zero_hpz_partition_size"), cat("needs the same number of ranks on every node, and the nodes have ",
+                                                                sizes, ": start as many ranks on each node")});
+      return out;
+    }
+  }
+  if (per_node % h != 0) {
+    out.push_back({cat(kZero, "zero_hpz_partition_size"), cat("is ", h, ", which does not divide the ", per_node, " ranks per node: "
+                                                              "the secondary partition lies inside a node; use a divisor of ", per_node,
+                                                              " (usually ", per_node, " itself)")});
   }
   return out;
 }
@@ -184,6 +243,10 @@ void check_settings(const EngineSettings& settings, const std::string& component
 
 void check_world(const EngineSettings& settings, int world_size, const std::string& component) {
   throw_problems(world_problems(settings, world_size), component);
+}
+
+void check_nodes(const EngineSettings& settings, const std::vector<int>& ranks_on_each_node, const std::string& component) {
+  throw_problems(node_problems(settings, ranks_on_each_node), component);
 }
 
 }  // namespace zero

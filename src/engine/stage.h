@@ -28,6 +28,8 @@ struct StageContext {
   Dtype dtype = Dtype::kF32;              // of the parameters and gradients the stage holds (Precision::compute)
   NvmeParamOptions param_nvme = {};       // stage 3, param_shard_tier nvme: the swap folder and buffers
   bool pin_memory = false;                // page-lock the stage's host buffers (offload pin_memory)
+  bool quantized_weights = false;         // stage 3, ZeRO++ qwZ: parameter gathers in int8 (engine/param_gather.h)
+  Collectives* secondary = nullptr;       // stage 3, ZeRO++ hpZ: this rank's hpZ group inside its node, or null
 };
 
 // The order in which one micro-batch uses its units (schedule.cpp): position u < U is unit u's
@@ -50,6 +52,11 @@ class Stage {
   // evaluation): nothing may stay whole for a reuse that will not come.
   virtual void end_of_uses() {}
   virtual DeviceSpan params(int u) = 0;  // (unit padded) compute dtype, device: between fetch and release
+  // Between these, fetch() makes units whole with their exact values: reads of the weights
+  // themselves (copy_full_parameters: saved, exported, hashed, decoded), where a stage that gathers
+  // lossily for compute (ZeRO++ qwZ) must not. Outside a micro-batch only.
+  virtual void begin_exact_reads() {}
+  virtual void end_exact_reads() {}
 
   // ---- gradients ----
   // A micro-batch begins. `first`: the first since the last optimizer step; `boundary`: the last

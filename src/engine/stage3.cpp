@@ -10,10 +10,13 @@
 // next are gathered ahead (prefetch bucket), never beyond the live cap; a unit used again soon
 // (reuse distance) stays whole in between; a unit below the persistence threshold stays whole
 // for the run and is all-gathered once after each step, as stage 2 does for every unit.
+// How a gather runs (plain, ZeRO++'s int8 qwZ, hpZ's backward inside the node) is
+// ParameterGather's (param_gather.h); the stage tells it whether the use is forward or backward.
 #include <cstdint>
 
 #include "common/error.h"
 #include "engine/param_home.h"
+#include "engine/param_gather.h"
 #include "engine/stage.h"
 
 namespace zero {
@@ -26,12 +29,13 @@ class Stage3 final : public Stage {
         o_(ctx.stage3),
         home_(ctx),
         grads_(ctx),
+        gather_(ctx),
         gathered_(ctx.layout.num_units()),
         persistent_(ctx.layout.num_units()),
         persistent_gathers_(ctx.layout.num_units()) {
     for (int u = 0; u < ctx.layout.num_units(); ++u) {
       const UnitPlace& unit = ctx.layout.unit(u);
-      if (static_cast<std::int64_t>(unit.numel) < o_.persistence_threshold) {
+      if (persists_whole(ctx, u)) {
         persistent_[u] = ctx.device.alloc(Tier::kDevice, Category::kParameters, unit.padded,
                                           cat("parameters of unit '", unit.name, "' (persistent)"), ctx.dtype);
         ctx.device.init(ctx.device.compute(), unit, ctx.layout.unit_segments(u), ctx.seed, persistent_[u].span());
@@ -66,6 +70,7 @@ class Stage3 final : public Stage {
     Gathered& g = *gathered_[u];
     g.done.wait();
     g.staging.reset();
+    gather_.arrived(u, g.whole.span());
     ++g.users;
   }
 
@@ -82,6 +87,8 @@ class Stage3 final : public Stage {
     return gathered_[u]->whole.span();
   }
 
+  void begin_exact_reads() override { gather_.set_exact(true); }
+  void end_exact_reads() override { gather_.set_exact(false); }
   void begin_micro_batch(bool, bool) override {}
   DeviceSpan grads(int u) override { return grads_.get(u); }
   void reduce_gradients(int u) override { grads_.reduce(u, *optimizer_); }
@@ -95,6 +102,7 @@ class Stage3 final : public Stage {
   void finish_reduction() override {
     grads_.finish();
     end_of_uses();  // nothing is reused across a step
+    gather_.parameters_changed();
     wait_parameter_gathers();  // the optimizer writes the slices next
   }
 
@@ -194,8 +202,10 @@ class Stage3 final : public Stage {
     DeviceBuffer whole = dev.alloc(Tier::kDevice, Category::kGatheredParameters, unit.padded,
                                    cat("gathered parameters of unit '", unit.name, "'"), ctx_.dtype);
     DeviceBuffer staging;
-    DeviceSpan source = home_.on_disk() ? home_.host_slice(u) : my_params(u);
-    if (source.tier() != Tier::kDevice) {  // collectives read device memory: bring the slice over first
+    const bool backward = next_use_is_backward(u);
+    const bool secondary = gather_.from_secondary(backward);  // hpZ's backward reads the node's copy, not this slice
+    DeviceSpan source = home_.on_disk() && !secondary ? home_.host_slice(u) : my_params(u);
+    if (source.tier() != Tier::kDevice && !secondary) {  // collectives read device memory: bring the slice over first
       staging = dev.alloc(Tier::kDevice, Category::kCommBuffers, unit.slice, "parameter slice from the host", ctx_.dtype);
       dev.copy(dev.copies(), staging.span(), source);
       dev.copies().synchronize();
@@ -205,7 +215,7 @@ class Stage3 final : public Stage {
     Gathered& g = gathered_[u].emplace();
     g.whole = std::move(whole);
     g.staging = std::move(staging);
-    g.done = ctx_.comm.all_gather(source, g.whole.span(), ctx_.layout.unit(u).name);
+    g.done = gather_.start(u, source, g.whole.span(), backward);
     live_ += padded(u);
   }
 
@@ -213,9 +223,21 @@ class Stage3 final : public Stage {
   // now, as far as the buffers go, so that they land while this use computes and the gathers
   // ahead of the next ones (prefetch) find their slices in host memory.
   void read_ahead(int position) {
-    for (int q = position + 1; q < 2 * ctx_.layout.num_units(); ++q)
+    const int units = ctx_.layout.num_units();
+    for (int q = position + 1; q < 2 * units; ++q)
+      for (int v : units_used_at(ctx_.layout, q)) {
+        if (persistent(v) || gathered_[v] || (q >= units && gather_.from_secondary(true))) continue;  // hpZ's backward: no read
+        if (!home_.read_ahead(v)) return;
+      }
+  }
+
+  // Whether the next use of unit u in this micro-batch (after position_) is in the backward pass.
+  bool next_use_is_backward(int u) const {
+    const int units = ctx_.layout.num_units();
+    for (int q = position_ + 1; q < 2 * units; ++q)
       for (int v : units_used_at(ctx_.layout, q))
-        if (!persistent(v) && !gathered_[v] && !home_.read_ahead(v)) return;
+        if (v == u) return q >= units;
+    return false;
   }
 
   void free_gathered(int u) {
@@ -227,6 +249,7 @@ class Stage3 final : public Stage {
   Stage3Options o_;
   ParamHome home_;      // this rank's parameter slices, in param_shard_tier (the NVMe tier: a swap file)
   TransientGradients grads_;
+  ParameterGather gather_;  // the gathers themselves (plain, ZeRO++ qwZ, hpZ); outlives the gathers in flight
   std::vector<std::optional<Gathered>> gathered_;  // (num_units) whole units now alive or on their way
   std::vector<DeviceBuffer> persistent_;           // (num_units) (unit padded) compute dtype, device: persistent units, whole
   std::vector<Handle> persistent_gathers_;         // (num_units) their all-gathers after the step

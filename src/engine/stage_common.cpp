@@ -7,6 +7,11 @@ void copy_full_parameters(Stage& stage, const FlatLayout& layout, Device& device
   ZERO_CHECK(out.size() == layout.numel(), "full parameters into ", out.size(), " elements, not ", layout.numel());
   // The unpadded units land in a host buffer through the device's copy, then leave the ledger.
   DeviceBuffer host = device.alloc(Tier::kHost, Category::kOther, layout.largest_unit(), "parameters copied out", Dtype::kF32, false);
+  struct ExactReads {  // the weights as the optimizer holds them, even where compute gathers them quantised
+    Stage& stage;
+    explicit ExactReads(Stage& s) : stage(s) { stage.begin_exact_reads(); }
+    ~ExactReads() { stage.end_exact_reads(); }
+  } exact(stage);
   std::size_t at = 0;
   for (int u = 0; u < layout.num_units(); ++u) {
     const std::size_t n = layout.unit(u).numel;

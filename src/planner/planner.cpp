@@ -57,7 +57,8 @@ std::uint64_t StepTraffic::total() const {
 
 std::string plan_label(const EngineSettings& s) {
   return cat(s.stage, s.offload.optimizer_nvme ? "+nvme" : s.offload.optimizer ? "+opt" : "", s.offload.params_nvme ? "+nvme-param" : s.offload.params ? "+param" : "",
-             s.offload.delayed_update ? "+dpu" : "", s.mics_shard_size > 0 ? cat("+mics", s.mics_shard_size) : "");
+             s.offload.delayed_update ? "+dpu" : "", s.mics_shard_size > 0 ? cat("+mics", s.mics_shard_size) : "",
+             s.quantized_weights ? "+qwZ" : "", s.hpz_partition_size > 1 ? cat("+hpZ", s.hpz_partition_size) : "");
 }
 
 namespace {
@@ -67,6 +68,9 @@ void check_input(const PlanInput& in) {
   check_world(in.settings, in.ranks, "planner");
   if (in.ranks < 1) throw ConfigError(cat("[planner] ranks must be at least 1, not ", in.ranks));
   if (in.ranks_per_node < 1) throw ConfigError(cat("[planner] ranks per node must be at least 1, not ", in.ranks_per_node));
+  std::vector<int> nodes;  // the ranks on each node: consecutive ranks, ranks_per_node a node
+  for (int first = 0; first < in.ranks; first += in.ranks_per_node) nodes.push_back(std::min(in.ranks_per_node, in.ranks - first));
+  check_nodes(in.settings, nodes, "planner");
   if (in.micro_batch < 1) throw ConfigError(cat("[planner] the micro-batch must be at least 1, not ", in.micro_batch));
   if (in.gradient_accumulation_steps < 1) {
     throw ConfigError(cat("[planner] gradient accumulation steps must be at least 1, not ", in.gradient_accumulation_steps));

@@ -149,6 +149,10 @@ std::string notes(const EstimateReport& r) {
   s += "    by all-reduce, reduce-scatter and all-gather; across: of them, to ranks on other nodes (rank 0's); +micsG:\n"
        "    hybrid sharding in groups of G ranks (zero_optimization.mics_shard_size); host link: host<->device copies per\n"
        "    step with offload and their time, both directions one after the other\n";
+  if (r.plans.back().settings.quantized_weights || r.plans.back().settings.hpz_partition_size > 1) {
+    s += "  +qwZ: ZeRO++'s int8 parameter gathers (zero_quantized_weights); +hpZH: its secondary partition among H ranks of\n"
+         "    a node (zero_hpz_partition_size), counted in params, so that the backward gathers inside the node\n";
+  }
   if (shows_nvme(r)) {
     s += "  nvme: the swap file of a rank on nvme_path (fp32 masters, Adam's m and v); host then holds the gradient shard\n"
          "    and buffer_count sub-groups; every step reads and writes the whole swap file once\n";

@@ -249,7 +249,9 @@ PlanInput plan_input(const TrainConfig& c, int world_size, const std::string& ba
   in.model = c.model.is_llama() ? describe_llama(c.model.llama) : describe_gpt(c.model.shape);
   in.llama_activation_bytes = llama_model_activation_hook();  // the LLaMA zero builds, as the ledger counts it
   in.ranks = world_size;
-  in.ranks_per_node = backend == "threads" ? world_size : 1;
+  // Under MPI the nodes are known once the ranks run: planned as nodes of hpZ's H (1 without it),
+  // which H divides as the engine will require (its memory and groups are the same for any such node).
+  in.ranks_per_node = backend == "threads" ? world_size : std::max(1, c.engine.hpz_partition_size);
   in.micro_batch = c.micro_batch_size;
   in.checkpointing = c.model.checkpointing;
   in.gradient_accumulation_steps = c.gradient_accumulation_steps;

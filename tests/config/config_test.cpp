@@ -212,8 +212,15 @@ TEST(ConfigKeys, KnownButUnsupported) {
                   "fp16.fp16_master_weights_and_grads = true is known but not supported yet");
   EXPECT_CONTAINS(error_of(with(base(), "bf16", {{"enabled", true}, {"bf16_optimizer_states", true}})),
                   "bf16.bf16_optimizer_states = true is known but not supported yet");
+  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization.zero_quantized_nontrainable_weights", true)),
+                  "zero_optimization.zero_quantized_nontrainable_weights = true is known but not supported yet: quantized frozen weights");
+  // ZeRO++'s qwZ and hpZ are read, and refused where they mean nothing: below stage 3, and hpZ with hybrid sharding
   EXPECT_CONTAINS(error_of(with(base(), "zero_optimization.zero_quantized_weights", true)),
-                  "zero_optimization.zero_quantized_weights = true is known but not supported yet: ZeRO++");
+                  "zero_optimization.zero_quantized_weights quantises stage 3's parameter all-gathers");
+  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization", {{"stage", 3}, {"zero_hpz_partition_size", 2}, {"mics_shard_size", 1}})),
+                  "zero_optimization.zero_hpz_partition_size with mics_shard_size is not supported");
+  EXPECT_CONTAINS(error_of(with(base(), "zero_optimization", {{"stage", 3}, {"zero_hpz_partition_size", 0}})),
+                  "zero_optimization.zero_hpz_partition_size is 0; it must be >= 1");
   EXPECT_CONTAINS(error_of(with(base(), "aio.use_gds", true)), "aio.use_gds = true is known but not supported yet: GPUDirect Storage");
   EXPECT_CONTAINS(error_of(with(base(), "sparse_attention.mode", "fixed")),
                   "sparse_attention = {\"mode\":\"fixed\"} is known but not supported yet");

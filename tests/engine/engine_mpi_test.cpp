@@ -88,6 +88,26 @@ TEST(MpiHybrid, SameBitsAsThreadRanks) {
   }
 }
 
+// ZeRO++ under mpirun (hpZ groups of 2 inside the machine, split from the MPI communicator; qwZ's
+// int8 packets as MPI bytes): the thread ranks' bits, and hpZ alone stage 3's.
+TEST(MpiZeropp, SameBitsAsThreadRanks) {
+  Communicator& comm = world();
+  if (comm.size() % 2 != 0) GTEST_SKIP() << "hpZ groups of 2 need an even number of ranks";
+  MlpRun run;
+  run.stage = 3;
+  run.steps = 3;
+  Ledger stage3_ledger;
+  const std::vector<float> stage3 = testing::train_mlp(run, comm, stage3_ledger).params;
+  for (const auto& [qwz, hpz] : {std::pair<bool, int>{true, 1}, {false, 2}, {true, 2}}) {
+    run.quantized_weights = qwz;
+    run.hpz_partition_size = hpz;
+    Ledger ledger;
+    const RankResult result = testing::train_mlp(run, comm, ledger);
+    EXPECT_TRUE(same_bits(result.params, threads_result(run, comm.size()))) << "qwZ " << qwz << " H=" << hpz << " rank " << comm.rank();
+    if (!qwz) EXPECT_TRUE(same_bits(result.params, stage3)) << "hpZ alone, rank " << comm.rank();
+  }
+}
+
 // Under mpirun, buckets of a few elements split every unit's reduction and gather into many MPI
 // messages (the stand-in for a slice over INT_MAX bytes, which would need a 2 GiB tensor): every
 // stage, with and without offload, gives the unbucketed bits.

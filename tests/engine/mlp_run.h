@@ -37,6 +37,8 @@ struct MlpRun {
   LambConfig lamb;
   int mics_shard_size = -1;  // hybrid sharding: the shard group's size (-1: the world)
   int ranks_per_node = 0;    // run_threads: the thread ranks as nodes of this many (0: one node)
+  bool quantized_weights = false;  // ZeRO++ qwZ
+  int hpz_partition_size = 1;      // ZeRO++ hpZ (1: off)
   // Which rank's rows of the global batch each rank trains on (empty: its own); a permutation
   // changes only the order in which the same gradients are summed.
   std::vector<int> rows_of_rank;
@@ -86,6 +88,8 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.optimizer = run.optimizer;
   c.lamb = run.lamb;
   c.mics_shard_size = run.mics_shard_size;
+  c.quantized_weights = run.quantized_weights;
+  c.hpz_partition_size = run.hpz_partition_size;
   c.onebit = run.onebit;
   c.zero_one = run.zero_one;
   return c;

@@ -41,7 +41,7 @@ template <typename MakeModel, typename SetBatch>
 Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetBatch set_batch,
                  const OffloadOptions& offload = {}, std::size_t bucket = 0, const Stage3Options& stage3 = {},
                  bool overlap_comm = true, Dtype dtype = Dtype::kF32, OptimizerKind optimizer = OptimizerKind::kAdam,
-                 int mics_shard_size = -1, int ranks_per_node = 0) {
+                 int mics_shard_size = -1, int ranks_per_node = 0, const std::function<void(EngineConfig&)>& more = {}) {
   ThreadWorld world(n, {std::chrono::seconds(60), nullptr}, ranks_per_node);
   std::vector<Measured> out(n);
   world.run([&](int r) {
@@ -57,6 +57,7 @@ Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetB
     c.precision.compute = dtype;
     c.optimizer = optimizer;
     c.mics_shard_size = mics_shard_size;
+    if (more) more(c);
     Engine engine(c, *model, *comm, ledger);
     for (int s = 0; s < 2; ++s) {
       // Every copy of step 1 has completed when step() returns (the delayed update's Adam may
@@ -523,6 +524,39 @@ TEST(AgainstEngine, HybridShardingEveryStage) {
         }
       }
     }
+  }
+}
+
+// ZeRO++ at stage 3 (qwZ: int8 gathers and their packet buffers; hpZ: the secondary partition,
+// category parameters, and the backward's gathers inside the node), on ranks arranged as nodes:
+// the planner's peak and traffic (across nodes too) are the ledger's and the counters'.
+TEST(AgainstEngine, ZeroppStage3) {
+  const MlpShape shape{{9, 21, 17, 21, 9}, true};
+  ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt, std::nullopt};
+  struct Case {
+    int n, per_node, hpz;
+    bool qwz, offload_param;
+    Dtype dtype;
+  };
+  for (const Case& k : {Case{4, 2, 2, false, false, Dtype::kF32}, Case{4, 2, 1, true, false, Dtype::kF32}, Case{4, 2, 2, true, false, Dtype::kBf16},
+                        Case{8, 4, 4, true, false, Dtype::kF32}, Case{8, 4, 2, false, true, Dtype::kF32}}) {
+    OffloadOptions offload;
+    offload.params = k.offload_param;
+    const Measured m = measure(
+        k.n, 3, 2, [&](Ledger&) { return std::make_unique<Mlp>(shape); },
+        [&](Mlp& mlp, int seed) { mlp.set_batch(mlp_synthetic_batch(shape, 7, seed, 0, 2)); }, offload, 0, {}, true, k.dtype,
+        OptimizerKind::kAdam, -1, k.per_node, [&](EngineConfig& c) {
+          c.quantized_weights = k.qwz;
+          c.hpz_partition_size = k.hpz;
+        });
+    PlanInput in = threads_input(model, k.n, 3, 2);
+    in.settings.offload = offload;
+    in.settings.precision.compute = k.dtype;
+    in.settings.quantized_weights = k.qwz;
+    in.settings.hpz_partition_size = k.hpz;
+    in.ranks_per_node = k.per_node;
+    expect_prediction(in, m, cat("N=", k.n, " per node ", k.per_node, " ", dtype_label(k.dtype), " ", plan_label(in.settings)));
+    EXPECT_GT(m.traffic.total_sent_across(), 0u) << "no bytes across nodes";
   }
 }
 

@@ -123,6 +123,8 @@ std::vector<Variation> variations() {
       {"gradient_predivide_factor", [](EngineSettings& s) { s.gradient_predivide_factor = 2.0; }},
       {"report_grad_norm", [](EngineSettings& s) { s.report_grad_norm = true; }},
       {"mics_shard_size", [](EngineSettings& s) { s.mics_shard_size = 1; }},  // groups of 1 of the 2 ranks: all-reduced across
+      {"quantized_weights", [](EngineSettings& s) { s.quantized_weights = true; }},  // ZeRO++ qwZ: stage 3 only
+      {"hpz_partition_size", [](EngineSettings& s) { s.hpz_partition_size = 2; }},  // ZeRO++ hpZ: stage 3 only
       {"optimizer", lamb},
       {"adam.lr", [](EngineSettings& s) { s.adam.lr = 0.5f; }},
       {"adam.beta1", [](EngineSettings& s) { s.adam.beta1 = 0.5f; }},
