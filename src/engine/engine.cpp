@@ -129,6 +129,7 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   octx.onebit = config_.onebit;
   octx.zero_one = config_.zero_one;
   octx.comm = &comm_;
+  octx.bias_correction = config_.adam.bias_correction;
   optimizer_ = make_optimizer(octx);
   stage_->set_optimizer(optimizer_.get());
 }

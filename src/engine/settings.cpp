@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "engine/zenflow.h"
 
 namespace zero {
 namespace {
@@ -133,6 +134,7 @@ std::vector<SettingProblem> settings_problems(const EngineSettings& s) {
                                      "off, or use Adam/AdamW"});
   }
   onebit_problems(s, out);
+  zenflow::problems(s, out);
   return out;
 }
 
