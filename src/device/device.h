@@ -248,6 +248,7 @@ class Device {
   struct HostStaged;
   HostStaged stage_on_host(Stream& s, const std::vector<DeviceSpan>& spans, const std::vector<bool>& read, const char* what);
   void unstage(Stream& s, HostStaged& st, const std::vector<DeviceSpan>& spans, const std::vector<bool>& written);
+  void count_packed(const DeviceSpan& dst, const DeviceSpan& src, std::uint64_t bytes);
 
   Ledger& ledger_;
   Tracer* tracer_ = nullptr;

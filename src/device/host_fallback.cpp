@@ -100,6 +100,12 @@ void Device::do_init(Stream&, const UnitPlace&, const std::vector<Segment>&, std
 }
 
 // ZenFlow's column operations (device.h).
+// A packed copy between the tiers crosses the link as copy() does: only its packed elements.
+void Device::count_packed(const DeviceSpan& dst, const DeviceSpan& src, std::uint64_t bytes) {
+  if (dst.tier() == Tier::kHost && src.tier() == Tier::kDevice) to_host_ += bytes;
+  if (dst.tier() == Tier::kDevice && src.tier() == Tier::kHost) to_device_ += bytes;
+}
+
 std::vector<double> Device::column_abs_sums(Stream& s, DeviceSpan x, std::size_t first, std::size_t cols) {
   ZERO_CHECK(cols > 0, "column_abs_sums: a matrix without columns");
   if (supports(DeviceOp::kColumns)) return do_column_abs_sums(s, x, first, cols);
@@ -112,6 +118,7 @@ std::vector<double> Device::column_abs_sums(Stream& s, DeviceSpan x, std::size_t
 void Device::gather_columns(Stream& s, DeviceSpan dst, DeviceSpan src, std::size_t first, std::size_t cols,
                             const std::vector<std::uint32_t>& selected) {
   ZERO_CHECK(cols > 0, "gather_columns: a matrix without columns");
+  count_packed(dst, src, dst.bytes());
   if (supports(DeviceOp::kColumns)) return do_gather_columns(s, dst, src, first, cols, selected, false);
   HostStaged st = stage_on_host(s, {dst, src}, {false, true}, "ZenFlow's columns staged on the host");
   host_ops::gather_columns(st.runs[0], st.runs[1], first, cols, selected, false);
@@ -121,6 +128,7 @@ void Device::gather_columns(Stream& s, DeviceSpan dst, DeviceSpan src, std::size
 void Device::scatter_columns(Stream& s, DeviceSpan dst, DeviceSpan src, std::size_t first, std::size_t cols,
                              const std::vector<std::uint32_t>& selected) {
   ZERO_CHECK(cols > 0, "scatter_columns: a matrix without columns");
+  count_packed(dst, src, src.bytes());
   if (supports(DeviceOp::kColumns)) return do_gather_columns(s, dst, src, first, cols, selected, true);
   // dst is read too: only its selected elements are written.
   HostStaged st = stage_on_host(s, {dst, src}, {true, true}, "ZenFlow's columns staged on the host");

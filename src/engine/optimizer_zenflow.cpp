@@ -10,9 +10,10 @@
 // DeepSpeed ranks the columns of each rank's partition: the ranks choose apart.
 //
 // Applying the CPU's result is DeepSpeed's temp_copy_param: the device's selected columns and
-// 1-D parameters are saved, the part's parameters take the masters, the saved values go back;
-// then the masters take those device values (its sync_fp32_param_from_gpu), so that a column
-// that leaves the selection goes on from where the device left it.
+// 1-D parameters are saved, the part's parameters take the masters, the saved values go back.
+// At every CPU update, before it is queued, the masters take those device values (DeepSpeed's
+// sync_fp32_param_from_gpu, which it makes at a selection), so that a column that leaves the
+// selection goes on from where the device left it.
 //
 // overlap_step: the CPU's Adam of an interval is queued on the host stream and the step returns;
 // the next interval's steps run meanwhile (their gradients accumulate into a second host buffer),
@@ -215,12 +216,14 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
       queue_cpu(s);
       wait_cpu();
       apply();
+      take_device_values();
       return;
     }
     if (in_flight_) {  // the last interval's update reaches the parameters now, one interval late
       wait_cpu();
       apply();
     }
+    take_device_values();
     queue_cpu(s);
   }
 
@@ -244,16 +247,27 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
     in_flight_ = false;
   }
 
-  // The masters reach the columns not selected; the device's values reach the masters.
+  // The masters reach the parameters, but for the columns the device updates (temp_copy_param).
   void apply() {
     Stream& c = dev_.compute();
     for (std::size_t i = 0; i < runs_.size(); ++i) {
       const OptimizerPart& p = ctx_.parts[i];
       for (const ColumnRun& r : runs_[i]) move_device_values(r, dp_.sub(r.device_offset, r.packed), p.params.sub(r.offset, r.numel), false);
       dev_.copy(c, p.params, master(p));
+      for (const ColumnRun& r : runs_[i]) move_device_values(r, dp_.sub(r.device_offset, r.packed), p.params.sub(r.offset, r.numel), true);
+    }
+    c.synchronize();
+  }
+
+  // The masters take the device's values of the columns it updates (sync_fp32_param_from_gpu,
+  // made at every CPU update rather than at a selection, where an update may be in flight).
+  void take_device_values() {
+    Stream& c = dev_.compute();
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+      const OptimizerPart& p = ctx_.parts[i];
       for (const ColumnRun& r : runs_[i]) {
         const DeviceSpan packed = dp_.sub(r.device_offset, r.packed);
-        move_device_values(r, packed, p.params.sub(r.offset, r.numel), true);
+        move_device_values(r, packed, p.params.sub(r.offset, r.numel), false);
         move_device_values(r, packed, master(p).sub(r.offset, r.numel), true);
       }
     }
