@@ -28,6 +28,7 @@
 // | legacy_stage1, zero_hpz_partition_size, zero_quantized_weights, zero_quantized_nontrainable_weights, |
 // | zero_quantized_gradients, zeropp_loco_param, mics_hierarchical_params_gather |
 // |                           | known but not supported yet unless at the no-op default            |
+#include <algorithm>
 #include <limits>
 
 #include "common/error.h"
@@ -191,6 +192,11 @@ void read_aio(const Section& top, NvmeOptions& n) {
   n.queue_depth = static_cast<int>(a.get_int("queue_depth", n.queue_depth, 1, 4096));
 }
 
+// A count of steps as the settings hold it (beyond 2^31 steps is beyond any run).
+int steps(std::int64_t n) {
+  return static_cast<int>(std::clamp<std::int64_t>(n, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+}
+
 // DeepSpeed's ZenFlowConfig (runtime/zenflow/zenflow_config.py) and the strategy rules of its
 // configure_zenflow. Ranges and the fit to the rest of the run are the settings' (zenflow::problems).
 void read_zenflow(const Section& zero, ZenflowOptions& z) {
@@ -219,7 +225,7 @@ void read_zenflow(const Section& zero, ZenflowOptions& z) {
     if (!s.present("select_interval") || s.is_auto("select_interval")) {
       s.fail("select_interval", "must be a number of steps with select_strategy \"step\" (DeepSpeed's rule)");
     }
-    z.select_interval = static_cast<int>(s.get_int("select_interval", 1, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+    z.select_interval = steps(s.get_int("select_interval", 0, 1, kMax));  // 0 (once) where refused: no second complaint
   } else if (strategy == "epoch") {
     s.fail("select_strategy", "= \"epoch\" is not supported yet (zero's engine does not know the epoch's length): use \"step\" with "
                               "select_interval, or \"auto\" (the columns chosen once, after the warm-up)");
@@ -230,9 +236,9 @@ void read_zenflow(const Section& zero, ZenflowOptions& z) {
     s.fail("update_interval", "= \"auto\" (DeepSpeed's default: an adaptive interval) is not supported yet: set a number of steps "
                               "(DeepSpeed's tutorial uses 4)");
   } else {
-    z.update_interval = static_cast<int>(s.get_int("update_interval", 1, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+    z.update_interval = steps(s.get_int("update_interval", 1, std::numeric_limits<std::int64_t>::min(), kMax));
   }
-  z.full_warm_up_rounds = static_cast<int>(s.get_int("full_warm_up_rounds", 0, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+  z.full_warm_up_rounds = steps(s.get_int("full_warm_up_rounds", 0, std::numeric_limits<std::int64_t>::min(), kMax));
   z.overlap_step = s.get_bool("overlap_step", false);
 }
 
