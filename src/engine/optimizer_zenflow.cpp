@@ -6,8 +6,9 @@
 // plain offload, applies their mean every update_interval steps to the columns not selected.
 //
 // A column is one of a weight's (out, in) matrix's `in` columns as DeepSpeed's are; a rank ranks
-// the columns of its own slice of the weight (the rows it holds, cut where the slice is cut), as
-// DeepSpeed ranks the columns of each rank's partition: the ranks choose apart.
+// the columns over the whole rows of the weight its slice holds (zenflow.h: whole_rows; a row the
+// slice cuts is the CPU's alone), as DeepSpeed ranks the columns of each rank's partition: the
+// ranks choose apart.
 //
 // Applying the CPU's result is DeepSpeed's temp_copy_param: the device's selected columns and
 // 1-D parameters are saved, the part's parameters take the masters, the saved values go back.
@@ -32,14 +33,12 @@ namespace {
 // One parameter's run in a part, and where its device-side state lies.
 struct ColumnRun {
   std::size_t offset = 0;         // in the part: its parameters, gradients and host state
-  std::size_t numel = 0;
+  std::size_t numel = 0;          // a matrix: its whole rows in the part
   std::size_t first = 0;          // the parameter's element at `offset`
   std::size_t cols = 0;           // a 2-D weight's columns; 0: not a matrix, the whole run on the device
-  std::size_t k = 0;              // columns selected
-  std::size_t device_offset = 0;  // in the device buffers, which hold `capacity` elements for it
-  std::size_t capacity = 0;       // the most elements any k columns give (a matrix), or numel
+  std::size_t device_offset = 0;  // in the device buffers
+  std::size_t packed = 0;         // elements on the device: rows * k for a matrix (k columns selected), numel if not
   std::vector<std::uint32_t> selected;
-  std::size_t packed = 0;         // elements the selected columns have in this run (numel if not a matrix)
   Segment segment;                // the parameter's facts (decay), for Adam over the packed elements
 };
 
@@ -127,19 +126,21 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
       const std::vector<std::int64_t>& shape = ctx_.layout.unit(p.unit).params.at(seg.param).spec.shape;
       ColumnRun r;
       r.offset = seg.offset;
-      r.numel = seg.numel;
+      r.numel = r.packed = seg.numel;
       r.first = seg.param_offset;
       r.segment = seg;
       r.segment.offset = 0;
       if (shape.size() == 2) {
         r.cols = static_cast<std::size_t>(shape[1]);
-        r.k = zenflow::columns_to_select(z_, r.cols);
-        r.capacity = zenflow::most_selected_elements(r.first, r.numel, r.cols, r.k);
-      } else {
-        r.capacity = r.packed = r.numel;
+        const zenflow::WholeRows whole = zenflow::whole_rows(r.first, seg.numel, r.cols);
+        r.offset += whole.begin - r.first;
+        r.first = whole.begin;
+        r.numel = whole.rows * r.cols;
+        r.packed = whole.rows * zenflow::columns_to_select(z_, r.cols);
+        if (r.packed == 0) continue;  // no whole row, or no column selected: all the CPU's
       }
       r.device_offset = device_numel;
-      device_numel += r.capacity;
+      device_numel += r.packed;
       runs.push_back(std::move(r));
     }
     return runs;
@@ -169,8 +170,7 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
       for (ColumnRun& r : runs_[i]) {
         if (r.cols == 0) continue;
         const std::vector<double> importance = dev_.column_abs_sums(c, grad(0, p).sub(r.offset, r.numel), r.first, r.cols);
-        r.selected = zenflow::top_columns(importance, r.k);
-        r.packed = zenflow::selected_elements(r.first, r.numel, r.cols, r.selected);
+        r.selected = zenflow::top_columns(importance, zenflow::columns_to_select(z_, r.cols));
       }
     }
     dev_.fill(c, dm_.span(), 0.0f);

@@ -34,23 +34,9 @@ std::vector<std::uint32_t> top_columns(const std::vector<double>& importance, st
   return order;
 }
 
-std::size_t selected_elements(std::size_t first, std::size_t n, std::size_t cols, const std::vector<std::uint32_t>& selected) {
-  if (n == 0) return 0;
-  const std::size_t last = first + n - 1;
-  const std::size_t first_row = first / cols, last_row = last / cols;
-  std::size_t count = 0;
-  for (std::uint32_t c : selected) {
-    std::size_t rows = last_row - first_row + 1;
-    if (c < first % cols) --rows;  // the first row starts after column c
-    if (c > last % cols) --rows;   // the last row ends before it
-    count += rows;
-  }
-  return count;
-}
-
-std::size_t most_selected_elements(std::size_t first, std::size_t n, std::size_t cols, std::size_t k) {
-  if (n == 0) return 0;
-  return ((first + n - 1) / cols - first / cols + 1) * k;
+WholeRows whole_rows(std::size_t first, std::size_t n, std::size_t cols) {
+  const std::size_t begin = (first + cols - 1) / cols * cols, end = (first + n) / cols * cols;
+  return {begin, end > begin ? (end - begin) / cols : 0};
 }
 
 void problems(const EngineSettings& s, std::vector<SettingProblem>& out) {

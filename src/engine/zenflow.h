@@ -6,7 +6,8 @@
 // is_zenflow_update_boundary say:
 //   warm-up     t < W: the CPU updates every element every step (plain offload);
 //   selection   t >= W and (t == W or (S > 0 and t % S == 0)): each 2-D weight's columns are
-//               ranked by the L1 norm of their gradient at that step, the top k kept, and the
+//               ranked by the L1 norm of their gradient at that step (over the whole rows the
+//               rank holds: whole_rows), the top k kept, and the
 //               device's moments of the selected columns start again from zero (the device's
 //               step count goes on);
 //   device      t >= W: Adam on the selected columns and on every 1-D parameter, with this
@@ -33,11 +34,15 @@ bool is_update_step(const ZenflowOptions& z, std::int64_t t);
 std::size_t columns_to_select(const ZenflowOptions& z, std::size_t cols);
 // The k largest of `importance` (ties: the lower index first), as indices in increasing order.
 std::vector<std::uint32_t> top_columns(const std::vector<double>& importance, std::size_t k);
-// Elements of the run [first, first + n) of a row-major matrix with `cols` columns whose column
-// is in `selected` (sorted): what gather_columns moves.
-std::size_t selected_elements(std::size_t first, std::size_t n, std::size_t cols, const std::vector<std::uint32_t>& selected);
-// The most such elements any choice of k columns gives: k per row the run touches.
-std::size_t most_selected_elements(std::size_t first, std::size_t n, std::size_t cols, std::size_t k);
+// The whole rows of a row-major matrix with `cols` columns among its elements [first, first + n):
+// the matrix's elements [begin, begin + rows * cols). The rows a rank's slice cuts are left to the
+// CPU, as DeepSpeed leaves to the CPU the columns a rank's partition cuts (its layout keeps a
+// column's elements together; zero's keeps a row's), so a rank updates k columns of each whole
+// row it holds on the device, and the device holds rows * k elements whatever the columns.
+struct WholeRows {
+  std::size_t begin = 0, rows = 0;
+};
+WholeRows whole_rows(std::size_t first, std::size_t n, std::size_t cols);
 
 // What zero cannot run with ZenFlow, each with the key to change (settings_problems).
 void problems(const EngineSettings& s, std::vector<SettingProblem>& out);

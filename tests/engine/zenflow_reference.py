@@ -15,8 +15,10 @@ The model, per step t (DeepSpeed's micro_step):
 - warm-up (t < full_warm_up_rounds): every step is an update boundary;
 - selection boundary: t >= W and (t == W or (S and t % S == 0)) -- the masters take the device's
   parameters (sync_fp32_param_from_gpu, skipped at t == 0), the selective optimizer's moments
-  are zeroed (its step count is kept), and the top int(topk_ratio * cols) columns of the rank's
-  slice of w by sum |g| are selected;
+  are zeroed (its step count is kept), and the top int(topk_ratio * cols) columns by sum |g| over
+  the whole rows of w in the rank's slice are selected, in those rows (DeepSpeed selects among the
+  columns wholly in a rank's partition; zero's layout keeps rows together, so a row the slice
+  cuts is left to the CPU, as DeepSpeed leaves a column its partition cuts);
 - t >= W: the selected columns of w and all of b get the selective AdamW step with g (at once,
   or at an update boundary after the CPU's update has been applied, restored from temp_copy_param);
 - update boundary: t < W, or (t + 1 - W) % U == 0, or (S and (t + 1) % S == 0): the CPU's AdamW at
@@ -63,6 +65,8 @@ def main(d):
     e = begin + np.arange(n)                      # each slice element's index in the unit
     in_w = e < rows * cols
     in_b = (e >= rows * cols) & (e < rows * cols + cols)
+    row = e // cols
+    whole = in_w & (row * cols >= begin) & ((row + 1) * cols <= begin + n)   # rows wholly in the slice
     col = np.where(in_w, e % cols, -1)
     decay = np.where(in_w, F(1.0 - lr * wd), F(1.0)).astype(F)
     k = int(ratio * cols)
@@ -110,9 +114,9 @@ def main(d):
             sel_m[:] = 0
             sel_v[:] = 0
             sums = np.zeros(cols)
-            np.add.at(sums, col[in_w], np.abs(g[in_w].astype(np.float64)))
+            np.add.at(sums, col[whole], np.abs(g[whole].astype(np.float64)))
             order = sorted(range(cols), key=lambda c: (-sums[c], c))[:k]
-            selected = in_w & np.isin(col, order)
+            selected = whole & np.isin(col, order)
         boundary = update_boundary(t)
         if t >= W and not boundary:
             selective_step(g)

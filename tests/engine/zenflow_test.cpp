@@ -162,9 +162,8 @@ struct Losses {
 // steps old), so the property is the learning: its mean validation loss over three seeds is at
 // most plain offload's mean plus plain offload's own range over those seeds (what a change of
 // seed alone moves a plain run by), measured in the same run. Measured (2026-12-03, AVX2): plain
-// 3.0733 3.0866 2.9971 (range 0.0895), ZenFlow 3.0628 2.9796 2.9120 (mean -0.0675). (DeepSpeed's
-// tutorial intervals, 4 and 4, learn slower from scratch: mean +0.2295 after 100 steps; see
-// docs/offload.md.) And a ZenFlow run is reproducible: the same weights, bit for bit, twice.
+// 3.0733 3.0866 2.9971 (range 0.0895), ZenFlow 3.0780 3.0520 2.9252 (mean -0.0339). (DeepSpeed's
+// tutorial intervals, 4 and 4, learn slower from scratch; see docs/offload.md.) And a ZenFlow run is reproducible: the same weights, bit for bit, twice.
 TEST(ZenflowLearning, LearnsWithinPlainOffloadsSpreadAndRepeatsBitForBit) {
   Losses plain, zenflow;
   std::string plain_sha, zenflow_sha;

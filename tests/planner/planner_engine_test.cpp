@@ -115,8 +115,7 @@ std::vector<LlamaShape> tiny_llamas() {
   return {a, b};
 }
 
-// `link_share`: how far the link bytes may differ, as a share of the measured (0: equal).
-void expect_prediction(const PlanInput& in, const Measured& m, const std::string& what, std::uint64_t slack = 0, double link_share = 0) {
+void expect_prediction(const PlanInput& in, const Measured& m, const std::string& what, std::uint64_t slack = 0) {
   const Plan p = plan(in);
   if (slack == 0) {
     EXPECT_EQ(p.device.total(), m.peak) << what << ": predicted " << p.device.total() << ", ledger " << m.peak;
@@ -133,10 +132,8 @@ void expect_prediction(const PlanInput& in, const Measured& m, const std::string
     EXPECT_EQ(p.host.bytes[c], m.host.peak[c]) << what << " host " << category_name(static_cast<Category>(c));
     EXPECT_EQ(p.nvme.bytes[c], m.nvme.peak[c]) << what << " nvme " << category_name(static_cast<Category>(c));
   }
-  EXPECT_NEAR(static_cast<double>(p.device_to_host_bytes), static_cast<double>(m.to_host), link_share * static_cast<double>(m.to_host))
-      << what << ": gradient slices to the host";
-  EXPECT_NEAR(static_cast<double>(p.host_to_device_bytes), static_cast<double>(m.to_device), link_share * static_cast<double>(m.to_device))
-      << what << ": parameter slices to the device";
+  EXPECT_EQ(p.device_to_host_bytes, m.to_host) << what << ": gradient slices to the host";
+  EXPECT_EQ(p.host_to_device_bytes, m.to_device) << what << ": parameter slices to the device";
   EXPECT_EQ(p.nvme_read_bytes, m.disk_read) << what << ": swap file bytes read";
   EXPECT_EQ(p.nvme_written_bytes, m.disk_written) << what << ": swap file bytes written";
 }
@@ -355,10 +352,8 @@ TEST(AgainstEngine, NvmeEveryStage) {
 }
 
 // ZenFlow at stages 1 and 2, its CPU update at once and overlapped: the device's moments and packed
-// columns of the selected columns (device tier) and the accumulated gradients (host tier) as the
-// ledger counts them. The link bytes within 1%: where a slice cuts a row, how many of the
-// selected columns' elements it holds depends on which columns the gradient chose, which the dry
-// run cannot know (measured: 12 of 2492 bytes, 48 of 73384).
+// columns of the selected columns (device tier), the accumulated gradients (host tier) and the
+// packed copies between the tiers, predicted as the ledger and the link count them.
 TEST(AgainstEngine, ZenflowStages1And2) {
   const MlpShape mlp{{9, 21, 17, 21, 9}, true};
   const ModelDescription mlp_model{"mlp", "mlp", "", "", Mlp(mlp).units(), std::nullopt, std::nullopt};
@@ -377,13 +372,13 @@ TEST(AgainstEngine, ZenflowStages1And2) {
             [&](Mlp& x, int seed) { x.set_batch(mlp_synthetic_batch(mlp, 7, seed, 0, 2)); }, oc.engine);
         PlanInput in = threads_input(mlp_model, n, stage, 2);
         in.settings = oc.zero;
-        expect_prediction(in, m, cat(what, ", tied MLP N=", n), 0, 0.01);
+        expect_prediction(in, m, cat(what, ", tied MLP N=", n));
       }
       const Measured m = measure(2, stage, 1, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, 2, l); }, gpt_random_batches(gpt, 2), oc.engine);
       PlanInput in = threads_input(describe_gpt(gpt), 2, stage, 1);
       in.settings = oc.zero;
       in.micro_batch = 2;
-      expect_prediction(in, m, cat(what, ", GPT N=2"), 0, 0.01);
+      expect_prediction(in, m, cat(what, ", GPT N=2"));
       EXPECT_GT(m.usage.peak[static_cast<int>(Category::kOptimizerState)], 0u) << what << ": the device's moments of the selected columns";
     }
 }

@@ -77,6 +77,12 @@ void nvme(EngineSettings& s) {
   s.offload.nvme.sub_group_size = 50;
 }
 
+// ZenFlow with host offload (stages 1 and 2): a selection and a CPU update every step.
+void zenflow(EngineSettings& s) {
+  s.offload.optimizer = true;
+  s.offload.zenflow = {true, 0.3, 1, 1, 0, false};
+}
+
 std::vector<Variation> variations() {
   return {
       {"stage", [](EngineSettings& s) { s.stage = s.stage == 3 ? 1 : 3; }},
@@ -91,6 +97,12 @@ std::vector<Variation> variations() {
       {"offload.nvme.sub_group_size", [](EngineSettings& s) { nvme(s), s.offload.nvme.sub_group_size = 7; }},
       {"offload.nvme.block_size", [](EngineSettings& s) { nvme(s), s.offload.nvme.block_size = 4096; }},
       {"offload.nvme.queue_depth", [](EngineSettings& s) { nvme(s), s.offload.nvme.queue_depth = 2; }},
+      {"offload.zenflow.enabled", zenflow},
+      {"offload.zenflow.topk_ratio", [](EngineSettings& s) { zenflow(s), s.offload.zenflow.topk_ratio = 1.0; }},
+      {"offload.zenflow.select_interval", [](EngineSettings& s) { zenflow(s), s.offload.zenflow.select_interval = 0; }},
+      {"offload.zenflow.update_interval", [](EngineSettings& s) { zenflow(s), s.offload.zenflow.select_interval = 0, s.offload.zenflow.update_interval = 2; }},
+      {"offload.zenflow.full_warm_up_rounds", [](EngineSettings& s) { zenflow(s), s.offload.zenflow.full_warm_up_rounds = 1; }},
+      {"offload.zenflow.overlap_step", [](EngineSettings& s) { zenflow(s), s.offload.zenflow.overlap_step = true; }},
       {"reduce_bucket_elements", [](EngineSettings& s) { s.reduce_bucket_elements = 64; }},
       {"allgather_bucket_elements", [](EngineSettings& s) { s.allgather_bucket_elements = 64; }},
       {"overlap_comm", [](EngineSettings& s) { s.overlap_comm = false; }},
@@ -155,6 +167,7 @@ TEST(SettingsReachThePlan, TheListNamesEveryField) {
   EXPECT_EQ(listed.at("").size(), field_count<EngineSettings>()) << "a field of EngineSettings is missing from variations()";
   EXPECT_EQ(listed.at("offload").size(), field_count<OffloadOptions>());
   EXPECT_EQ(listed.at("offload.nvme").size(), field_count<NvmeOptions>());
+  EXPECT_EQ(listed.at("offload.zenflow").size(), field_count<ZenflowOptions>());
   EXPECT_EQ(listed.at("stage3").size(), field_count<Stage3Options>());
   EXPECT_EQ(listed.at("precision").size(), field_count<Precision>());
   EXPECT_EQ(listed.at("precision.loss_scaler").size(), field_count<LossScalerConfig>());
