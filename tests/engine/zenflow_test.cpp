@@ -111,7 +111,8 @@ TEST(ZenflowRule, MatchesANumPyModelOfDeepSpeedsRule) {
   for (bool overlap : {false, true})
     for (int rank : {0, 1}) {
       RuleCase c;
-      c.z = {true, 0.3, 4, 2, 2, overlap};  // topk 3 of 10 columns, select every 4 steps, update every 2, 2 warm-up steps
+      // topk 3 of 10 columns, chosen every 3 steps; the CPU every 2 steps and before each choice; 1 warm-up step
+      c.z = {true, 0.3, 3, 2, 1, overlap};
       c.rank = rank;
       cases.push_back(c);
       c.z = {true, 0.2, 0, 3, 0, overlap};  // select once, update every 3, no warm-up
