@@ -42,6 +42,21 @@ struct NvmeParamOptions {
   std::size_t max_in_cpu = 1'000'000'000;  // offload_param.max_in_cpu: read and checked; zero keeps only the buffers in host memory
 };
 
+// ZenFlow (DeepSpeed's zero_optimization.zenflow): stall-free offload. Every step, the top
+// topk_ratio of each 2-D weight's columns (by the L1 norm of the column's gradient, chosen anew
+// every select_interval steps) and every 1-D parameter are updated by Adam on the device, with
+// state kept there; the whole gradient is accumulated in host memory and the CPU's Adam applies
+// it to the other columns every update_interval steps (with overlap_step, in the background,
+// its result reaching the parameters one interval late). docs/offload.md#zenflow.
+struct ZenflowOptions {
+  bool enabled = false;
+  double topk_ratio = 0.1;      // in (0, 1]: columns of each 2-D weight (each rank's slice of it) updated on the device
+  int select_interval = 0;      // steps between selections; 0: once, after the warm-up (select_strategy "auto"/"epoch")
+  int update_interval = 1;      // steps between the CPU's updates (>= 1)
+  int full_warm_up_rounds = 0;  // first steps with the whole update on the CPU every step, no selection
+  bool overlap_step = false;    // the CPU's update runs during the next interval, applied at its end
+};
+
 // ZeRO-Offload (DeepSpeed's offload_optimizer / offload_param, device "cpu"; "nvme": nvme below).
 struct OffloadOptions {
   bool optimizer = false;  // Adam's state, the fp32 master parameters and the gradient shard on the host tier; Adam on the CPU
@@ -63,6 +78,7 @@ struct OffloadOptions {
   // param_nvme.path's swap files instead of host memory.
   bool params_nvme = false;
   NvmeParamOptions param_nvme;
+  ZenflowOptions zenflow;  // zero_optimization.zenflow (with offload_optimizer "cpu")
 };
 
 // Stage 3's schedule: DeepSpeed's stage3_* keys, counted in elements, with zero's defaults. Where

@@ -20,6 +20,7 @@ struct Variant {
   const char* name;
   bool offload;
   bool delayed;
+  bool zenflow = false;  // DeepSpeed's tutorial ZenFlow: topk_ratio 0.05, columns chosen once, the CPU every 4 steps, overlapped
 };
 
 double mean_overlap(const TrainResult& r, int ranks) {
@@ -43,6 +44,7 @@ std::vector<FlagSpec> bench_offload_flags() {
           {"n-embd", "GPT width", true, "192"},
           {"n-layer", "GPT blocks", true, "6"},
           {"micro-batch", "sequences per rank per step", true, "4"},
+          {"zenflow", "also time ZenFlow (DeepSpeed's tutorial settings: topk_ratio 0.05, update_interval 4, overlap_step)", false, ""},
           {"json", "also write the figures as JSON", true, ""},
           {"device", cat(backend_names(), ": a device other than ", default_device(), " first measures the host<->device link's copy bandwidth"), true, default_device()}};
 }
@@ -50,7 +52,7 @@ std::vector<FlagSpec> bench_offload_flags() {
 int bench_offload_main(const std::vector<std::string>& args) {
   Flags flags("zero bench offload", bench_offload_flags(), args);
   if (flags.help()) {
-    std::printf("Step time with and without offload and the delayed update, on the GPT.\n\n%s", flags.usage().c_str());
+    std::printf("Step time with and without offload, the delayed update and ZenFlow, on the GPT.\n\n%s", flags.usage().c_str());
     return 0;
   }
   if (flags.get("device") != default_device()) {
@@ -60,7 +62,8 @@ int bench_offload_main(const std::vector<std::string>& args) {
     std::printf("\n(the step-time variants run on the cpu device: without --device)\n");
     return 0;
   }
-  const Variant variants[] = {{"no offload", false, false}, {"offload", true, false}, {"offload + delayed update", true, true}};
+  const Variant variants[] = {{"no offload", false, false}, {"offload", true, false}, {"offload + delayed update", true, true},
+                              {"offload + ZenFlow", true, false, true}};
   check_output_paths({{"--json", flags.get("json")}}, {{"the data file", data::default_text_path()}});
   return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
     nlohmann::json base = {
@@ -73,9 +76,13 @@ int bench_offload_main(const std::vector<std::string>& args) {
     nlohmann::json out = nlohmann::json::array();
     std::vector<TrainResult> results;
     for (const Variant& v : variants) {
+      if (v.zenflow && !flags.has("zenflow")) continue;
       nlohmann::json j = base;
       if (v.offload) j["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
       if (v.delayed) j["zero_optimization"]["offload_optimizer"]["delayed_update"] = {{"enabled", true}, {"warmup_steps", flags.get_int("warmup", 0, 1000000)}};
+      if (v.zenflow) {
+        j["zero_optimization"]["zenflow"] = {{"topk_ratio", 0.05}, {"select_strategy", "auto"}, {"update_interval", 4}, {"overlap_step", true}};
+      }
       TrainOptions o;
       o.config = parse_config(j, comm.size());
       o.data_path = data::default_text_path();

@@ -9,7 +9,7 @@
 // | stage3_prefetch_bucket_size, stage3_param_persistence_threshold, stage3_max_live_parameters,  |
 // | stage3_max_reuse_distance, sub_group_size, offload_optimizer, offload_param, mics_shard_size, |
 // | zero_quantized_weights, zero_hpz_partition_size (ZeRO++ qwZ, hpZ)                             |
-// |   (and the unprefixed pydantic names prefetch_bucket_size ... max_reuse_distance)  | read   |
+// |   (and the unprefixed pydantic names prefetch_bucket_size ... max_reuse_distance), zenflow | read   |
 // | cpu_offload, cpu_offload_param, cpu_offload_use_pin_memory (deprecated)  | read, mapped onto the offload blocks as DeepSpeed does |
 // | allgather_partitions      | ignored: all-gather vs a series of broadcasts; same values         |
 // | reduce_scatter            | ignored: reduce-scatter vs all-reduce; zero's deterministic reduction gives the same average |
@@ -27,8 +27,9 @@
 // | log_trace_cache_warnings, enable_sanity_checks | ignored: logging and debug checks              |
 // | save_muon_momentum_buffer_in_memory | ignored: zero has no Muon                                 |
 // | legacy_stage1, zero_quantized_nontrainable_weights,                                          |
-// | zero_quantized_gradients, zeropp_loco_param, mics_hierarchical_params_gather, zenflow |
+// | zero_quantized_gradients, zeropp_loco_param, mics_hierarchical_params_gather |
 // |                           | known but not supported yet unless at the no-op default            |
+#include <algorithm>
 #include <limits>
 
 #include "common/error.h"
@@ -104,7 +105,7 @@ std::vector<KeyRule> zero_rules() {
       {"zeropp_loco_param", U, kObj, "LoCo-ZeRO++ error feedback", nullptr},
       {"mics_shard_size", R, kInt, ""},
       {"mics_hierarchical_params_gather", U, kBool, "MiCS hierarchical gathers", false},
-      {"zenflow", U, kObj, "ZenFlow (stall-free offload: important gradients updated on the device, the rest later on the CPU)", nullptr},
+      {"zenflow", R, kObj, ""},
   };
 }
 
@@ -193,6 +194,56 @@ void read_aio(const Section& top, NvmeOptions& n) {
                                       {"use_gds", Use::unsupported, kBool, "GPUDirect Storage", false}});
   n.block_size = static_cast<std::size_t>(a.get_int("block_size", static_cast<std::int64_t>(n.block_size), 1, 1LL << 30));
   n.queue_depth = static_cast<int>(a.get_int("queue_depth", n.queue_depth, 1, 4096));
+}
+
+// A count of steps as the settings hold it (beyond 2^31 steps is beyond any run).
+int steps(std::int64_t n) {
+  return static_cast<int>(std::clamp<std::int64_t>(n, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+}
+
+// DeepSpeed's ZenFlowConfig (runtime/zenflow/zenflow_config.py) and the strategy rules of its
+// configure_zenflow. Ranges and the fit to the rest of the run are the settings' (zenflow::problems).
+void read_zenflow(const Section& zero, ZenflowOptions& z) {
+  if (!zero.has("zenflow")) return;
+  const Section s = zero.child("zenflow", allow_auto({{"topk_ratio", Use::read, kNum, ""},
+                                                      {"select_strategy", Use::read, kStr, ""},
+                                                      {"select_interval", Use::read, kInt, ""},
+                                                      {"update_interval", Use::read, kInt, ""},
+                                                      {"full_warm_up_rounds", Use::read, kInt, ""},
+                                                      {"overlap_step", Use::read, kBool, ""},
+                                                      {"offload", Use::unsupported, kBool, "the device-side optimizer state kept on the CPU", false},
+                                                      {"auto_ratio", Use::ignore, kNum, "used only by update_interval \"auto\""},
+                                                      {"pt_reserved_cores_perc", Use::ignore, kNum,
+                                                       "the cores DeepSpeed keeps for PyTorch beside its optimizer process; zero's CPU Adam "
+                                                       "runs on its host stream"}},
+                                                     {"select_interval", "update_interval"}));
+  z.enabled = true;
+  z.topk_ratio = s.get_number("topk_ratio", z.topk_ratio);
+  const std::string strategy = s.get_string("select_strategy", "auto");
+  if (strategy == "auto") {
+    if (s.present("select_interval") && !s.is_auto("select_interval")) {
+      s.fail("select_interval", "is set with select_strategy \"auto\", which chooses its own interval (DeepSpeed stops with that "
+                                "warning): remove it, or set select_strategy to \"step\"");
+    }
+  } else if (strategy == "step") {
+    if (!s.present("select_interval") || s.is_auto("select_interval")) {
+      s.fail("select_interval", "must be a number of steps with select_strategy \"step\" (DeepSpeed's rule)");
+    }
+    z.select_interval = steps(s.get_int("select_interval", 0, 1, kMax));  // 0 (once) where refused: no second complaint
+  } else if (strategy == "epoch") {
+    s.fail("select_strategy", "= \"epoch\" is not supported yet (zero's engine does not know the epoch's length): use \"step\" with "
+                              "select_interval, or \"auto\" (the columns chosen once, after the warm-up)");
+  } else {
+    s.fail("select_strategy", cat("is \"", strategy, "\"; it must be \"auto\", \"step\" or \"epoch\""));
+  }
+  if (!s.present("update_interval") || s.is_auto("update_interval")) {
+    s.fail("update_interval", "= \"auto\" (DeepSpeed's default: an adaptive interval) is not supported yet: set a number of steps "
+                              "(DeepSpeed's tutorial uses 4)");
+  } else {
+    z.update_interval = steps(s.get_int("update_interval", 1, std::numeric_limits<std::int64_t>::min(), kMax));
+  }
+  z.full_warm_up_rounds = steps(s.get_int("full_warm_up_rounds", 0, std::numeric_limits<std::int64_t>::min(), kMax));
+  z.overlap_step = s.get_bool("overlap_step", false);
 }
 
 // A key DeepSpeed accepts under two names (pydantic's field name and its stage3_ alias).
@@ -304,6 +355,7 @@ void read_zero(const Section& top, const AutoContext& ctx, EngineSettings& z) {
   z.offload.nvme.block_size = aio.block_size;
   z.offload.nvme.queue_depth = aio.queue_depth;
   z.offload.nvme.sub_group_size = sub_group;
+  read_zenflow(s, z.offload.zenflow);
   // Hybrid sharding; its range and its fit to the world are the settings' (settings_problems, world_problems).
   z.mics_shard_size = static_cast<int>(s.get_int("mics_shard_size", -1, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
   // ZeRO++'s weight options; their stage and their fit to the nodes are the settings' (settings_problems, node_problems).

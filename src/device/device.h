@@ -40,7 +40,7 @@ class Tracer;
 
 // The operations a backend may lack (Device::supports): Lamb's two phases, and the counter-based
 // initial values.
-enum class DeviceOp : int { kLamb, kInit };
+enum class DeviceOp : int { kLamb, kInit, kColumns };
 enum class Lane : int;
 
 // Element types of engine memory (common/dtype.h): f32, bf16, f16. Every operation accepts
@@ -183,6 +183,16 @@ class Device {
   // Counter-based initial values of the elements of `unit` that `segments` describe; padding
   // zero; rounded to out's dtype.
   void init(Stream& s, const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed, DeviceSpan out);
+  // Columns of a row-major matrix with `cols` columns, of which x holds the elements
+  // [first, first + x.size()) (a rank's slice of a weight; ZenFlow, engine/zenflow.h), f32:
+  // the sum of |x| per column (cols entries), in double over x's elements in order; waits for the stream.
+  std::vector<double> column_abs_sums(Stream& s, DeviceSpan x, std::size_t first, std::size_t cols);
+  // dst[j] = the j-th element of src whose column is in `selected` (increasing), in order; and
+  // back. Spans of either tier; dst (gather) or src (scatter) holds exactly those elements.
+  void gather_columns(Stream& s, DeviceSpan dst, DeviceSpan src, std::size_t first, std::size_t cols,
+                      const std::vector<std::uint32_t>& selected);
+  void scatter_columns(Stream& s, DeviceSpan dst, DeviceSpan src, std::size_t first, std::size_t cols,
+                       const std::vector<std::uint32_t>& selected);
   // Whether the backend runs `op` itself; where not, the operation above runs through the device
   // layer's one host-staged fallback (host_fallback.cpp): device-tier operands copied into host
   // memory, the CPU devices' own operation (host_ops.h) run there, the results copied back, so
@@ -219,6 +229,9 @@ class Device {
                               const std::vector<float>& coef, DeviceSpan p, DeviceSpan m, DeviceSpan v, DeviceSpan copy);
   virtual void do_init(Stream& s, const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed,
                        DeviceSpan out);
+  virtual std::vector<double> do_column_abs_sums(Stream& s, DeviceSpan x, std::size_t first, std::size_t cols);
+  virtual void do_gather_columns(Stream& s, DeviceSpan dst, DeviceSpan src, std::size_t first, std::size_t cols,
+                                 const std::vector<std::uint32_t>& selected, bool scatter);
   virtual void* allocate(Tier tier, std::size_t bytes, bool zeroed) = 0;
   virtual void deallocate(Tier tier, void* p, std::size_t bytes) = 0;
   virtual bool lock(Tier tier, void* p, std::size_t bytes) = 0;
@@ -235,6 +248,7 @@ class Device {
   struct HostStaged;
   HostStaged stage_on_host(Stream& s, const std::vector<DeviceSpan>& spans, const std::vector<bool>& read, const char* what);
   void unstage(Stream& s, HostStaged& st, const std::vector<DeviceSpan>& spans, const std::vector<bool>& written);
+  void count_packed(const DeviceSpan& dst, const DeviceSpan& src, std::uint64_t bytes);
 
   Ledger& ledger_;
   Tracer* tracer_ = nullptr;

@@ -3,7 +3,7 @@
 // operation (host_ops.h) runs on the host copies, and the operands it wrote are copied back, so
 // the result has the CPU's bits on every backend. Host-tier operands are used where they are.
 // It waits for the stream before and after: slow, and only for what a backend has not written
-// yet (a GPU device's Lamb and initial values, today).
+// yet (a GPU device's Lamb, initial values and ZenFlow's column operations, today).
 #include <vector>
 
 #include "common/error.h"
@@ -97,6 +97,51 @@ void Device::do_lamb_update(Stream&, const LambStep&, const std::vector<Segment>
 }
 void Device::do_init(Stream&, const UnitPlace&, const std::vector<Segment>&, std::uint64_t, DeviceSpan) {
   ZERO_CHECK(false, "device ", name(), " says it supports init but does not implement it");
+}
+
+// ZenFlow's column operations (device.h).
+// A packed copy between the tiers crosses the link as copy() does: only its packed elements.
+void Device::count_packed(const DeviceSpan& dst, const DeviceSpan& src, std::uint64_t bytes) {
+  if (dst.tier() == Tier::kHost && src.tier() == Tier::kDevice) to_host_ += bytes;
+  if (dst.tier() == Tier::kDevice && src.tier() == Tier::kHost) to_device_ += bytes;
+}
+
+std::vector<double> Device::column_abs_sums(Stream& s, DeviceSpan x, std::size_t first, std::size_t cols) {
+  ZERO_CHECK(cols > 0, "column_abs_sums: a matrix without columns");
+  if (supports(DeviceOp::kColumns)) return do_column_abs_sums(s, x, first, cols);
+  HostStaged st = stage_on_host(s, {x}, {true}, "a ZenFlow gradient staged on the host");
+  std::vector<double> out = host_ops::column_abs_sums(st.runs[0], first, cols);
+  unstage(s, st, {x}, {false});
+  return out;
+}
+
+void Device::gather_columns(Stream& s, DeviceSpan dst, DeviceSpan src, std::size_t first, std::size_t cols,
+                            const std::vector<std::uint32_t>& selected) {
+  ZERO_CHECK(cols > 0, "gather_columns: a matrix without columns");
+  count_packed(dst, src, dst.bytes());
+  if (supports(DeviceOp::kColumns)) return do_gather_columns(s, dst, src, first, cols, selected, false);
+  HostStaged st = stage_on_host(s, {dst, src}, {false, true}, "ZenFlow's columns staged on the host");
+  host_ops::gather_columns(st.runs[0], st.runs[1], first, cols, selected, false);
+  unstage(s, st, {dst, src}, {true, false});
+}
+
+void Device::scatter_columns(Stream& s, DeviceSpan dst, DeviceSpan src, std::size_t first, std::size_t cols,
+                             const std::vector<std::uint32_t>& selected) {
+  ZERO_CHECK(cols > 0, "scatter_columns: a matrix without columns");
+  count_packed(dst, src, src.bytes());
+  if (supports(DeviceOp::kColumns)) return do_gather_columns(s, dst, src, first, cols, selected, true);
+  // dst is read too: only its selected elements are written.
+  HostStaged st = stage_on_host(s, {dst, src}, {true, true}, "ZenFlow's columns staged on the host");
+  host_ops::gather_columns(st.runs[0], st.runs[1], first, cols, selected, true);
+  unstage(s, st, {dst, src}, {true, false});
+}
+
+std::vector<double> Device::do_column_abs_sums(Stream&, DeviceSpan, std::size_t, std::size_t) {
+  ZERO_CHECK(false, "device ", name(), " says it supports the column operations but does not implement them");
+  return {};
+}
+void Device::do_gather_columns(Stream&, DeviceSpan, DeviceSpan, std::size_t, std::size_t, const std::vector<std::uint32_t>&, bool) {
+  ZERO_CHECK(false, "device ", name(), " says it supports the column operations but does not implement them");
 }
 
 }  // namespace zero

@@ -229,4 +229,32 @@ void init(const UnitPlace& unit, const std::vector<Segment>& segments, std::uint
   }
 }
 
+// Row by row over the rows the run touches: element e of the matrix is row e / cols, column
+// e % cols; the run holds e in [first, first + n).
+std::vector<double> column_abs_sums(Run x, std::size_t first, std::size_t cols) {
+  const float* p = f32(x);
+  std::vector<double> sums(cols, 0.0);
+  for (std::size_t i = 0; i < x.n; ++i) sums[(first + i) % cols] += std::fabs(static_cast<double>(p[i]));
+  return sums;
+}
+
+void gather_columns(Run dst, Run src, std::size_t first, std::size_t cols, const std::vector<std::uint32_t>& selected, bool scatter) {
+  float* d = f32(dst);
+  float* s = f32(src);
+  const Run& run = scatter ? dst : src;  // the run of the matrix
+  if (run.n == 0) return;
+  const std::size_t end = first + run.n;
+  std::size_t j = 0;
+  for (std::size_t row = first / cols; row * cols < end; ++row) {
+    for (std::uint32_t c : selected) {
+      const std::size_t e = row * cols + c;
+      if (e < first || e >= end) continue;
+      ZERO_CHECK(j < (scatter ? src.n : dst.n), "gather_columns: more selected elements than the packed span holds");
+      if (scatter) d[e - first] = s[j++];
+      else d[j++] = s[e - first];
+    }
+  }
+  ZERO_CHECK(j == (scatter ? src.n : dst.n), "gather_columns: the packed span holds ", (scatter ? src.n : dst.n), " elements, not ", j);
+}
+
 }  // namespace zero::host_ops

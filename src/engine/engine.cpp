@@ -144,6 +144,7 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   octx.zero_one = config_.zero_one;
   octx.comm = &comm_;
   octx.param_sink = stage_->param_sink();
+  octx.bias_correction = config_.adam.bias_correction;
   optimizer_ = make_optimizer(octx);
   stage_->set_optimizer(optimizer_.get());
 }

@@ -1,8 +1,8 @@
 // Internal to the engine: the optimizer's placement. The stage decides what this rank updates
 // (its parts); the placement decides where Adam's state and the reduced gradients live and where
 // Adam runs: on the device (optimizer_device.cpp) or, with ZeRO-Offload, on the host
-// (optimizer_host.cpp, with the delayed update), or with its state on the NVMe tier
-// (optimizer_nvme.cpp). Neither knows which stage it serves: a stage is
+// (optimizer_host.cpp, with the delayed update; optimizer_zenflow.cpp, ZenFlow's split), or with
+// its state on the NVMe tier (optimizer_nvme.cpp). Neither knows which stage it serves: a stage is
 // described to it only by its parts and by whether it sheds its gradients.
 #pragma once
 
@@ -60,6 +60,7 @@ struct OptimizerContext {
   ZeroOneAdamConfig zero_one{};
   Communicator* comm = nullptr;  // the world: 1-bit Adam's compressed all-reduce
   ParamSink* param_sink = nullptr;  // offload_param "nvme": where host-tier parts' updates go (else none)
+  bool bias_correction = true;   // AdamConfig::bias_correction: ZenFlow derives its two Adam step counts' scalars
 };
 
 class ShardOptimizer {
@@ -161,5 +162,6 @@ std::unique_ptr<ShardOptimizer> make_nvme_optimizer(const OptimizerContext& ctx)
 std::unique_ptr<ShardOptimizer> make_device_optimizer(const OptimizerContext& ctx);
 std::unique_ptr<ShardOptimizer> make_host_optimizer(const OptimizerContext& ctx);
 std::unique_ptr<ShardOptimizer> make_onebit_optimizer(const OptimizerContext& ctx);
+std::unique_ptr<ShardOptimizer> make_zenflow_optimizer(const OptimizerContext& ctx);
 
 }  // namespace zero

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "engine/zenflow.h"
 
 namespace zero {
 namespace {
@@ -182,6 +183,7 @@ std::vector<SettingProblem> settings_problems(const EngineSettings& s) {
   }
   onebit_problems(s, out);
   zeropp_problems(s, out);
+  zenflow::problems(s, out);
   return out;
 }
 

@@ -52,8 +52,8 @@ TEST(ConfigSchema, DeepSpeedKeysZeroLacksAreNamedAsSuch) {
   EXPECT_TRUE(c.unknown_keys.empty());
   EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"gradient_allreduce_op", "sum"}}),
                   "gradient_allreduce_op = \"sum\" is known but not supported yet");
-  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"zero_optimization", {{"zenflow", {{"topk_ratio", 0.1}}}}}}),
-                  "zero_optimization.zenflow = {\"topk_ratio\":0.1} is known but not supported yet: ZenFlow");
+  EXPECT_CONTAINS(error_of({{"train_batch_size", 8}, {"zero_optimization", {{"legacy_stage1", true}}}}),
+                  "zero_optimization.legacy_stage1 = true is known but not supported yet: DeepSpeed's old stage 1");
 }
 
 // Hybrid sharding: read at stages 1-3; a group that does not divide the world, a size that is no

@@ -363,6 +363,38 @@ TEST(AgainstEngine, NvmeEveryStage) {
   }
 }
 
+// ZenFlow at stages 1 and 2, its CPU update at once and overlapped: the device's moments and packed
+// columns of the selected columns (device tier), the accumulated gradients (host tier) and the
+// packed copies between the tiers, predicted as the ledger and the link count them.
+TEST(AgainstEngine, ZenflowStages1And2) {
+  const MlpShape mlp{{9, 21, 17, 21, 9}, true};
+  const ModelDescription mlp_model{"mlp", "mlp", "", "", Mlp(mlp).units(), std::nullopt, std::nullopt};
+  const GptShape gpt{64, 16, 32, 2, 2};
+  for (int stage : {1, 2})
+    for (bool overlap : {false, true}) {
+      OffloadCase oc;
+      oc.zero.stage = stage;
+      oc.zero.offload.optimizer = true;
+      oc.zero.offload.zenflow = {true, 0.3, 1, 1, 0, overlap};  // a selection and a CPU update every step
+      oc.engine = oc.zero.offload;
+      const std::string what = cat("ZenFlow stage ", stage, overlap ? " overlapped" : "");
+      for (int n : {1, 2}) {
+        const Measured m = measure(
+            n, stage, 2, [&](Ledger&) { return std::make_unique<Mlp>(mlp); },
+            [&](Mlp& x, int seed) { x.set_batch(mlp_synthetic_batch(mlp, 7, seed, 0, 2)); }, oc.engine);
+        PlanInput in = threads_input(mlp_model, n, stage, 2);
+        in.settings = oc.zero;
+        expect_prediction(in, m, cat(what, ", tied MLP N=", n));
+      }
+      const Measured m = measure(2, stage, 1, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, 2, l); }, gpt_random_batches(gpt, 2), oc.engine);
+      PlanInput in = threads_input(describe_gpt(gpt), 2, stage, 1);
+      in.settings = oc.zero;
+      in.micro_batch = 2;
+      expect_prediction(in, m, cat(what, ", GPT N=2"));
+      EXPECT_GT(m.usage.peak[static_cast<int>(Category::kOptimizerState)], 0u) << what << ": the device's moments of the selected columns";
+    }
+}
+
 // Buckets of a few elements: every collective runs as many pieces with packing scratch. Traffic,
 // host bytes and link bytes are still exact; the device peak is bounded by the prediction, and
 // exceeds the ledger's by at most one collective's packing scratch.

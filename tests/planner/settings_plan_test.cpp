@@ -85,6 +85,12 @@ void nvme_params(EngineSettings& s) {
   s.offload.param_nvme.path = s.offload.nvme.path;
 }
 
+// ZenFlow with host offload (stages 1 and 2): a selection and a CPU update every step.
+void zenflow(EngineSettings& s) {
+  s.offload.optimizer = true;
+  s.offload.zenflow = {true, 0.3, 1, 1, 0, false};
+}
+
 std::vector<Variation> variations() {
   return {
       {"stage", [](EngineSettings& s) { s.stage = s.stage == 3 ? 1 : 3; }},
@@ -104,6 +110,12 @@ std::vector<Variation> variations() {
       {"offload.param_nvme.buffer_count", [](EngineSettings& s) { nvme_params(s), s.offload.param_nvme.buffer_count = 1; }},
       {"offload.param_nvme.buffer_size", [](EngineSettings& s) { nvme_params(s), s.offload.param_nvme.buffer_size = 1000; }},
       {"offload.param_nvme.max_in_cpu", [](EngineSettings& s) { nvme_params(s), s.offload.param_nvme.max_in_cpu = 0; }},
+      {"offload.zenflow.enabled", zenflow},
+      {"offload.zenflow.topk_ratio", [](EngineSettings& s) { zenflow(s), s.offload.zenflow.topk_ratio = 1.0; }},
+      {"offload.zenflow.select_interval", [](EngineSettings& s) { zenflow(s), s.offload.zenflow.select_interval = 0; }},
+      {"offload.zenflow.update_interval", [](EngineSettings& s) { zenflow(s), s.offload.zenflow.select_interval = 0, s.offload.zenflow.update_interval = 2; }},
+      {"offload.zenflow.full_warm_up_rounds", [](EngineSettings& s) { zenflow(s), s.offload.zenflow.full_warm_up_rounds = 1; }},
+      {"offload.zenflow.overlap_step", [](EngineSettings& s) { zenflow(s), s.offload.zenflow.overlap_step = true; }},
       {"reduce_bucket_elements", [](EngineSettings& s) { s.reduce_bucket_elements = 64; }},
       {"allgather_bucket_elements", [](EngineSettings& s) { s.allgather_bucket_elements = 64; }},
       {"overlap_comm", [](EngineSettings& s) { s.overlap_comm = false; }},
@@ -171,6 +183,7 @@ TEST(SettingsReachThePlan, TheListNamesEveryField) {
   EXPECT_EQ(listed.at("offload").size(), field_count<OffloadOptions>());
   EXPECT_EQ(listed.at("offload.nvme").size(), field_count<NvmeOptions>());
   EXPECT_EQ(listed.at("offload.param_nvme").size(), field_count<NvmeParamOptions>());
+  EXPECT_EQ(listed.at("offload.zenflow").size(), field_count<ZenflowOptions>());
   EXPECT_EQ(listed.at("stage3").size(), field_count<Stage3Options>());
   EXPECT_EQ(listed.at("precision").size(), field_count<Precision>());
   EXPECT_EQ(listed.at("precision.loss_scaler").size(), field_count<LossScalerConfig>());

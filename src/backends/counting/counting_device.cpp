@@ -68,6 +68,8 @@ class CountingDevice final : public Device {
   void do_lamb_update(Stream&, const LambStep&, const std::vector<Segment>&, const std::vector<float>&, DeviceSpan, DeviceSpan,
                    DeviceSpan, DeviceSpan) override {}
   void do_init(Stream&, const UnitPlace&, const std::vector<Segment>&, std::uint64_t, DeviceSpan) override {}
+  std::vector<double> do_column_abs_sums(Stream&, DeviceSpan, std::size_t, std::size_t cols) override { return std::vector<double>(cols); }
+  void do_gather_columns(Stream&, DeviceSpan, DeviceSpan, std::size_t, std::size_t, const std::vector<std::uint32_t>&, bool) override {}
   void launch(Stream&, const std::function<void(const KernelMemory&)>&) override {}
   void* transport(const DeviceSpan&) override { return nullptr; }
 

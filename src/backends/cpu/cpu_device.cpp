@@ -24,9 +24,9 @@ class HostMemoryDevice : public Device, private KernelMemory {
       : Device(ledger, make_inline_stream(), make_thread_stream(), make_thread_stream()), strict_(strict) {}
 
   std::string name() const override { return strict_ ? "strict" : "cpu"; }
-  // strict leaves Lamb and the initial values to the device layer's host-staged fallback, as a
+  // strict leaves Lamb, the initial values and ZenFlow's column operations to the device layer's host-staged fallback, as a
   // GPU device does: so the CPU tests run that fallback, on memory the host cannot dereference.
-  bool supports(DeviceOp op) const override { return !strict_ || (op != DeviceOp::kLamb && op != DeviceOp::kInit); }
+  bool supports(DeviceOp op) const override { return !strict_ || (op != DeviceOp::kLamb && op != DeviceOp::kInit && op != DeviceOp::kColumns); }
 
   void do_copy(Stream& s, DeviceSpan dst, DeviceSpan src) override {
     same_size(dst, src, "copy");
@@ -75,6 +75,18 @@ class HostMemoryDevice : public Device, private KernelMemory {
       TraceSpan span(p.tier() == Tier::kHost ? tracer() : nullptr, Lane::kOptimizer, "adam");
       WorkSpan work(Work::kOptimizer);
       host_ops::adam(step, segments, run_of(p), run_of(g), run_of(m), run_of(v), run_of(copy));
+    });
+  }
+  std::vector<double> do_column_abs_sums(Stream& s, DeviceSpan x, std::size_t first, std::size_t cols) override {
+    std::vector<double> out;
+    s.run([this, x, first, cols, &out] { out = host_ops::column_abs_sums(run_of(x), first, cols); });
+    s.synchronize();
+    return out;
+  }
+  void do_gather_columns(Stream& s, DeviceSpan dst, DeviceSpan src, std::size_t first, std::size_t cols,
+                         const std::vector<std::uint32_t>& selected, bool scatter) override {
+    s.run([this, dst, src, first, cols, selected, scatter] {
+      host_ops::gather_columns(run_of(dst), run_of(src), first, cols, selected, scatter);
     });
   }
   std::vector<LambNorms> do_lamb_moments(Stream& s, const LambStep& step, const std::vector<Segment>& segments, DeviceSpan p,

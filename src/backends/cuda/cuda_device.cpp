@@ -127,7 +127,7 @@ class CudaDevice final : public Device, private CudaKernelMemory {
             DeviceSpan m, DeviceSpan v, DeviceSpan copy) override;
   // Lamb and the initial values run through the device layer's host-staged fallback (they run
   // on the host, once per step and once at start): the CPU's bits by construction.
-  bool supports(DeviceOp op) const override { return op != DeviceOp::kLamb && op != DeviceOp::kInit; }
+  bool supports(DeviceOp op) const override { return op != DeviceOp::kLamb && op != DeviceOp::kInit && op != DeviceOp::kColumns; }
   void launch(Stream& s, const std::function<void(const KernelMemory&)>& kernel) override {
     compute_stream_ = cuda_stream(s);
     s.run([this, &kernel] { kernel(*this); });
