@@ -144,6 +144,10 @@ struct EngineSettings {
   // groups replicate it. Gradients are reduce-scattered in the group, then all-reduced across
   // the groups. -1: off (shard among the world). It must divide the world size (check_world).
   int mics_shard_size = -1;
+  // ZeRO++'s qgZ (DeepSpeed's zero_optimization.zero_quantized_gradients), stage 3 only: the
+  // gradient reduce-scatter as a hierarchical all-to-all of 4-bit blocks, inside each node then
+  // across (engine/quantized_reduce_scatter.h); on one node, as DeepSpeed, the exact reduce-scatter.
+  bool zero_quantized_gradients = false;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   AdamConfig adam;
   LambConfig lamb;  // OptimizerKind::kLamb only

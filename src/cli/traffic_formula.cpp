@@ -31,6 +31,24 @@ TrafficFormula step_traffic_formula(int stage, int n, int g, int per_node, int r
   return f;
 }
 
+TrafficFormula qgz_step_traffic_formula(int n, int per_node, int rank, std::uint64_t padded, std::uint64_t element_bytes,
+                                        int micro_batches) {
+  ZERO_CHECK(n >= 1 && per_node >= 1 && n % per_node == 0 && rank >= 0 && rank < n, "qgZ traffic formula of rank ", rank, " of ", n);
+  const std::uint64_t m = static_cast<std::uint64_t>(micro_batches), slice = padded / static_cast<std::uint64_t>(n);
+  const std::uint64_t quantised = (slice + 1) / 2 + 4 * ((slice + 255) / 256);  // Q(Ψ/N)
+  TrafficFormula f;
+  f.expression = "2mΨ(N-1)/N + m(N-1)Q(Ψ/N), Q(x) = ⌈x/2⌉ + 4⌈x/256⌉ bytes";
+  const std::uint64_t nodes = static_cast<std::uint64_t>(n / per_node);
+  for (int p = 0; p < n; ++p) {  // the all-gathers: this rank's slice to each peer, twice a micro-batch
+    if (p == rank) continue;
+    f.total += 2 * m * slice * element_bytes;
+    if (p / per_node != rank / per_node) f.across += 2 * m * slice * element_bytes;
+  }
+  f.total += m * static_cast<std::uint64_t>(n - 1) * quantised;  // (L-1)M inside, M-1 across: N-1 in all
+  f.across += m * (nodes - 1) * quantised;
+  return f;
+}
+
 std::string describe_step_traffic(const TrafficFormula& formula, std::uint64_t sent, std::uint64_t across, const char* measured_word) {
   return cat(measured_word, " ", format_bytes(sent), " (", format_bytes(sent - across), " inside the node, ", format_bytes(across),
              " across nodes); formula ", formula.expression, ": ", format_bytes(formula.total), " (", format_bytes(formula.total - formula.across),

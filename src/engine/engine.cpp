@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/trace.h"
 #include "engine/optimizer.h"
+#include "engine/quantized_reduce_scatter.h"
 #include "engine/stage.h"
 
 namespace zero {
@@ -108,6 +109,10 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   collectives_ = std::make_unique<Collectives>(*shards_, *device_, config_.reduce_bucket_elements, config_.allgather_bucket_elements,
                                                config_.gradient_predivide_factor, config_.overlap_comm);
   collectives_->set_replicas(replica_comm_.get());
+  if (config_.zero_quantized_gradients && comm_.num_nodes() > 1) {  // DeepSpeed's qgZ, too, runs only across nodes
+    quantized_reduce_ = std::make_unique<QuantizedReduceScatter>(comm_, device_->computes());
+    collectives_->set_quantized_reduce(quantized_reduce_.get());
+  }
   // The placement: where the stage-3 parameter shard and the optimizer live.
   const Dtype dtype = config_.precision.compute;
   if (config_.offload.optimizer) check_host_room(*device_, layout_.shard_numel(), config_.offload, ranks_on_this_node(comm_), dtype);
@@ -152,6 +157,7 @@ void Engine::make_shard_groups() {
 Traffic Engine::traffic_now() const {
   Traffic t = comm_.traffic();
   if (group_comm_) t = t + group_comm_->traffic() + replica_comm_->traffic();
+  if (quantized_reduce_) t = t + quantized_reduce_->traffic();
   return t;
 }
 

@@ -71,6 +71,7 @@ std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::o
     z.offload.delayed_update = base.offload.delayed_update && opt && !param;  // the engine has no DPU with offload_param
     z.offload.pin_memory = base.offload.pin_memory && (opt || param);        // a setting of offload: none without it
     if (stage == 0) z.mics_shard_size = -1;  // hybrid sharding groups what a stage shards; stage 0 shards nothing
+    if (stage != 3) z.zero_quantized_gradients = false;  // qgZ is stage 3's reduce-scatter
     out.push_back(z);
   };
   if (compresses_all_reduce(base.optimizer)) {  // 1-bit and 0/1 Adam run at stage 0 only (engine/settings.cpp)

@@ -57,7 +57,8 @@ std::uint64_t StepTraffic::total() const {
 
 std::string plan_label(const EngineSettings& s) {
   return cat(s.stage, s.offload.optimizer_nvme ? "+nvme" : s.offload.optimizer ? "+opt" : "", s.offload.params ? "+param" : "",
-             s.offload.delayed_update ? "+dpu" : "", s.mics_shard_size > 0 ? cat("+mics", s.mics_shard_size) : "");
+             s.offload.delayed_update ? "+dpu" : "", s.mics_shard_size > 0 ? cat("+mics", s.mics_shard_size) : "",
+             s.zero_quantized_gradients ? "+qgz" : "");
 }
 
 namespace {

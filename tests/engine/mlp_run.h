@@ -37,6 +37,7 @@ struct MlpRun {
   LambConfig lamb;
   int mics_shard_size = -1;  // hybrid sharding: the shard group's size (-1: the world)
   int ranks_per_node = 0;    // run_threads: the thread ranks as nodes of this many (0: one node)
+  bool quantized_gradients = false;  // qgZ (zero_quantized_gradients)
   // Which rank's rows of the global batch each rank trains on (empty: its own); a permutation
   // changes only the order in which the same gradients are summed.
   std::vector<int> rows_of_rank;
@@ -86,6 +87,7 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.optimizer = run.optimizer;
   c.lamb = run.lamb;
   c.mics_shard_size = run.mics_shard_size;
+  c.zero_quantized_gradients = run.quantized_gradients;
   c.onebit = run.onebit;
   c.zero_one = run.zero_one;
   return c;
