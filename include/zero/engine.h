@@ -178,11 +178,11 @@ class Engine {
   // before the collectives, whose thread issues on them, so that they outlive it.
   std::unique_ptr<Communicator> group_comm_;
   std::unique_ptr<Communicator> replica_comm_;
-  // qgZ (zero_quantized_gradients, on more than one node): the gradient reduce-scatter's pair
-  // communicators and thread; null without it. Outlives the collectives that point to it.
-  std::unique_ptr<QuantizedReduceScatter> quantized_reduce_;
   Communicator* shards_ = nullptr;  // the ranks that shard the state: the group, or comm_
   std::unique_ptr<Device> device_;
+  // qgZ (zero_quantized_gradients, on more than one node): the gradient reduce-scatter's pair
+  // communicators, thread and scratch (from device_, which it must not outlive); null without it.
+  std::unique_ptr<QuantizedReduceScatter> quantized_reduce_;
   std::unique_ptr<Collectives> collectives_;
   std::unique_ptr<Stage> stage_;
   std::unique_ptr<ShardOptimizer> optimizer_;

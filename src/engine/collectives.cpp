@@ -59,14 +59,7 @@ void Collectives::set_replicas(Communicator* replicas) {
   if (replicas && !chain_) chain_ = std::make_unique<TaskQueue>();
 }
 
-void Collectives::set_quantized_reduce(QuantizedReduceScatter* quantized) {
-  if (quantized && (!device_.transport_is_host() || comm_.reads_device_memory())) {
-    throw ConfigError("[engine] zero_optimization.zero_quantized_gradients quantises the gradients on the CPU, and this run keeps them in "
-                      "GPU memory or communicates through a GPU library: train on the cpu device with the threads or mpi communicator, "
-                      "or remove zero_quantized_gradients");
-  }
-  quantized_ = quantized;
-}
+void Collectives::set_quantized_reduce(QuantizedReduceScatter* quantized) { quantized_ = quantized; }
 
 // In the dry run nothing runs, so the replicas' all-reduce is issued at once. Both scratches stay
 // reserved until the pair is first waited for: the group's reduce-scatter's as in any stage (the

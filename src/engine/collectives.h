@@ -43,6 +43,7 @@ class Collectives {
   void set_replicas(Communicator* replicas);
   // qgZ: every reduce_scatter runs as `quantized`'s hierarchical all-to-all of 4-bit blocks
   // (engine/quantized_reduce_scatter.h) instead of the communicator's; null: the communicator's.
+  // (It refuses device memory the CPU cannot read, as the stage-3 reduce-scatter hands it that.)
   void set_quantized_reduce(QuantizedReduceScatter* quantized);
 
   int rank() const { return comm_.rank(); }

@@ -110,7 +110,7 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
                                                config_.gradient_predivide_factor, config_.overlap_comm);
   collectives_->set_replicas(replica_comm_.get());
   if (config_.zero_quantized_gradients && comm_.num_nodes() > 1) {  // DeepSpeed's qgZ, too, runs only across nodes
-    quantized_reduce_ = std::make_unique<QuantizedReduceScatter>(comm_, device_->computes());
+    quantized_reduce_ = std::make_unique<QuantizedReduceScatter>(comm_, *device_, layout_.largest_unit() / static_cast<std::size_t>(comm_.size()));
     collectives_->set_quantized_reduce(quantized_reduce_.get());
   }
   // The placement: where the stage-3 parameter shard and the optimizer live.

@@ -30,7 +30,12 @@ std::uint64_t QuantizedReduceScatter::bytes_across(std::size_t k, int, int nodes
   return static_cast<std::uint64_t>(nodes - 1) * quantized_bytes(k);
 }
 
-QuantizedReduceScatter::QuantizedReduceScatter(Communicator& world, bool computes) : world_(world), computes_(computes) {
+std::uint64_t QuantizedReduceScatter::scratch_bytes(std::size_t k, int ranks, int nodes) {
+  return (2 * static_cast<std::uint64_t>(ranks) + 4 * static_cast<std::uint64_t>(nodes)) * quantized_bytes(k) + 3 * k * sizeof(float);
+}
+
+QuantizedReduceScatter::QuantizedReduceScatter(Communicator& world, Device& device, std::size_t max_k)
+    : world_(world), computes_(device.computes()), max_k_(max_k) {
   const NodeTopology& t = world.topology();
   check_nodes(t, world.size());
   node_ranks_.resize(static_cast<std::size_t>(t.num_nodes));
@@ -41,7 +46,36 @@ QuantizedReduceScatter::QuantizedReduceScatter(Communicator& world, bool compute
   for (const std::vector<int>& node : node_ranks_) same_place.push_back(node.at(static_cast<std::size_t>(local)));
   intra_ = make_group(mine);  // every rank splits the same number of times: L and M are the same everywhere
   inter_ = make_group(same_place);
-  if (computes_) thread_ = std::make_unique<TaskQueue>();
+  if (!device.transport_is_host() || world.reads_device_memory()) {
+    throw ConfigError("[engine] zero_optimization.zero_quantized_gradients quantises the gradients on the CPU, and this run keeps them in "
+                      "GPU memory or communicates through a GPU library: train on the cpu device with the threads or mpi communicator, "
+                      "or remove zero_quantized_gradients");
+  }
+  const std::uint64_t bytes = scratch_bytes(max_k, world.size(), t.num_nodes);
+  blocks_ = device.alloc(Tier::kDevice, Category::kCommBuffers, (bytes + 3) / 4, "qgZ scratch (quantised gradient blocks)", Dtype::kF32,
+                         false);  // written before read
+  if (computes_) {
+    base_ = static_cast<float*>(device.transport(blocks_.span()));  // host memory, read and written on this object's thread
+    thread_ = std::make_unique<TaskQueue>();
+  }
+}
+
+void QuantizedReduceScatter::lay_out(std::size_t k) {
+  ZERO_CHECK(k <= max_k_, "qgZ of a slice of ", k, " elements; its scratch holds ", max_k_);
+  const std::size_t nodes = node_ranks_.size(), ranks = static_cast<std::size_t>(world_.size()), q = quantized_bytes(k);
+  if (!computes_) {  // nothing is computed; a pair's exchange still reads and writes its bytes
+    dry_.resize(3 * nodes * q);
+    return;
+  }
+  // The f32 arrays first (aligned: blocks_ is f32), then the quantised regions.
+  slice_ = base_;
+  acc_ = slice_ + k;
+  run_ = acc_ + k;
+  local_send_ = reinterpret_cast<std::uint8_t*>(run_ + k);
+  local_recv_ = local_send_ + ranks * q;
+  node_send_ = local_recv_ + ranks * q;
+  node_recv_ = node_send_ + nodes * q;
+  both_ = node_recv_ + nodes * q;
 }
 
 QuantizedReduceScatter::~QuantizedReduceScatter() = default;  // the thread runs what it was given, then joins
@@ -69,55 +103,52 @@ QuantizedReduceScatter::Group QuantizedReduceScatter::make_group(std::vector<int
 
 void QuantizedReduceScatter::exchange(Group& group, const std::uint8_t* send, std::uint8_t* recv, std::size_t b) {
   const auto index = static_cast<std::size_t>(group.index);
-  std::memcpy(recv + index * b, send + index * b, b);
-  both_.resize(2 * b);
+  if (computes_) std::memcpy(recv + index * b, send + index * b, b);
   for (std::size_t t = 0; t < group.pairs.size(); ++t) {
     const int p = group.partner[t];
     if (p < 0) continue;
     const auto at = static_cast<std::size_t>(p);
-    group.pairs[t]->all_gather_bytes(send + at * b, b, both_.data());
+    if (!computes_) {  // counted only: any b bytes will do
+      group.pairs[t]->all_gather_bytes(dry_.data(), b, dry_.data() + b);
+      continue;
+    }
+    group.pairs[t]->all_gather_bytes(send + at * b, b, both_);
     const std::size_t theirs = group.members[at] < group.members[index] ? 0 : 1;  // the pair ranks by world rank
-    std::memcpy(recv + at * b, both_.data() + theirs * b, b);
+    std::memcpy(recv + at * b, both_ + theirs * b, b);
   }
 }
 
 void QuantizedReduceScatter::sum_runs(const std::uint8_t* first, std::size_t stride, std::size_t count, std::size_t k) {
-  acc_.resize(k);
-  run_.resize(k);
-  dequantize_int4(first, k, acc_.data());
+  dequantize_int4(first, k, acc_);
   for (std::size_t c = 1; c < count; ++c) {
-    dequantize_int4(first + c * stride, k, run_.data());
+    dequantize_int4(first + c * stride, k, run_);
     for (std::size_t i = 0; i < k; ++i) acc_[i] += run_[i];
   }
 }
 
 void QuantizedReduceScatter::run(const void* send, void* recv, std::size_t k, Dtype dtype) {
   const std::size_t nodes = node_ranks_.size(), local = node_ranks_.front().size(), q = quantized_bytes(k), eb = dtype_bytes(dtype);
-  local_send_.resize(local * nodes * q);
-  local_recv_.resize(local * nodes * q);
-  node_send_.resize(nodes * q);
-  node_recv_.resize(nodes * q);
+  lay_out(k);
   if (computes_) {  // 1: every slice quantised, in the order of step 2's blocks
-    slice_.resize(k);
     for (std::size_t j = 0; j < local; ++j) {
       for (std::size_t m = 0; m < nodes; ++m) {
         const auto r = static_cast<std::size_t>(node_ranks_[m][j]);
-        widen_to_f32(static_cast<const char*>(send) + r * k * eb, dtype, slice_.data(), k);
-        quantize_int4(slice_.data(), k, local_send_.data() + (j * nodes + m) * q);
+        widen_to_f32(static_cast<const char*>(send) + r * k * eb, dtype, slice_, k);
+        quantize_int4(slice_, k, local_send_ + (j * nodes + m) * q);
       }
     }
   }
-  exchange(intra_, local_send_.data(), local_recv_.data(), nodes * q);  // 2
+  exchange(intra_, local_send_, local_recv_, nodes * q);  // 2
   if (computes_) {  // 3: local peer i's run m is at (i * nodes + m) * q
     for (std::size_t m = 0; m < nodes; ++m) {
-      sum_runs(local_recv_.data() + m * q, nodes * q, local, k);
-      quantize_int4(acc_.data(), k, node_send_.data() + m * q);
+      sum_runs(local_recv_ + m * q, nodes * q, local, k);
+      quantize_int4(acc_, k, node_send_ + m * q);
     }
   }
-  exchange(inter_, node_send_.data(), node_recv_.data(), q);  // 4
+  exchange(inter_, node_send_, node_recv_, q);  // 4
   if (computes_) {  // 5
-    sum_runs(node_recv_.data(), q, nodes, k);
-    narrow_from_f32(acc_.data(), dtype, recv, k);
+    sum_runs(node_recv_, q, nodes, k);
+    narrow_from_f32(acc_, dtype, recv, k);
   }
 }
 

@@ -33,28 +33,34 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "device/device.h"
 
 namespace zero {
 
 class QuantizedReduceScatter {
  public:
-  // Collective over `world` (it splits the pair communicators). `computes`: false in the
-  // planner's dry run, where the exchanges are counted and nothing is computed. ConfigError
-  // unless every node holds the same number of ranks.
-  QuantizedReduceScatter(Communicator& world, bool computes);
+  // Collective over `world` (it splits the pair communicators); slices of at most max_k
+  // elements. Its scratch is allocated here from `device` (comm_buffers, device tier; the
+  // device's memory must be host memory): scratch_bytes(max_k). A device that does not compute
+  // (the planner's dry run) counts the exchanges and computes nothing. ConfigError unless every
+  // node holds the same number of ranks.
+  QuantizedReduceScatter(Communicator& world, Device& device, std::size_t max_k);
   ~QuantizedReduceScatter();
   QuantizedReduceScatter(const QuantizedReduceScatter&) = delete;
   QuantizedReduceScatter& operator=(const QuantizedReduceScatter&) = delete;
 
   // ConfigError naming the nodes' sizes unless every node of `topology` has the same number.
   static void check_nodes(const NodeTopology& topology, int size);
+  // The scratch for slices of k elements on N ranks as M nodes: (2N + 4M) Q(k) bytes of
+  // quantised blocks (step 2's sent and received, step 4's, a pair's exchange) and 3k f32.
+  static std::uint64_t scratch_bytes(std::size_t k, int ranks, int nodes);
   // The bytes one rank sends for a slice of k elements, on L ranks per node and M nodes.
   static std::uint64_t bytes_inside(std::size_t k, int ranks_per_node, int nodes);
   static std::uint64_t bytes_across(std::size_t k, int ranks_per_node, int nodes);
 
-  // send (N k elements of dtype, host memory) reduced into recv (k): steps 1-5 above, on the
-  // calling thread; recv may be this rank's slice of send. In the dry run send and recv are
-  // not read or written.
+  // send (N k elements of dtype, host memory; k <= max_k) reduced into recv (k): steps 1-5
+  // above, on the calling thread; recv may be this rank's slice of send. In the dry run send and
+  // recv are not read or written.
   void run(const void* send, void* recv, std::size_t k, Dtype dtype);
   // run() on this object's own thread, in issue order; `label` and `context` are the issuing
   // thread's (the order check compares them across the ranks).
@@ -74,17 +80,23 @@ class QuantizedReduceScatter {
   // An all-to-all in `group`: send holds one block of b bytes per member, recv gets member i's
   // block for this rank in its block i.
   void exchange(Group& group, const std::uint8_t* send, std::uint8_t* recv, std::size_t b);
-  // acc (k f32) = the dequantised runs at first, first + stride, ... (count of them), in order.
+  // acc_ (k f32) = the dequantised runs at first, first + stride, ... (count of them), in order.
   void sum_runs(const std::uint8_t* first, std::size_t stride, std::size_t count, std::size_t k);
+  // The scratch laid out for slices of k elements (the regions below).
+  void lay_out(std::size_t k);
 
   Communicator& world_;
   bool computes_;
+  std::size_t max_k_;
   std::vector<std::vector<int>> node_ranks_;  // (M, L) world ranks by node and local index
   Group intra_, inter_;
-  std::vector<std::uint8_t> local_send_, local_recv_;  // (L, M, Q(k)) quantised slices, step 2
-  std::vector<std::uint8_t> node_send_, node_recv_;    // (M, Q(k)) quantised node sums, step 4
-  std::vector<std::uint8_t> both_;                     // (2 b) a pair's exchange
-  std::vector<float> slice_, acc_, run_;               // (k) f32: a slice widened, a sum, a dequantised run
+  DeviceBuffer blocks_;  // (scratch_bytes(max_k) / 4) f32, device tier (host memory), comm_buffers: the regions below
+  // Regions of blocks_ for the current k: quantised slices of step 2 (L, M, Q(k)) sent and
+  // received; node sums of step 4 (M, Q(k)) sent and received; a pair's exchange (2, M Q(k)).
+  std::uint8_t *local_send_ = nullptr, *local_recv_ = nullptr, *node_send_ = nullptr, *node_recv_ = nullptr, *both_ = nullptr;
+  float* base_ = nullptr;  // blocks_'s host address (a device that computes)
+  float *slice_ = nullptr, *acc_ = nullptr, *run_ = nullptr;  // (k) f32 each: a slice widened, a sum, a dequantised run
+  std::vector<std::uint8_t> dry_;  // the dry run's stand-in for what a pair sends and receives (3 M Q(k))
   std::unique_ptr<TaskQueue> thread_;
 };
 
