@@ -35,9 +35,9 @@ TrafficFormula qgz_step_traffic_formula(int n, int per_node, int rank, std::uint
                                         int micro_batches) {
   ZERO_CHECK(n >= 1 && per_node >= 1 && n % per_node == 0 && rank >= 0 && rank < n, "qgZ traffic formula of rank ", rank, " of ", n);
   const std::uint64_t m = static_cast<std::uint64_t>(micro_batches), slice = padded / static_cast<std::uint64_t>(n);
-  const std::uint64_t quantised = (slice + 1) / 2 + 4 * ((slice + 255) / 256);  // Q(Ψ/N)
+  const std::uint64_t quantised = (slice + 1) / 2 + 4 * ((slice + 63) / 64);  // Q(Ψ/N)
   TrafficFormula f;
-  f.expression = "2mΨ(N-1)/N + m(N-1)Q(Ψ/N), Q(x) = ⌈x/2⌉ + 4⌈x/256⌉ bytes";
+  f.expression = "2mΨ(N-1)/N + m(N-1)Q(Ψ/N), Q(x) = ⌈x/2⌉ + 4⌈x/64⌉ bytes";
   const std::uint64_t nodes = static_cast<std::uint64_t>(n / per_node);
   for (int p = 0; p < n; ++p) {  // the all-gathers: this rank's slice to each peer, twice a micro-batch
     if (p == rank) continue;

@@ -34,7 +34,7 @@ TrafficFormula step_traffic_formula(int stage, int n, int g, int per_node, int r
 
 // Stage 3 with qgZ (zero_quantized_gradients) on M > 1 nodes of L ranks: the all-gathers as
 // plain stage 3's, 2mΨ(N-1)/N elements, and the gradients as 4-bit blocks, m(N-1)Q(Ψ/N) bytes,
-// Q(x) = ⌈x/2⌉ + 4⌈x/256⌉ (engine/quantized_reduce_scatter.h), of which m(M-1)Q(Ψ/N) cross. The
+// Q(x) = ⌈x/2⌉ + 4⌈x/64⌉ (engine/quantized_reduce_scatter.h), of which m(M-1)Q(Ψ/N) cross. The
 // engine quantises unit by unit, each unit's blocks rounded up on its own: the measured bytes
 // are above the formula's by less than 5 bytes per unit and peer.
 TrafficFormula qgz_step_traffic_formula(int n, int per_node, int rank, std::uint64_t padded, std::uint64_t element_bytes, int micro_batches);

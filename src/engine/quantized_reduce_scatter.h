@@ -17,12 +17,12 @@
 // values are quantised). An all-to-all is rounds of disjoint pairs (pair_rounds.h), each pair a
 // 2-rank communicator split once from the world, exchanging with a 2-rank all_gather.
 //
-// Bytes each rank sends per unit, Q(k) = quantized_bytes(k) = 4 ceil(k/256) + ceil(k/2):
+// Bytes each rank sends per unit, Q(k) = quantized_bytes(k) = 4 ceil(k/64) + ceil(k/2):
 //   inside its node:  (L-1) M Q(k)       (step 2: M quantised slices to each of L-1 peers)
 //   across nodes:     (M-1) Q(k)         (step 4: one quantised slice to each of M-1 peers)
 // in all (N-1) Q(k), against plain stage 3's reduce-scatter of (N-1) k elements, of which
 // (N-L) k = L (M-1) k cross: qgZ's across-node bytes are about 1/(4L) of a 16-bit reduce-scatter's
-// and 1/(8L) of an f32 one's (0.5 bytes an element, and L times fewer elements). DeepSpeed does
+// and 1/(8L) of an f32 one's (0.5625 bytes an element with the scales, and L times fewer elements). DeepSpeed does
 // the same (all_to_all_quant_reduce) and, as here, only on more than one node: on one node
 // stage 3 reduce-scatters exactly.
 #pragma once

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-BLOCK = 256
+BLOCK = 64
 LEVELS = 7
 
 

@@ -6,7 +6,7 @@
 // as 2 to 4 nodes equal an independent NumPy model (quantized_gradients_reference.py) exactly.
 // Bytes: every rank's measured bytes per step, in all and across nodes, equal a count over its
 // peers made here: the parameter all-gathers as in plain stage 3, and per unit (L-1) M Q(k)
-// inside the node and (M-1) Q(k) across, Q(k) = 4 ceil(k/256) + ceil(k/2). Bits: the same run
+// inside the node and (M-1) Q(k) across, Q(k) = 4 ceil(k/64) + ceil(k/2). Bits: the same run
 // gives the same bits twice and on every rank; on one node it is stage 3 exactly (DeepSpeed's
 // fallback). Learning: on the default text, qgZ's validation loss stays within the spread of
 // exact stage 3 over seeds.
@@ -32,7 +32,7 @@ namespace {
 
 #define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << "message: " << (text)
 
-// Mixed signs and magnitudes over six decades (a magnitude per 200 elements, so blocks see both
+// Mixed signs and magnitudes over six decades (a magnitude per 50 elements, so blocks see both
 // flat and peaked runs), and a run of exact zeros.
 float input(std::uint64_t seed, std::size_t i) {
   std::uint64_t x = (seed * 1000003u + i) * 0x9E3779B97F4A7C15ull;
@@ -41,7 +41,7 @@ float input(std::uint64_t seed, std::size_t i) {
   x ^= x >> 32;
   if (i % 1031 < 300 && seed % 3 == 0) return 0.0f;
   const float u = static_cast<float>(x % 20001) / 10000.0f - 1.0f;  // [-1, 1]
-  return u * std::pow(10.0f, static_cast<float>(static_cast<int>((i / 200 + seed) % 7) - 3));
+  return u * std::pow(10.0f, static_cast<float>(static_cast<int>((i / 50 + seed) % 7) - 3));
 }
 
 template <typename T>
@@ -57,7 +57,7 @@ std::filesystem::path fresh_dir(const std::string& name) {
 }
 
 void write_quantiser_runs(const std::filesystem::path& dir) {
-  const std::vector<std::size_t> sizes = {1, 2, 3, 7, 255, 256, 257, 511, 512, 1000, 4097};
+  const std::vector<std::size_t> sizes = {1, 2, 3, 7, 63, 64, 65, 127, 255, 256, 257, 1000, 4097};
   std::vector<float> in, out;
   std::vector<std::uint8_t> bytes;
   std::ofstream list(dir / "quantiser.txt");
@@ -111,7 +111,7 @@ TEST(QuantizedGradients, QuantiserAndHierarchicalReduceEqualNumPy) {
   struct World {
     int n, per_node;
   };
-  const std::vector<std::size_t> ks = {1, 255, 257, 600};
+  const std::vector<std::size_t> ks = {1, 63, 65, 600};
   std::vector<float> in, out;
   std::ofstream list(dir / "reduce.txt");
   for (const World w : {World{4, 2}, World{6, 3}, World{8, 2}, World{8, 4}, World{6, 2}}) {
@@ -129,7 +129,7 @@ TEST(QuantizedGradients, QuantiserAndHierarchicalReduceEqualNumPy) {
 
 constexpr int kLearningSteps = 150;
 
-std::uint64_t quantised(std::uint64_t k) { return 4 * ((k + 255) / 256) + (k + 1) / 2; }
+std::uint64_t quantised(std::uint64_t k) { return 4 * ((k + 63) / 64) + (k + 1) / 2; }
 
 MlpRun qgz_run(int ranks_per_node, int steps = 1) {
   MlpRun run;
@@ -252,7 +252,10 @@ Losses losses(bool quantized) {
 }
 
 // The tolerance is exact stage 3's own range over the seeds (initial weights and batch order):
-// what a change of seed alone moves a run by, measured in the same run.
+// what a change of seed alone moves a run by, measured in the same run. Measured here
+// (2026-12-03, AVX2): stage 3 2.8381 2.8443 2.8204 (range 0.0238), qgZ 2.8094 2.8096 2.8497
+// (mean -0.0114, -0.40%). On 4 ranks as 2 nodes of 2 (200 steps, seeds 1-5; too slow for the
+// suite) qgZ ended +0.0254 (+0.92%) above stage 3, within stage 3's range of 0.0376 there.
 TEST(QuantizedGradients, LearnsAsStage3WithinItsSpreadOverSeeds) {
   const Losses exact = losses(false);
   EXPECT_LT(exact.mean(), 3.5) << "the exact runs must have learned (ln 256 = 5.55 at the start)";
