@@ -41,7 +41,7 @@ template <typename MakeModel, typename SetBatch>
 Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetBatch set_batch,
                  const OffloadOptions& offload = {}, std::size_t bucket = 0, const Stage3Options& stage3 = {},
                  bool overlap_comm = true, Dtype dtype = Dtype::kF32, OptimizerKind optimizer = OptimizerKind::kAdam,
-                 int mics_shard_size = -1, int ranks_per_node = 0) {
+                 int mics_shard_size = -1, int ranks_per_node = 0, bool quantized_gradients = false) {
   ThreadWorld world(n, {std::chrono::seconds(60), nullptr}, ranks_per_node);
   std::vector<Measured> out(n);
   world.run([&](int r) {
@@ -57,6 +57,7 @@ Measured measure(int n, int stage, int micro_batches, MakeModel make_model, SetB
     c.precision.compute = dtype;
     c.optimizer = optimizer;
     c.mics_shard_size = mics_shard_size;
+    c.zero_quantized_gradients = quantized_gradients;
     Engine engine(c, *model, *comm, ledger);
     for (int s = 0; s < 2; ++s) {
       // Every copy of step 1 has completed when step() returns (the delayed update's Adam may
@@ -510,6 +511,36 @@ TEST(AgainstEngine, HybridShardingEveryStage) {
         if (k.per_node < k.n) {
           EXPECT_GT(m.traffic.total_sent_across(), 0u) << "no bytes across nodes";
         }
+      }
+    }
+  }
+}
+
+// qgZ (zero_quantized_gradients) on ranks arranged as nodes: the planner's peak (its scratch),
+// host bytes and traffic (across nodes too) are the ledger's and the counters', with and without
+// offload, f32 and bf16.
+TEST(AgainstEngine, QuantizedGradientsOnNodes) {
+  const MlpShape shape{{9, 21, 17, 21, 9}, true};
+  ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt, std::nullopt};
+  struct Case {
+    int n, per_node;
+  };
+  for (const Case& k : {Case{4, 2}, Case{8, 4}, Case{8, 2}}) {
+    for (const OffloadCase& oc : every_configuration()) {
+      if (oc.zero.stage != 3) continue;
+      for (Dtype dtype : {Dtype::kF32, Dtype::kBf16}) {
+        if (dtype == Dtype::kBf16 && k.n == 8) continue;  // kept small
+        const Measured m = measure(
+            k.n, 3, 2, [&](Ledger&) { return std::make_unique<Mlp>(shape); },
+            [&](Mlp& mlp, int seed) { mlp.set_batch(mlp_synthetic_batch(shape, 7, seed, 0, 2)); }, oc.engine, 0, {}, true, dtype,
+            OptimizerKind::kAdam, -1, k.per_node, true);
+        PlanInput in = threads_input(model, k.n, 3, 2);
+        in.settings = oc.zero;
+        in.settings.precision.compute = dtype;
+        in.settings.zero_quantized_gradients = true;
+        in.ranks_per_node = k.per_node;
+        expect_prediction(in, m, cat("qgZ N=", k.n, " per node ", k.per_node, " ", dtype_label(dtype), " ", plan_label(in.settings)));
+        EXPECT_GT(m.usage.current[static_cast<int>(Category::kCommBuffers)], 0u) << "no qgZ scratch";
       }
     }
   }

@@ -110,6 +110,8 @@ std::vector<Variation> variations() {
       {"gradient_predivide_factor", [](EngineSettings& s) { s.gradient_predivide_factor = 2.0; }},
       {"report_grad_norm", [](EngineSettings& s) { s.report_grad_norm = true; }},
       {"mics_shard_size", [](EngineSettings& s) { s.mics_shard_size = 1; }},  // groups of 1 of the 2 ranks: all-reduced across
+      // (one node here, where qgZ keeps stage 3's reduce-scatter; planner_engine_test runs it on nodes)
+      {"zero_quantized_gradients", [](EngineSettings& s) { s.zero_quantized_gradients = true; }},
       {"optimizer", lamb},
       {"adam.lr", [](EngineSettings& s) { s.adam.lr = 0.5f; }},
       {"adam.beta1", [](EngineSettings& s) { s.adam.beta1 = 0.5f; }},
