@@ -32,6 +32,16 @@ struct NvmeOptions {
   int queue_depth = 8;                          // aio.queue_depth: requests in flight
 };
 
+// Stage 3's parameter shard on the NVMe tier (offload_param.device "nvme"): each rank's slices in
+// a swap file of its own, read into a few host buffers ahead of their gathers. DeepSpeed's keys
+// and defaults.
+struct NvmeParamOptions {
+  std::string path;                        // offload_param.nvme_path: a folder; each rank swaps in a folder of its own in it
+  int buffer_count = 5;                    // offload_param.buffer_count: unit slices in host memory at once (read ahead, or updated)
+  std::size_t buffer_size = 100'000'000;   // offload_param.buffer_size: elements a buffer holds; no unit slice may be larger
+  std::size_t max_in_cpu = 1'000'000'000;  // offload_param.max_in_cpu: read and checked; zero keeps only the buffers in host memory
+};
+
 // ZeRO-Offload (DeepSpeed's offload_optimizer / offload_param, device "cpu"; "nvme": nvme below).
 struct OffloadOptions {
   bool optimizer = false;  // Adam's state, the fp32 master parameters and the gradient shard on the host tier; Adam on the CPU
@@ -49,6 +59,10 @@ struct OffloadOptions {
   // nvme.path's swap files instead of host memory; the gradient shard stays in host memory.
   bool optimizer_nvme = false;
   NvmeOptions nvme;
+  // offload_param.device "nvme" (with `params` true): the stage-3 parameter shard lives in
+  // param_nvme.path's swap files instead of host memory.
+  bool params_nvme = false;
+  NvmeParamOptions param_nvme;
 };
 
 // Stage 3's schedule: DeepSpeed's stage3_* keys, counted in elements, with zero's defaults. Where

@@ -16,7 +16,7 @@ std::unique_ptr<Transport> make_mpi_transport();
 bool built_with_mpi();
 
 // The MPI backend's transport limits, shared with the counting backend that mimics it: an int
-// count per call, and reduce_scatter's all-to-all receiving every rank's piece for this rank.
+// count per call, and reduce_scatter receiving every rank's piece for this rank.
 inline std::size_t mpi_max_transport_elements(std::size_t element_bytes) {
   return max_segment_elements(element_bytes, INT_MAX);
 }

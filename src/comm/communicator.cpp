@@ -177,7 +177,7 @@ void Communicator::count(Collective kind, const LinkBytes& bytes) {
 }
 
 // The algorithms of every transport here exchange with each peer directly: a reduce-scatter
-// sends each peer its slice of k elements (MPI's all-to-all, the threads backend's reads of the
+// sends each peer its slice of k elements (point-to-point sends under MPI, the threads backend's reads of the
 // peers' slots) and sums what arrives locally in rank order; an all-gather sends this rank's
 // slice to each peer; an all-reduce is both. So each of the n-1 peers gets `per_peer` bytes, and
 // the bytes to (and from) peers on another node cross a node boundary.

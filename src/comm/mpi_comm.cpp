@@ -18,8 +18,9 @@
 //
 // Collectives use the non-blocking MPI calls, polled until a deadline, so a dead or stuck peer
 // becomes a CommError naming the operation instead of a hang.
-// reduce_scatter is an all-to-all of the pieces followed by the rank-order sum that every
-// backend shares (MPI's own reductions may add in any order, which would break bit-identity).
+// reduce_scatter and all_gather are point-to-point rounds of zero's own (Isend/Irecv to every peer),
+// the reduce-scatter summing each chunk in rank order (the sum every backend shares; MPI's own
+// reductions may add in any order, which would break bit-identity) as soon as it has arrived.
 // Counts are ints: the communicator cuts collectives into pieces of at most
 // max_elements() elements per rank (segmented.cpp), and a byte payload is counted in
 // the widest of 8/4/2/1-byte units that divides it, so a piece of floats may hold INT_MAX of them.
@@ -31,6 +32,7 @@
 // MPI_Finalize (which would progress the orphan, or wait for peers that are gone). The process
 // should end the job with abort(), as the CLI does.
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -39,6 +41,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -46,6 +49,7 @@
 #include "comm/reduce.h"
 #include "comm/segmented.h"
 #include "common/error.h"
+#include "common/handle.h"
 #include "memory/ledger.h"
 
 namespace zero::detail {
@@ -170,27 +174,47 @@ class MpiTransport final : public Transport {
     std::_Exit(code);
   }
 
+  // Point-to-point rounds of zero's own (not MPI_Ialltoall): every peer's piece is received in
+  // chunks of kChunkBytes, all posted at once, and each chunk is summed in rank order as soon as
+  // every peer's part of it has arrived, while the later chunks are still on the wire. This rank's
+  // own piece is read where it lies in `send` (recv may be that piece: the sum reads a tile before
+  // writing it).
   void reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) override {
     const std::size_t eb = dtype_bytes(dtype);
     const std::string what = op_label("reduce_scatter", k * eb * size());
     refuse_if_broken(what);
-    const std::size_t n = static_cast<std::size_t>(size());
+    const int n = size();
     // pieces[j] = rank j's piece for this rank: (size, k) elements of dtype, comm scratch (whole floats)
     Scratch scratch;
-    char* pieces = scratch.allocate(ledger(), n * k * eb);
-    MPI_Request req;
+    char* pieces = scratch.allocate(ledger(), static_cast<std::size_t>(n) * k * eb);
     const MPI_Datatype type = dtype == Dtype::kF32 ? MPI_FLOAT : MPI_UINT16_T;  // 16-bit: moved as raw bits
-    const int count = checked_count(k, what);
+    const char* out = static_cast<const char*>(send);
+    const std::size_t chunk = std::max<std::size_t>(1, kChunkBytes / eb);
+    const std::size_t chunks = k == 0 ? 0 : (k - 1) / chunk + 1;
+    // requests: every chunk's receives, chunk by chunk ((n-1) each), then every send
+    std::vector<MPI_Request> requests;
+    std::vector<const void*> in(n);
     try {
-      check(locked([&] { return MPI_Ialltoall(send, count, type, pieces, count, type, comm_, &req); }), what);
-      wait(req, what);
+      for_each_piece(k, chunk, [&](std::size_t at, std::size_t len) {
+        for (int j = 0; j < n; ++j)
+          if (j != rank()) requests.push_back(post_receive(pieces + (j * k + at) * eb, len, type, j, kReduceScatterTag, what));
+      });
+      for_each_piece(k, chunk, [&](std::size_t at, std::size_t len) {
+        for (int j = 0; j < n; ++j)
+          if (j != rank()) requests.push_back(post_send(out + (j * k + at) * eb, len, type, j, kReduceScatterTag, what));
+      });
+      const std::size_t peers = static_cast<std::size_t>(n - 1);
+      for (std::size_t c = 0; c < chunks; ++c) {
+        const std::size_t at = c * chunk, len = std::min(chunk, k - at);
+        progress_until(requests, c * peers, (c + 1) * peers, what);
+        for (int j = 0; j < n; ++j) in[j] = (j == rank() ? out + rank() * k * eb : pieces + j * k * eb) + at * eb;
+        sum_in_rank_order(in.data(), n, static_cast<char*>(recv) + at * eb, len, dtype);
+      }
+      progress_until(requests, 0, requests.size(), what);
     } catch (const CommError&) {
       orphans_.push_back(std::move(scratch));  // MPI may still write into it
       throw;
     }
-    std::vector<const void*> in(n);
-    for (std::size_t j = 0; j < n; ++j) in[j] = pieces + j * k * eb;
-    sum_in_rank_order(in.data(), size(), recv, k, dtype);
   }
 
   // fast mode (communicator.h, "Determinism"): MPI's own sums, in MPI's order. f32 only: MPI has
@@ -229,16 +253,20 @@ class MpiTransport final : public Transport {
     return mpi_native_scratch_bytes(k, element_bytes);
   }
 
+  // Point-to-point too: this rank's slice to every peer, every peer's slice straight into place.
   void all_gather(const void* send, void* recv, std::size_t bytes) override {
     const std::string what = op_label("all_gather", bytes * size());
     refuse_if_broken(what);
-    const void* src = send;
-    if (send == static_cast<const char*>(recv) + static_cast<std::size_t>(rank()) * bytes) src = MPI_IN_PLACE;
-    MPI_Request req;
+    char* whole = static_cast<char*>(recv);
     const Units u = units_of(bytes);
-    const int count = checked_count(u.count, what);
-    check(locked([&] { return MPI_Iallgather(src, count, u.type, recv, count, u.type, comm_, &req); }), what);
-    wait(req, what);
+    std::vector<MPI_Request> requests;
+    for (int j = 0; j < size(); ++j)
+      if (j != rank()) requests.push_back(post_receive(whole + j * bytes, u.count, u.type, j, kAllGatherTag, what));
+    for (int j = 0; j < size(); ++j)
+      if (j != rank()) requests.push_back(post_send(send, u.count, u.type, j, kAllGatherTag, what));
+    char* own = whole + static_cast<std::size_t>(rank()) * bytes;
+    if (send != own && bytes != 0) std::memmove(own, send, bytes);
+    progress_until(requests, 0, requests.size(), what);
   }
 
   void broadcast(void* data, std::size_t bytes, int root) override {
@@ -301,6 +329,7 @@ class MpiTransport final : public Transport {
     const NodeTopology topology = topology_of(comm, rank, size);
     std::unique_ptr<MpiTransport> c(new MpiTransport(comm, roll_call, rank, size, std::move(session)));
     c->set_topology(topology);
+    c->may_spin_ = topology.local_size <= std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
     return c;
   }
 
@@ -343,19 +372,76 @@ class MpiTransport final : public Transport {
     }
   }
 
-  // Polls until done or the deadline. Sleeps between polls once the wait is long, so a waiting
-  // rank does not take a core from compute (ranks may outnumber cores).
+  MPI_Request post_receive(void* into, std::size_t count, MPI_Datatype type, int peer, int tag, const std::string& what) {
+    MPI_Request req;
+    const int c = checked_count(count, what);
+    check(locked([&] { return MPI_Irecv(into, c, type, peer, tag, comm_, &req); }), what);
+    return req;
+  }
+  MPI_Request post_send(const void* from, std::size_t count, MPI_Datatype type, int peer, int tag, const std::string& what) {
+    MPI_Request req;
+    const int c = checked_count(count, what);
+    check(locked([&] { return MPI_Isend(from, c, type, peer, tag, comm_, &req); }), what);
+    return req;
+  }
+
+  // Calls f(offset, length) for each chunk of k elements, in order.
+  template <class F>
+  static void for_each_piece(std::size_t k, std::size_t chunk, F&& f) {
+    for (std::size_t at = 0; at < k; at += chunk) f(at, std::min(chunk, k - at));
+  }
+
+  // Polls every request of `requests` (MPI_Testsome, which also moves the others on) until those
+  // in [first, last) have completed; completed ones become MPI_REQUEST_NULL.
+  void progress_until(std::vector<MPI_Request>& requests, std::size_t first, std::size_t last, const std::string& what) {
+    std::vector<int> indices(requests.size());
+    auto complete = [&] {
+      return std::all_of(requests.begin() + first, requests.begin() + last, [](MPI_Request r) { return r == MPI_REQUEST_NULL; });
+    };
+    poll_until(what, [&] {
+      if (complete()) return Poll{true, false};
+      int finished = 0;
+      check(locked([&] { return MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &finished, indices.data(), MPI_STATUSES_IGNORE); }), what);
+      return Poll{complete(), finished != MPI_UNDEFINED && finished > 0};
+    });
+  }
+
+  // Polls until done or the deadline.
   void wait(MPI_Request& req, const std::string& what) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int polls = 0;; ++polls) {
+    poll_until(what, [&] {
       int done = 0;
       check(locked([&] { return MPI_Test(&req, &done, MPI_STATUS_IGNORE); }), what);
-      if (done) return;
-      if (std::chrono::steady_clock::now() - start > timeout()) {
+      return Poll{done != 0, false};
+    });
+  }
+
+  struct Poll {
+    bool done;
+    bool progressed;  // a request completed in this poll: bytes are moving
+  };
+
+  // Open MPI moves a transfer on only inside MPI calls, so a wait that sleeps between polls
+  // stalls the link: each hand-off between the ranks waits out a sleep. So the wait polls without
+  // sleeping while the bytes are moving (for kSpin after it starts and after each poll that
+  // completed a request) and a thread of this process is blocked on a Handle (its core is idle:
+  // polling takes nothing from compute), unless this node's ranks outnumber its cores. Otherwise,
+  // after the first 100 polls, it sleeps between polls, so a waiting rank leaves its core to
+  // compute, and a peer still computing or far behind costs no core.
+  template <class Test>
+  void poll_until(const std::string& what, Test&& test) {
+    const auto start = std::chrono::steady_clock::now();
+    auto moved = start;
+    for (int polls = 0;; ++polls) {
+      const Poll p = test();
+      if (p.done) return;
+      const auto now = std::chrono::steady_clock::now();
+      if (p.progressed) moved = now;
+      if (now - start > timeout()) {
         fail(cat("[comm] ", what, " on rank ", rank(), " did not complete within ", timeout().count(), " ms; ",
                  missing_ranks(), ": they died, are stuck, or issued a different sequence of collectives"));
       }
-      if (polls > 100) std::this_thread::sleep_for(std::chrono::microseconds(polls > 10000 ? 500 : 20));
+      const bool spin = polls <= 100 || (may_spin_ && g_threads_waiting > 0 && now - moved < kSpin);
+      if (!spin) std::this_thread::sleep_for(std::chrono::microseconds(polls > 10000 ? 500 : 20));
     }
   }
 
@@ -395,6 +481,15 @@ class MpiTransport final : public Transport {
   }
 
   static constexpr int kRollCallTag = 7001;
+  // The point-to-point rounds' tags on comm_: every rank posts them in the same order, and MPI
+  // matches messages of one (peer, tag) in the order they were posted.
+  static constexpr int kReduceScatterTag = 7002;
+  static constexpr int kAllGatherTag = 7003;
+  // A reduce-scatter's chunk: small enough that summing a chunk overlaps the ones still arriving,
+  // large enough that its requests cost little next to its bytes.
+  static constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+  static constexpr std::chrono::microseconds kSpin{200};
+  bool may_spin_ = false;  // this node's ranks do not outnumber its cores (set once, in adopt)
   MPI_Comm comm_;
   MPI_Comm roll_call_;
   int roll_call_token_ = 1;  // the payload of a roll-call message (stays valid until MPI sends it)

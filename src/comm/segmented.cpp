@@ -2,7 +2,7 @@
 // elements per rank, in the Communicator base class so that every backend inherits it.
 //
 // Why: a transport call has limits (MPI counts are ints, so one call cannot move a slice of more
-// than INT_MAX elements), and a backend's scratch grows with the call (MPI's all-to-all receives
+// than INT_MAX elements), and a backend's scratch grows with the call (MPI's reduce-scatter receives
 // N*k elements). Cutting a collective into pieces of s elements per rank bounds both by s.
 #include "comm/segmented.h"
 

@@ -109,7 +109,6 @@ std::vector<KeyRule> zero_rules() {
 
 std::vector<KeyRule> offload_rules(bool optimizer) {
   const Use R = Use::read, I = Use::ignore, U = Use::unsupported;
-  const std::string nvme = "used only with device nvme";
   const std::string pipelined = "zero always overlaps the NVMe reads and writes with the CPU Adam";
   std::vector<KeyRule> rules = {
       {"device", R, kStr, ""},
@@ -129,7 +128,7 @@ std::vector<KeyRule> offload_rules(bool optimizer) {
         {"delayed_update", R, kObj, ""},  // ours: ZeRO-Offload's delayed parameter update
     });
   } else {
-    rules.insert(rules.end(), {{"buffer_size", I, kInt, nvme}, {"max_in_cpu", I, kInt, nvme}});
+    rules.insert(rules.end(), {{"buffer_size", R, kInt, ""}, {"max_in_cpu", R, kInt, ""}});
   }
   return rules;
 }
@@ -140,9 +139,11 @@ namespace {
 // the engine's OffloadOptions.
 struct OffloadBlock {
   bool cpu = false;         // device "cpu"
-  bool nvme = false;        // device "nvme" (offload_optimizer only, for now)
+  bool nvme = false;        // device "nvme"
   std::string nvme_path;
-  int buffer_count = 4;     // DeepSpeed's offload_optimizer default
+  int buffer_count = 4;     // DeepSpeed's offload_optimizer default (offload_param's: 5)
+  std::int64_t buffer_size = 100'000'000;  // offload_param only (DeepSpeed's default 1e8 elements)
+  std::int64_t max_in_cpu = 1'000'000'000;  // offload_param only (DeepSpeed's default 1e9 elements)
   bool pin_memory = false;  // DeepSpeed's code default (its newest docs say true)
   bool delayed_update = false;  // ours, offload_optimizer only: "delayed_update": {"enabled", "warmup_steps"}
   int delayed_warmup_steps = 0;
@@ -157,12 +158,14 @@ OffloadBlock read_offload(const Section& zero, const std::string& key) {
   const std::string device = s.get_string("device", "none");
   if (device == "cpu") {
     o.cpu = true;
-  } else if (device == "nvme" && key == "offload_param") {
-    s.fail("device", "= \"nvme\" is not supported yet for offload_param (the optimizer's state can go to NVMe: "
-                     "offload_optimizer.device \"nvme\"); use \"cpu\"");
   } else if (device == "nvme") {
     o.nvme = true;
     o.nvme_path = s.get_string("nvme_path", "");
+    if (key == "offload_param") {
+      o.buffer_count = 5;
+      o.buffer_size = s.get_int("buffer_size", o.buffer_size, 1, kMax);
+      o.max_in_cpu = s.get_int("max_in_cpu", o.max_in_cpu, 0, kMax);
+    }
     o.buffer_count = static_cast<int>(s.get_int("buffer_count", o.buffer_count, 1, 1'000'000));
   } else if (device != "none") {
     s.fail("device", cat("is \"", device, "\"; it must be \"cpu\", \"nvme\" or \"none\""));
@@ -234,7 +237,12 @@ OffloadOptions placement(const OffloadBlock& optimizer, const OffloadBlock& para
   o.optimizer_nvme = optimizer.nvme;
   o.nvme.path = optimizer.nvme_path;
   o.nvme.buffer_count = optimizer.buffer_count;
-  o.params = param.cpu;
+  o.params = param.cpu || param.nvme;
+  o.params_nvme = param.nvme;
+  o.param_nvme.path = param.nvme_path;
+  o.param_nvme.buffer_count = param.buffer_count;
+  o.param_nvme.buffer_size = static_cast<std::size_t>(param.buffer_size);
+  o.param_nvme.max_in_cpu = static_cast<std::size_t>(param.max_in_cpu);
   o.pin_memory = optimizer.pin_memory || param.pin_memory;
   o.delayed_update = optimizer.delayed_update;
   o.warmup_steps = optimizer.delayed_warmup_steps;

@@ -116,8 +116,9 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   // The placement: where the stage-3 parameter shard and the optimizer live.
   const Dtype dtype = config_.precision.compute;
   if (config_.offload.optimizer) check_host_room(*device_, layout_.shard_numel(), config_.offload, ranks_on_this_node(comm_), dtype);
-  const Tier shard_tier = config_.offload.params ? Tier::kHost : Tier::kDevice;
-  stage_ = make_stage(config_.stage, {layout_, *collectives_, *device_, config_.seed, shard_tier, config_.stage3, dtype});
+  const Tier shard_tier = config_.offload.params_nvme ? Tier::kNvme : config_.offload.params ? Tier::kHost : Tier::kDevice;
+  stage_ = make_stage(config_.stage, {layout_, *collectives_, *device_, config_.seed, shard_tier, config_.stage3, dtype,
+                                      config_.offload.param_nvme, config_.offload.pin_memory});
   OptimizerContext octx{layout_, *device_, stage_->optimizer_parts()};
   for (const OptimizerPart& p : octx.parts) octx.state_numel = std::max(octx.state_numel, p.offset + p.params.size());
   octx.sheds_gradients = stage_->sheds_gradients();
@@ -134,6 +135,7 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   octx.onebit = config_.onebit;
   octx.zero_one = config_.zero_one;
   octx.comm = &comm_;
+  octx.param_sink = stage_->param_sink();
   optimizer_ = make_optimizer(octx);
   stage_->set_optimizer(optimizer_.get());
 }
@@ -184,8 +186,8 @@ float Engine::forward_backward(bool last) {
     step_start_own_traffic_ = optimizer_->own_traffic();
     step_start_to_host_ = device_->link_bytes().to_host;
     step_start_to_device_ = device_->link_bytes().to_device;
-    step_start_disk_read_ = optimizer_->disk_traffic().read;
-    step_start_disk_written_ = optimizer_->disk_traffic().written;
+    step_start_disk_read_ = optimizer_->disk_traffic().read + stage_->disk_traffic().read;
+    step_start_disk_written_ = optimizer_->disk_traffic().written + stage_->disk_traffic().written;
   }
   last_seen_ = last;
   set_context(cat("step ", step_ + 1, ", micro-batch ", micro_batches_ + 1));
@@ -239,8 +241,8 @@ StepReport Engine::step() {
   last_traffic_ = last_traffic_ + (optimizer_->own_traffic() - step_start_own_traffic_);  // 1-bit Adam's pair communicators
   last_to_host_ = device_->link_bytes().to_host - step_start_to_host_;
   last_to_device_ = device_->link_bytes().to_device - step_start_to_device_;
-  last_disk_read_ = optimizer_->disk_traffic().read - step_start_disk_read_;
-  last_disk_written_ = optimizer_->disk_traffic().written - step_start_disk_written_;
+  last_disk_read_ = optimizer_->disk_traffic().read + stage_->disk_traffic().read - step_start_disk_read_;  // both swap files
+  last_disk_written_ = optimizer_->disk_traffic().written + stage_->disk_traffic().written - step_start_disk_written_;
   return report;
 }
 

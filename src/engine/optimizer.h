@@ -31,6 +31,15 @@ struct OptimizerPart {
   std::size_t norm_numel = 0;     // every stage sums the same elements in the same order
 };
 
+// Where the updated parameters of parts whose home is the disk go (offload_param "nvme"). Such a
+// part's params span is a host window shared by all of them: the optimizer writes a range of one
+// part into it, then calls written(), which puts it in the swap file before returning.
+class ParamSink {
+ public:
+  virtual ~ParamSink() = default;
+  virtual void written(int unit, std::size_t begin, const DeviceSpan& range) = 0;
+};
+
 struct OptimizerContext {
   const FlatLayout& layout;
   Device& device;
@@ -50,6 +59,7 @@ struct OptimizerContext {
   OneBitAdamConfig onebit{};
   ZeroOneAdamConfig zero_one{};
   Communicator* comm = nullptr;  // the world: 1-bit Adam's compressed all-reduce
+  ParamSink* param_sink = nullptr;  // offload_param "nvme": where host-tier parts' updates go (else none)
 };
 
 class ShardOptimizer {

@@ -143,6 +143,7 @@ class HostOptimizer final : public HostGradientOptimizer {
                        v_.sub(p.offset, p.params.size()), fused_copy(p));
       if (on_device(p)) dev_.copy(host, p.params, device_source(p));
       adam_queued_ = true;
+      write_to_disk(p);
     }
     wait_adam();
   }
@@ -169,8 +170,10 @@ class HostOptimizer final : public HostGradientOptimizer {
   void state_written(std::int64_t steps_done, bool in_flight) override {
     ZERO_CHECK(!adam_queued_, "optimizer state written while Adam runs");
     ZERO_CHECK(!in_flight || delayed(steps_done + 1), "an update in flight without a delayed next step");
-    for (const OptimizerPart& p : ctx_.parts)
+    for (const OptimizerPart& p : ctx_.parts) {
       if (mixed() && own_master(p)) dev_.convert(dev_.host(), fused_copy(p), master(p));
+      write_to_disk(p);
+    }
     dev_.host().synchronize();
     if (!in_flight) copy_all_to_device();
     dirty_ = in_flight;
@@ -187,9 +190,21 @@ class HostOptimizer final : public HostGradientOptimizer {
 
  private:
   bool delayed(std::int64_t step) const { return ctx_.offload.delayed_update && step > ctx_.offload.warmup_steps; }
-  bool adam_during_backward() const { return !ctx_.adam_waits_for_step && !delayed(steps_ + 1) && next_step_.has_value(); }
-  // A part needs a master of its own unless its parameters are f32 on the host (offload_param).
-  bool own_master(const OptimizerPart& p) const { return mixed() || on_device(p); }
+  // Not with the parameters on disk: their parts share the stage's window, one part at a time.
+  bool adam_during_backward() const {
+    return !ctx_.adam_waits_for_step && !delayed(steps_ + 1) && next_step_.has_value() && !ctx_.param_sink;
+  }
+  // A part needs a master of its own unless its parameters are f32 on the host (offload_param
+  // "cpu"; on "nvme" they are the stage's window).
+  bool own_master(const OptimizerPart& p) const { return mixed() || on_device(p) || ctx_.param_sink; }
+  // offload_param "nvme": the part's parameters, in the stage's window, to its swap file (f32:
+  // copied from the master first), before the next part writes the window.
+  void write_to_disk(const OptimizerPart& p) {
+    if (on_device(p) || !ctx_.param_sink) return;
+    if (!mixed()) dev_.copy(dev_.host(), p.params, master(p));
+    dev_.host().synchronize();
+    ctx_.param_sink->written(p.unit, 0, p.params);
+  }
   bool has_device_params() const {
     for (const OptimizerPart& p : ctx_.parts)
       if (on_device(p)) return true;
@@ -216,6 +231,7 @@ class HostOptimizer final : public HostGradientOptimizer {
               fused_copy(p));
     if (copy_back && on_device(p)) dev_.copy(host, p.params, device_source(p));
     adam_queued_ = true;
+    write_to_disk(p);
   }
 
   void copy_all_to_device() {

@@ -27,6 +27,7 @@
 #include <optional>
 
 #include "common/error.h"
+#include "engine/disk_bytes.h"
 #include "engine/optimizer_host_gradients.h"
 #include "io/async_file.h"
 #include "io/swap_folder.h"
@@ -77,22 +78,6 @@ std::vector<SubGroup> sub_groups(const std::vector<OptimizerPart>& parts, std::s
   }
   return out;
 }
-
-// Bytes of the swap file, held in the ledger's nvme tier for as long as the file lives.
-class DiskBytes {
- public:
-  DiskBytes(Ledger& ledger, Category c, std::uint64_t bytes, const std::string& what) : ledger_(ledger), c_(c), bytes_(bytes) {
-    ledger_.on_alloc(Tier::kNvme, c_, bytes_, what);
-  }
-  ~DiskBytes() { ledger_.on_free(Tier::kNvme, c_, bytes_); }
-  DiskBytes(const DiskBytes&) = delete;
-  DiskBytes& operator=(const DiskBytes&) = delete;
-
- private:
-  Ledger& ledger_;
-  Category c_;
-  std::uint64_t bytes_;
-};
 
 class NvmeOptimizer final : public HostGradientOptimizer {
  public:
@@ -209,12 +194,17 @@ class NvmeOptimizer final : public HostGradientOptimizer {
     return on_device(p) ? s.copy.sub(0, g.numel) : p.params.sub(g.begin, g.numel);
   }
 
-  // On the host stream: the updated parameters to where the stage holds them.
+  // On the host stream: the updated parameters to where the stage holds them (with the stage's
+  // shard on the NVMe tier, through its window to its swap file, before the next sub-group).
   void copy_out(const SubGroup& g, const DeviceSpan& master, const DeviceSpan& fused) {
     const OptimizerPart& p = ctx_.parts[g.part];
     const DeviceSpan params = p.params.sub(g.begin, g.numel);
     if (on_device(p)) dev_.copy(dev_.host(), params, mixed() ? fused : master);
     else if (!mixed()) dev_.copy(dev_.host(), params, master);
+    if (!on_device(p) && ctx_.param_sink) {  // offload_param "nvme": params is the stage's window, bound for its swap file
+      dev_.host().synchronize();
+      ctx_.param_sink->written(p.unit, g.begin, params);
+    }
   }
 
   // Every sub-group in order through the slots: read it (if `read`), run `work` on the host

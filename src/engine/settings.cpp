@@ -30,6 +30,23 @@ void nvme_problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
   }
 }
 
+// offload_param.device "nvme". A buffer_size smaller than a unit's slice is found where the
+// layout is known (the stage's ParamHome). The updated parameters reach the disk from the CPU
+// optimizer (host offload, or the NVMe optimizer's stream of sub-groups), so the optimizer must
+// be offloaded too.
+void nvme_param_problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
+  const NvmeParamOptions& n = s.offload.param_nvme;
+  const std::string key = cat(kZero, "offload_param");
+  if (n.path.empty()) out.push_back({key + ".nvme_path", "is missing: device \"nvme\" swaps to files in this folder; name a folder on a fast local disk"});
+  if (n.buffer_count < 1) out.push_back({key + ".buffer_count", cat("must be >= 1, not ", n.buffer_count)});
+  if (n.buffer_size < 1) out.push_back({key + ".buffer_size", "must be >= 1 element"});
+  if (s.stage == 3 && !s.offload.optimizer) {
+    out.push_back({key + ".device", "= \"nvme\" needs offload_optimizer.device \"cpu\" or \"nvme\" too, for now (the updated "
+                                    "parameters are written to the swap file by the optimizer on the CPU; from the device's that path "
+                                    "does not exist yet): set offload_optimizer.device, or offload_param.device to \"cpu\""});
+  }
+}
+
 void offload_problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
   const OffloadOptions& o = s.offload;
   const std::string opt = cat(kZero, "offload_optimizer");
@@ -55,6 +72,7 @@ void offload_problems(const EngineSettings& s, std::vector<SettingProblem>& out)
   }
   if (o.warmup_steps < 0) out.push_back({opt + ".delayed_update.warmup_steps", cat("must be >= 0, not ", o.warmup_steps)});
   if (o.optimizer_nvme) nvme_problems(s, out);
+  if (o.params_nvme) nvme_param_problems(s, out);
 }
 
 void stage3_problems(const Stage3Options& s3, std::vector<SettingProblem>& out) {

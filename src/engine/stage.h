@@ -23,9 +23,11 @@ struct StageContext {
   Collectives& comm;
   Device& device;
   std::uint64_t seed;
-  Tier param_shard_tier = Tier::kDevice;  // stage 3: where the parameter shard lives (host: offload_param)
+  Tier param_shard_tier = Tier::kDevice;  // stage 3: where the parameter shard lives (host, nvme: offload_param)
   Stage3Options stage3 = {};              // stage 3: prefetch, live cap, persistence, reuse
   Dtype dtype = Dtype::kF32;              // of the parameters and gradients the stage holds (Precision::compute)
+  NvmeParamOptions param_nvme = {};       // stage 3, param_shard_tier nvme: the swap folder and buffers
+  bool pin_memory = false;                // page-lock the stage's host buffers (offload pin_memory)
 };
 
 // The order in which one micro-batch uses its units (schedule.cpp): position u < U is unit u's
@@ -75,6 +77,10 @@ class Stage {
   // slices, so they may be written outside a step (the delayed update's last result, a loaded
   // checkpoint). Also what finish_reduction() waits for before the optimizer writes the slices.
   virtual void wait_parameter_gathers() {}
+  // offload_param "nvme": where the optimizer writes the updated parameters of its host-tier
+  // parts (the stage's swap file), and the bytes moved to and from that file so far.
+  virtual ParamSink* param_sink() { return nullptr; }
+  virtual ShardOptimizer::DiskTraffic disk_traffic() const { return {}; }
 
  protected:
   ShardOptimizer* optimizer_ = nullptr;

@@ -3,7 +3,8 @@
 // the gradients and state. A unit is all-gathered into a temporary whole buffer (category
 // gathered_parameters) before its forward, and again before its backward, and freed after its
 // use; a shard in the host tier is first copied to a device staging slice, freed once the gather
-// has completed. Gradients are reduce-scattered unit by unit as in stage 2.
+// has completed; on the NVMe tier the slice is first read from disk (param_home.h), the reads
+// started ahead of the gathers. Gradients are reduce-scattered unit by unit as in stage 2.
 //
 // The schedule (Stage3Options, DeepSpeed's stage3_* keys): while a unit computes, the units used
 // next are gathered ahead (prefetch bucket), never beyond the live cap; a unit used again soon
@@ -12,6 +13,7 @@
 #include <cstdint>
 
 #include "common/error.h"
+#include "engine/param_home.h"
 #include "engine/stage.h"
 
 namespace zero {
@@ -22,7 +24,7 @@ class Stage3 final : public Stage {
   explicit Stage3(const StageContext& ctx)
       : ctx_(ctx),
         o_(ctx.stage3),
-        shard_(ctx.device.alloc(ctx.param_shard_tier, Category::kParameters, ctx.layout.shard_numel(), "parameter shard", ctx.dtype)),
+        home_(ctx),
         grads_(ctx),
         gathered_(ctx.layout.num_units()),
         persistent_(ctx.layout.num_units()),
@@ -34,7 +36,7 @@ class Stage3 final : public Stage {
                                           cat("parameters of unit '", unit.name, "' (persistent)"), ctx.dtype);
         ctx.device.init(ctx.device.compute(), unit, ctx.layout.unit_segments(u), ctx.seed, persistent_[u].span());
       } else {
-        ctx.device.init(ctx.device.compute(), unit, ctx.layout.slice_segments(u, ctx.comm.rank()), ctx.seed, my_params(u));
+        home_.initialise(u, ctx.layout.slice_segments(u, ctx.comm.rank()));
       }
     }
   }
@@ -50,6 +52,7 @@ class Stage3 final : public Stage {
 
   void in_use(int position) override {
     position_ = position;
+    if (home_.on_disk()) read_ahead(position);
     if (o_.prefetch_bucket < 0) prefetch_next(position);
     else prefetch_bucket(position);
   }
@@ -86,6 +89,7 @@ class Stage3 final : public Stage {
     position_ = -1;
     for (int u = 0; u < ctx_.layout.num_units(); ++u)
       if (gathered_[u] && gathered_[u]->users == 0) free_gathered(u);
+    home_.drop_reads();
   }
 
   void finish_reduction() override {
@@ -107,6 +111,8 @@ class Stage3 final : public Stage {
     for (int u = 0; u < ctx_.layout.num_units(); ++u)
       if (persistent(u)) wait_persistent(u);
   }
+  ParamSink* param_sink() override { return home_.on_disk() ? &home_ : nullptr; }
+  ShardOptimizer::DiskTraffic disk_traffic() const override { return home_.traffic(); }
 
  private:
   struct Gathered {
@@ -126,7 +132,7 @@ class Stage3 final : public Stage {
   };
 
   bool persistent(int u) const { return !persistent_[u].empty(); }
-  DeviceSpan my_params(int u) const { return shard_.sub(ctx_.layout.unit(u).shard_offset, ctx_.layout.unit(u).slice); }
+  DeviceSpan my_params(int u) const { return home_.part(u); }
   DeviceSpan persistent_slice(int u) const {
     const UnitPlace& p = ctx_.layout.unit(u);
     return persistent_[u].sub(ctx_.layout.slice_offset(u, ctx_.comm.rank()), p.slice);
@@ -188,18 +194,28 @@ class Stage3 final : public Stage {
     DeviceBuffer whole = dev.alloc(Tier::kDevice, Category::kGatheredParameters, unit.padded,
                                    cat("gathered parameters of unit '", unit.name, "'"), ctx_.dtype);
     DeviceBuffer staging;
-    DeviceSpan source = my_params(u);
+    DeviceSpan source = home_.on_disk() ? home_.host_slice(u) : my_params(u);
     if (source.tier() != Tier::kDevice) {  // collectives read device memory: bring the slice over first
       staging = dev.alloc(Tier::kDevice, Category::kCommBuffers, unit.slice, "parameter slice from the host", ctx_.dtype);
       dev.copy(dev.copies(), staging.span(), source);
       dev.copies().synchronize();
       source = staging.span();
     }
+    home_.done_with(u);
     Gathered& g = gathered_[u].emplace();
     g.whole = std::move(whole);
     g.staging = std::move(staging);
     g.done = ctx_.comm.all_gather(source, g.whole.span(), ctx_.layout.unit(u).name);
     live_ += padded(u);
+  }
+
+  // On the NVMe tier: the disk reads of the units used after `position` and not yet whole start
+  // now, as far as the buffers go, so that they land while this use computes and the gathers
+  // ahead of the next ones (prefetch) find their slices in host memory.
+  void read_ahead(int position) {
+    for (int q = position + 1; q < 2 * ctx_.layout.num_units(); ++q)
+      for (int v : units_used_at(ctx_.layout, q))
+        if (!persistent(v) && !gathered_[v] && !home_.read_ahead(v)) return;
   }
 
   void free_gathered(int u) {
@@ -209,7 +225,7 @@ class Stage3 final : public Stage {
 
   StageContext ctx_;
   Stage3Options o_;
-  DeviceBuffer shard_;  // (shard_numel) compute dtype, param_shard_tier: this rank's parameters
+  ParamHome home_;      // this rank's parameter slices, in param_shard_tier (the NVMe tier: a swap file)
   TransientGradients grads_;
   std::vector<std::optional<Gathered>> gathered_;  // (num_units) whole units now alive or on their way
   std::vector<DeviceBuffer> persistent_;           // (num_units) (unit padded) compute dtype, device: persistent units, whole

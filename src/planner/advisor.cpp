@@ -60,7 +60,7 @@ EngineSettings z_with_stage(EngineSettings s, int stage) {
 
 std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::optional<int> only_stage) {
   std::vector<EngineSettings> out;
-  auto add = [&](int stage, bool opt, bool param, bool nvme = false) {
+  auto add = [&](int stage, bool opt, bool param, bool nvme = false, bool param_nvme = false) {
     if (only_stage && *only_stage != stage) return;
     EngineSettings z = base;
     z.stage = stage;
@@ -68,6 +68,7 @@ std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::o
     z.offload.optimizer_nvme = nvme;
     if (nvme) z.offload.delayed_update = false;  // the NVMe tier has no delayed update
     z.offload.params = param;
+    z.offload.params_nvme = param_nvme;
     z.offload.delayed_update = base.offload.delayed_update && opt && !param;  // the engine has no DPU with offload_param
     z.offload.pin_memory = base.offload.pin_memory && (opt || param);        // a setting of offload: none without it
     if (stage == 0) z.mics_shard_size = -1;  // hybrid sharding groups what a stage shards; stage 0 shards nothing
@@ -85,6 +86,10 @@ std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::o
   if (base.offload.optimizer_nvme) {  // a config with the NVMe tier (and its nvme_path): its rows too
     for (int s = 1; s <= 3; ++s) add(s, true, false, true);
     add(3, true, true, true);
+  }
+  if (base.offload.params_nvme) {  // a config with offload_param on NVMe (its nvme_path): the optimizer on the host, and on NVMe
+    add(3, true, true, false, true);
+    if (base.offload.optimizer_nvme) add(3, true, true, true, true);
   }
   return out;
 }

@@ -56,7 +56,7 @@ std::uint64_t StepTraffic::total() const {
 }
 
 std::string plan_label(const EngineSettings& s) {
-  return cat(s.stage, s.offload.optimizer_nvme ? "+nvme" : s.offload.optimizer ? "+opt" : "", s.offload.params ? "+param" : "",
+  return cat(s.stage, s.offload.optimizer_nvme ? "+nvme" : s.offload.optimizer ? "+opt" : "", s.offload.params_nvme ? "+nvme-param" : s.offload.params ? "+param" : "",
              s.offload.delayed_update ? "+dpu" : "", s.mics_shard_size > 0 ? cat("+mics", s.mics_shard_size) : "",
              s.zero_quantized_gradients ? "+qgz" : "");
 }

@@ -153,6 +153,9 @@ std::string notes(const EstimateReport& r) {
   if (shows_nvme(r)) {
     s += "  nvme: the swap file of a rank on nvme_path (fp32 masters, Adam's m and v); host then holds the gradient shard\n"
          "    and buffer_count sub-groups; every step reads and writes the whole swap file once\n";
+    if (std::any_of(r.plans.begin(), r.plans.end(), [](const Plan& p) { return p.settings.offload.params_nvme; }))
+      s += "  +nvme-param: the parameter slices in a second swap file (offload_param.nvme_path), read for every gather\n"
+           "    through offload_param.buffer_count host buffers, written once a step\n";
   }
   s += cat("  buckets: a unit larger than reduce_bucket_size (", in.settings.reduce_bucket_elements, ") or allgather_bucket_size (",
            in.settings.allgather_bucket_elements, ") elements moves in bucket-sized pieces, bounding comm scratch; stage 3's\n"

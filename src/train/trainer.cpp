@@ -325,6 +325,7 @@ void check_train_options(const TrainOptions& o, int world_size, const std::strin
   check_device(o.config.device);
   check_model(o);
   if (o.config.engine.offload.optimizer_nvme) io::check_nvme_path(o.config.engine.offload.nvme.path);
+  if (o.config.engine.offload.params_nvme) io::check_nvme_path(o.config.engine.offload.param_nvme.path);
   const std::unique_ptr<data::Tokenizer> tokenizer = data::open_tokenizer(o.config.data.tokenizer);
   CheckpointOptions checkpoints = o.checkpoints;
   checkpoints.tokenizer = tokenizer_record(o.config.data.tokenizer, *tokenizer);

@@ -106,7 +106,7 @@ INSTANTIATE_TEST_SUITE_P(Stages, SameNResume,
                          ::testing::Values(SameN{2, 0, "none"}, SameN{2, 1, "none"}, SameN{2, 2, "none"}, SameN{2, 3, "none"},
                                            SameN{3, 3, "none"}, SameN{2, 1, "optimizer"}, SameN{2, 2, "optimizer"},
                                            SameN{3, 3, "optimizer"}, SameN{2, 3, "optimizer+param"}, SameN{1, 1, "none"},
-                                           SameN{2, 2, "nvme"}, SameN{3, 3, "nvme+param"}));
+                                           SameN{2, 2, "nvme"}, SameN{3, 3, "nvme+param"}, SameN{2, 3, "nvme+nvme"}));
 
 // ---- bad input: a clear error naming the file, before any training step ----
 
@@ -463,10 +463,13 @@ INSTANTIATE_TEST_SUITE_P(WorldsAndStages, Resharding,
                                            Reshape{3, 3, "optimizer+dpu", 2, 2, "optimizer+dpu", Dtype::kBf16},
                                            // The NVMe tier, saved from and loaded into: its state read and written a part at a time.
                                            Reshape{2, 1, "nvme", 3, 3, "optimizer+param"}, Reshape{3, 3, "optimizer", 2, 2, "nvme", Dtype::kBf16},
-                                           Reshape{2, 2, "nvme", 3, 3, "nvme+param"}),
+                                           Reshape{2, 2, "nvme", 3, 3, "nvme+param"},
+                                           // The parameter slices on disk too, saved from and loaded into.
+                                           Reshape{3, 3, "nvme+nvme", 2, 2, "nvme", Dtype::kBf16}, Reshape{2, 1, "none", 3, 3, "nvme+nvme"},
+                                           Reshape{3, 3, "optimizer+nvme", 2, 3, "optimizer+param", Dtype::kBf16}),
                          [](const ::testing::TestParamInfo<Reshape>& i) {
                            const Reshape& p = i.param;
-                           auto off = [](const std::string& o) { return o == "none" ? "" : o == "nvme" ? "_nvme" : o == "nvme+param" ? "_nvme_param" : o == "optimizer" ? "_offload" : o == "optimizer+dpu" ? "_offload_delayed" : o == "param" ? "_offload_param_alone" : "_offload_param"; };
+                           auto off = [](const std::string& o) { return o == "none" ? "" : o == "nvme" ? "_nvme" : o == "nvme+param" ? "_nvme_param" : o == "nvme+nvme" ? "_nvme_param_nvme" : o == "optimizer+nvme" ? "_offload_param_nvme" : o == "optimizer" ? "_offload" : o == "optimizer+dpu" ? "_offload_delayed" : o == "param" ? "_offload_param_alone" : "_offload_param"; };
                            return cat("N", p.from_ranks, "_stage", p.from_stage, off(p.from_offload), "_to_N", p.to_ranks, "_stage",
                                       p.to_stage, off(p.to_offload), p.dtype == Dtype::kF32 ? "" : cat("_", dtype_label(p.dtype)));
                          });

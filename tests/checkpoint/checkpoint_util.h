@@ -44,7 +44,7 @@ struct TrainSetup {
   int ranks = 2;
   int stage = 1;
   std::string optimizer = "AdamW";  // optimizer.type
-  std::string offload = "none";  // none, optimizer, optimizer+param, param (offload_param alone), nvme, nvme+param
+  std::string offload = "none";  // none, optimizer, optimizer+param, param (offload_param alone), nvme, nvme+param, nvme+nvme (both on disk), optimizer+nvme (parameters alone on disk)
   int steps = 6;
   int n_layer = 2;
   int n_embd = 16;
@@ -72,9 +72,15 @@ inline TrainConfig make_config(const TrainSetup& s) {
     j["zero_optimization"]["offload_optimizer"] = {{"device", "nvme"}, {"nvme_path", std::filesystem::absolute(".").string()}, {"buffer_count", 2}};
     j["zero_optimization"]["sub_group_size"] = 100;
     if (s.offload == "nvme+param") j["zero_optimization"]["offload_param"] = {{"device", "cpu"}};
+    if (s.offload == "nvme+nvme") {
+      j["zero_optimization"]["offload_param"] = {{"device", "nvme"}, {"nvme_path", std::filesystem::absolute(".").string()}, {"buffer_count", 2}};
+    }
   } else if (s.offload != "none") {
     j["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
     if (s.offload == "optimizer+param") j["zero_optimization"]["offload_param"] = {{"device", "cpu"}};
+    if (s.offload == "optimizer+nvme") {
+      j["zero_optimization"]["offload_param"] = {{"device", "nvme"}, {"nvme_path", std::filesystem::absolute(".").string()}, {"buffer_count", 2}};
+    }
     if (s.delayed_update) {
       j["zero_optimization"]["offload_optimizer"]["delayed_update"] = {{"enabled", true}, {"warmup_steps", s.delayed_warmup}};
     }
@@ -175,7 +181,10 @@ struct Rig {
     c.adam.lr = 1e-2f;
     c.adam.weight_decay = 0.1f;
     c.offload.optimizer = offload != "none" && offload != "param";
-    c.offload.params = offload == "optimizer+param" || offload == "param" || offload == "nvme+param";
+    c.offload.params_nvme = offload == "nvme+nvme" || offload == "optimizer+nvme";
+    c.offload.params = offload == "optimizer+param" || offload == "param" || offload == "nvme+param" || c.offload.params_nvme;  // the parameter slices on disk too, through 2 buffers
+    c.offload.param_nvme.path = std::filesystem::absolute(".").string();
+    c.offload.param_nvme.buffer_count = 2;
     c.offload.optimizer_nvme = offload.rfind("nvme", 0) == 0;  // swapping in the working folder, in sub-groups of 100
     c.offload.nvme.path = std::filesystem::absolute(".").string();
     c.offload.nvme.sub_group_size = 100;

@@ -104,6 +104,23 @@ TEST(MpiComm, AllReduceEqualsRankOrderSumAndTheThreadsBackend) {
   }
 }
 
+// The transport's reduce-scatter receives in chunks of 1 MiB and sums each as it arrives: a slice
+// of one chunk and one element more, in place (the sum overwriting this rank's own piece, which it
+// also reads) and not.
+TEST(MpiComm, ChunkedReduceScatterSumsInRankOrderInPlace) {
+  const std::size_t n = world();
+  for (std::size_t k : {262145}) {
+    SCOPED_TRACE(::testing::Message() << "k = " << k);
+    const auto expected = sum_in_rank_order(n, n * k, 11);
+    auto data = rank_input(rank(), n * k, 11);
+    comm().reduce_scatter(data, std::span(data).subspan(rank() * k, k));
+    EXPECT_TRUE(bits_equal(std::span(data).subspan(rank() * k, k), slot(expected, rank(), k)));
+    data = rank_input(rank(), n * k, 11);
+    comm().all_reduce(data);
+    EXPECT_TRUE(bits_equal(data, expected));
+  }
+}
+
 TEST(MpiComm, BarrierWaitsForTheLastRank) {
   // The last rank arrives late; nobody may leave the barrier before it arrived. The ranks
   // leave the previous test at slightly different times: align them first, and allow for that

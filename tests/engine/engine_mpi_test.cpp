@@ -121,7 +121,8 @@ TEST(MpiBuckets, PiecesChangeNoBits) {
 }
 
 // The NVMe tier under mpirun: every rank names the same nvme_path and swaps in a folder of its
-// own there; stages 1-3 in f32 and bf16 give no offload's bits; nothing is left in the folder.
+// own there; stages 1-3 in f32 and bf16 (and 3 with the parameter slices on disk too, the
+// optimizer on NVMe or on the host) give no offload's bits; nothing is left in the folder.
 TEST(MpiNvme, BitIdenticalToNoOffload) {
   Communicator& comm = world();
   const std::filesystem::path folder = std::filesystem::absolute("nvme-mpi-test");
@@ -142,6 +143,17 @@ TEST(MpiNvme, BitIdenticalToNoOffload) {
       Ledger ledger;
       const RankResult nvme = testing::train_mlp(run, comm, ledger);
       EXPECT_TRUE(same_bits(nvme.params, plain.params)) << "stage " << stage << " " << dtype_label(dtype) << " rank " << comm.rank();
+      if (stage != 3) continue;
+      run.offload.params = run.offload.params_nvme = true;  // the parameter slices on disk too
+      run.offload.param_nvme.path = folder.string();
+      run.offload.param_nvme.buffer_count = 3;
+      Ledger param_ledger;
+      const RankResult params = testing::train_mlp(run, comm, param_ledger);
+      EXPECT_TRUE(same_bits(params.params, plain.params)) << "offload_param nvme, " << dtype_label(dtype) << " rank " << comm.rank();
+      run.offload.optimizer_nvme = false;  // the optimizer on the host
+      Ledger cpu_ledger;
+      const RankResult cpu = testing::train_mlp(run, comm, cpu_ledger);
+      EXPECT_TRUE(same_bits(cpu.params, plain.params)) << "offload_param nvme, optimizer cpu, " << dtype_label(dtype) << " rank " << comm.rank();
     }
   comm.barrier();
   EXPECT_TRUE(std::filesystem::is_empty(folder)) << "a swap folder outlived its run";

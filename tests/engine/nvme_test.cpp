@@ -42,6 +42,14 @@ OffloadOptions nvme_offload(const fs::path& folder, std::size_t sub_group, int b
   return o;
 }
 
+MlpRun three_steps(Dtype dtype, int stage) {
+  MlpRun run;
+  run.dtype = dtype;
+  run.steps = 3;
+  run.stage = stage;
+  return run;
+}
+
 class NvmePrecision : public ::testing::TestWithParam<Dtype> {};
 
 // Sub-groups of 7 elements cut every parameter at odd places (and leave unaligned file
@@ -73,16 +81,43 @@ TEST_P(NvmePrecision, BitIdenticalToHostOffloadAndNoOffload) {
 // Clipping (Adam after the global norm) and gradient accumulation (the host adds micro-batches).
 TEST_P(NvmePrecision, ClippingAndAccumulationMatch) {
   const NvmeFolder folder("accumulation");
-  MlpRun run;
-  run.dtype = GetParam();
-  run.steps = 3;
-  run.stage = 2;
+  MlpRun run = three_steps(GetParam(), 2);
   run.clipping = 0.05f;
   run.global_batch = 36;
   run.micro_batches = 3;
   const auto plain = run_threads(run, 3)[0].params;
   run.offload = nvme_offload(folder.path, 50, 3);
   EXPECT_TRUE(same_bits(run_threads(run, 3)[0].params, plain));
+}
+
+// offload_param "nvme" (stage 3): the parameter slices in a swap file too, read through 2 to 5
+// buffers (2: no read ahead beside the window; 5: DeepSpeed's default), with zero's next-unit
+// prefetch, a bucket that reads several units ahead, persistent units (never on disk) and
+// gradient accumulation (every slice read twice per micro-batch); and with the optimizer on the
+// host (offload_optimizer "cpu") instead of NVMe.
+TEST_P(NvmePrecision, ParametersOnDiskBitIdentical) {
+  const NvmeFolder folder("params");
+  MlpRun run = three_steps(GetParam(), 3);
+  run.micro_batches = 2;
+  const auto plain = run_threads(run, 2)[0].params;
+  run.offload = nvme_offload(folder.path, 7, 2);
+  run.offload.params = true;
+  const auto host = run_threads(run, 2)[0].params;
+  EXPECT_TRUE(same_bits(host, plain)) << "offload_param cpu";
+  run.offload.params_nvme = true;
+  run.offload.param_nvme.path = folder.path.string();
+  for (int buffers : {2, 5}) {
+    run.offload.param_nvme.buffer_count = buffers;
+    run.stage3 = {};
+    EXPECT_TRUE(same_bits(run_threads(run, 2)[0].params, plain)) << "buffers " << buffers;
+    run.stage3.prefetch_bucket = 1'000'000;
+    run.stage3.persistence_threshold = 40;
+    EXPECT_TRUE(same_bits(run_threads(run, 2)[0].params, plain)) << "bucket, persistence, buffers " << buffers;
+  }
+  run.offload.optimizer_nvme = false;  // the optimizer on the host, the parameters on disk
+  run.stage3 = {};
+  EXPECT_TRUE(same_bits(run_threads(run, 2)[0].params, plain)) << "offload_optimizer cpu";
+  EXPECT_TRUE(fs::is_empty(folder.path)) << "a swap folder outlived its run";
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, NvmePrecision, ::testing::Values(Dtype::kF32, Dtype::kBf16),
@@ -111,6 +146,34 @@ TEST(NvmeLedger, StateOnDiskBuffersOnHost) {
     EXPECT_EQ(at(r.host, Category::kGradients), width * shard);
     EXPECT_EQ(at(r.host, Category::kOptimizerState), kBuffers * 12 * kSubGroup);
     EXPECT_EQ(at(r.host, Category::kParameters), dtype == Dtype::kF32 ? 0 : kBuffers * width * kSubGroup);
+  }
+}
+
+// offload_param "nvme": the parameter file on the nvme tier (each slice from an aligned offset),
+// and on the host the parameter buffers of the largest slice (beside the optimizer's): no shard.
+TEST(NvmeLedger, ParameterSlicesOnDiskBuffersOnHost) {
+  const NvmeFolder folder("param-ledger");
+  for (Dtype dtype : {Dtype::kF32, Dtype::kBf16}) {
+    MlpRun run = three_steps(dtype, 3);
+    run.steps = 1;
+    constexpr std::size_t kSubGroup = 40;
+    constexpr int kBuffers = 3, kParamBuffers = 4;
+    run.offload = nvme_offload(folder.path, kSubGroup, kBuffers);
+    run.offload.params = run.offload.params_nvme = true;
+    run.offload.param_nvme.path = folder.path.string();
+    run.offload.param_nvme.buffer_count = kParamBuffers;
+    const auto r = run_threads(run, 2)[0];
+    const FlatLayout layout(Mlp(run.shape).units(), 2);
+    const std::uint64_t width = dtype_bytes(dtype);
+    std::uint64_t file = 0, largest = 0;
+    for (int u = 0; u < layout.num_units(); ++u) {
+      file += (layout.unit(u).slice * width + 4095) / 4096 * 4096;
+      largest = std::max<std::uint64_t>(largest, layout.unit(u).slice);
+    }
+    const auto at = [](const TierUsage& t, Category c) { return t.current[static_cast<int>(c)]; };
+    const std::uint64_t masters = dtype == Dtype::kF32 ? 4 * layout.shard_numel() : 0;  // f32 masters count as parameters
+    EXPECT_EQ(at(r.nvme, Category::kParameters), file + masters) << dtype_label(dtype);
+    EXPECT_EQ(at(r.host, Category::kParameters), kParamBuffers * largest * width + (dtype == Dtype::kF32 ? 0 : kBuffers * width * kSubGroup));
   }
 }
 
@@ -149,6 +212,21 @@ TEST(NvmeErrors, BadSettingsAreRefusedNamingTheKey) {
   EngineConfig lamb = nvme_config(nvme_offload(folder.path, 100, 2));
   lamb.optimizer = OptimizerKind::kLamb;
   EXPECT_NE(engine_error(lamb).find("Lamb with offload_optimizer.device \"nvme\""), std::string::npos) << engine_error(lamb);
+  // offload_param "nvme": a buffer smaller than a unit slice (both numbers named), a missing folder.
+  EngineConfig params = nvme_config(nvme_offload(folder.path, 100, 2));
+  params.stage = 3;
+  params.offload.params = params.offload.params_nvme = true;
+  params.offload.param_nvme.path = folder.path.string();
+  params.offload.param_nvme.buffer_size = 10;
+  const FlatLayout one_rank(Mlp(MlpShape{}).units(), 1);
+  std::size_t largest = 0;
+  for (int u = 0; u < one_rank.num_units(); ++u) largest = std::max(largest, one_rank.unit(u).slice);
+  EXPECT_NE(engine_error(params).find(cat("buffer_size is 10 elements, smaller than the largest unit slice this rank holds (", largest)),
+            std::string::npos)
+      << engine_error(params);
+  params.offload.param_nvme.buffer_size = 100'000'000;
+  params.offload.param_nvme.path = (folder.path / "missing").string();
+  EXPECT_NE(engine_error(params).find("No such file"), std::string::npos) << engine_error(params);
   EXPECT_TRUE(fs::is_empty(folder.path));
 }
 

@@ -171,7 +171,8 @@ std::vector<OffloadCase> offload_cases() {
   return cases;
 }
 
-// The NVMe tier at stages 1-3 (and 3 with offload_param): sub-groups of 50 elements through 2
+// The NVMe tier at stages 1-3 (and 3 with offload_param, cpu and nvme, and with the parameters
+// alone on NVMe): sub-groups of 50 elements through 2
 // buffers. Its swap folder is on /dev/shm: what is counted does not depend on the disk.
 std::vector<OffloadCase> nvme_cases() {
   static const std::string folder = [] {
@@ -181,15 +182,18 @@ std::vector<OffloadCase> nvme_cases() {
     return f;
   }();
   std::vector<OffloadCase> cases;
-  for (auto [stage, param] : {std::pair{1, false}, {2, false}, {3, false}, {3, true}}) {
+  // param: 1 on the host, 2 on NVMe too, 3 on NVMe with the optimizer on the host
+  for (auto [stage, param] : {std::pair{1, 0}, {2, 0}, {3, 0}, {3, 1}, {3, 2}, {3, 3}}) {
     OffloadCase& c = cases.emplace_back();
     c.zero.stage = stage;
     OffloadOptions& o = c.zero.offload;
-    o.optimizer = o.optimizer_nvme = true;
-    o.params = param;
-    o.nvme.path = folder;
+    o.optimizer = true;
+    o.optimizer_nvme = param != 3;
+    o.params = param > 0;
+    o.params_nvme = param >= 2;
+    o.nvme.path = o.param_nvme.path = folder;
     o.nvme.sub_group_size = 50;
-    o.nvme.buffer_count = 2;
+    o.nvme.buffer_count = o.param_nvme.buffer_count = 2;
     c.engine = o;
   }
   return cases;
@@ -337,11 +341,18 @@ TEST(AgainstEngine, NvmeEveryStage) {
       in.settings = oc.zero;
       in.settings.precision.compute = dtype;
       expect_prediction(in, m, cat("tied MLP N=2 ", plan_label(oc.zero), " ", dtype_label(dtype)));
-      EXPECT_GT(m.nvme.peak[static_cast<int>(Category::kOptimizerState)], 0u);
-      // A step reads and writes each element's master, m and v once: 12 bytes a shard element.
-      const std::uint64_t shard = FlatLayout(Mlp(mlp).units(), 2).shard_numel();
-      EXPECT_EQ(m.disk_read, 12 * shard);
-      EXPECT_EQ(m.disk_written, 12 * shard);
+      // A step reads and writes each element's master, m and v once: 12 bytes a shard element;
+      // with the parameters on disk, writes each parameter once more, and reads a unit's slice
+      // for each of its gathers: what the all-gathers send at N = 2.
+      const std::uint64_t shard = FlatLayout(Mlp(mlp).units(), 2).shard_numel(), width = dtype_bytes(dtype);
+      const bool params_on_disk = oc.engine.params_nvme, state_on_disk = oc.engine.optimizer_nvme;
+      const std::uint64_t state = state_on_disk ? 12 * shard : 0;
+      EXPECT_EQ(m.nvme.peak[static_cast<int>(Category::kOptimizerState)] > 0, state_on_disk);
+      const std::uint64_t gathered = m.traffic.sent[static_cast<int>(Collective::kAllGather)];
+      EXPECT_EQ(m.disk_read, state + (params_on_disk ? gathered : 0));
+      if (params_on_disk) EXPECT_GE(gathered, 2 * 2 * width * shard) << "forward and backward of 2 micro-batches";
+      EXPECT_EQ(m.disk_written, state + (params_on_disk ? width * shard : 0));
+      EXPECT_EQ(m.nvme.peak[static_cast<int>(Category::kParameters)] > 0, params_on_disk || (state_on_disk && dtype == Dtype::kF32));
     }
   for (const OffloadCase& oc : nvme_cases()) {
     const Measured m = measure(2, oc.zero.stage, 1, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, 2, l); }, gpt_random_batches(gpt, 2), oc.engine);

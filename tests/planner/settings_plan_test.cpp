@@ -77,6 +77,14 @@ void nvme(EngineSettings& s) {
   s.offload.nvme.sub_group_size = 50;
 }
 
+// offload_param "nvme" (stage 3, with the optimizer on the NVMe tier), in the same folder.
+void nvme_params(EngineSettings& s) {
+  nvme(s);
+  s.stage = 3;
+  s.offload.params = s.offload.params_nvme = true;
+  s.offload.param_nvme.path = s.offload.nvme.path;
+}
+
 std::vector<Variation> variations() {
   return {
       {"stage", [](EngineSettings& s) { s.stage = s.stage == 3 ? 1 : 3; }},
@@ -91,6 +99,11 @@ std::vector<Variation> variations() {
       {"offload.nvme.sub_group_size", [](EngineSettings& s) { nvme(s), s.offload.nvme.sub_group_size = 7; }},
       {"offload.nvme.block_size", [](EngineSettings& s) { nvme(s), s.offload.nvme.block_size = 4096; }},
       {"offload.nvme.queue_depth", [](EngineSettings& s) { nvme(s), s.offload.nvme.queue_depth = 2; }},
+      {"offload.params_nvme", nvme_params},
+      {"offload.param_nvme.path", [](EngineSettings& s) { nvme_params(s), s.offload.param_nvme.path += "/."; }},
+      {"offload.param_nvme.buffer_count", [](EngineSettings& s) { nvme_params(s), s.offload.param_nvme.buffer_count = 1; }},
+      {"offload.param_nvme.buffer_size", [](EngineSettings& s) { nvme_params(s), s.offload.param_nvme.buffer_size = 1000; }},
+      {"offload.param_nvme.max_in_cpu", [](EngineSettings& s) { nvme_params(s), s.offload.param_nvme.max_in_cpu = 0; }},
       {"reduce_bucket_elements", [](EngineSettings& s) { s.reduce_bucket_elements = 64; }},
       {"allgather_bucket_elements", [](EngineSettings& s) { s.allgather_bucket_elements = 64; }},
       {"overlap_comm", [](EngineSettings& s) { s.overlap_comm = false; }},
@@ -157,6 +170,7 @@ TEST(SettingsReachThePlan, TheListNamesEveryField) {
   EXPECT_EQ(listed.at("").size(), field_count<EngineSettings>()) << "a field of EngineSettings is missing from variations()";
   EXPECT_EQ(listed.at("offload").size(), field_count<OffloadOptions>());
   EXPECT_EQ(listed.at("offload.nvme").size(), field_count<NvmeOptions>());
+  EXPECT_EQ(listed.at("offload.param_nvme").size(), field_count<NvmeParamOptions>());
   EXPECT_EQ(listed.at("stage3").size(), field_count<Stage3Options>());
   EXPECT_EQ(listed.at("precision").size(), field_count<Precision>());
   EXPECT_EQ(listed.at("precision.loss_scaler").size(), field_count<LossScalerConfig>());
