@@ -33,6 +33,7 @@
 namespace zero {
 
 class Collectives;
+class QuantizedReduceScatter;
 class Device;
 class DeviceBuffer;
 class DeviceSpan;
@@ -180,6 +181,9 @@ class Engine {
   std::unique_ptr<Communicator> replica_comm_;
   Communicator* shards_ = nullptr;  // the ranks that shard the state: the group, or comm_
   std::unique_ptr<Device> device_;
+  // qgZ (zero_quantized_gradients, on more than one node): the gradient reduce-scatter's pair
+  // communicators, thread and scratch (from device_, which it must not outlive); null without it.
+  std::unique_ptr<QuantizedReduceScatter> quantized_reduce_;
   std::unique_ptr<Collectives> collectives_;
   // ZeRO++ hpZ (zero_hpz_partition_size): this rank's group of H ranks inside its node, over
   // which stage 3's backward gathers the secondary partition; null without it.

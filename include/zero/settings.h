@@ -181,6 +181,10 @@ struct EngineSettings {
   // it, partitioned among H ranks of its node, so the backward gathers it inside the node.
   bool quantized_weights = false;
   int hpz_partition_size = 1;
+  // ZeRO++'s qgZ (DeepSpeed's zero_optimization.zero_quantized_gradients), stage 3 only: the
+  // gradient reduce-scatter as a hierarchical all-to-all of 4-bit blocks, inside each node then
+  // across (engine/quantized_reduce_scatter.h); on one node, as DeepSpeed, the exact reduce-scatter.
+  bool zero_quantized_gradients = false;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   AdamConfig adam;
   LambConfig lamb;  // OptimizerKind::kLamb only

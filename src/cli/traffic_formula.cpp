@@ -7,25 +7,38 @@
 namespace zero::cli {
 namespace {
 
-// Stage 3 with qwZ and/or hpZ, shard group = the world (hpZ is refused with hybrid sharding);
-// qwZ with hybrid sharding is left to the measured line.
+// Stage 3 with ZeRO++'s qwZ, hpZ and/or qgZ, shard group = the world (each is refused with
+// hybrid sharding). The gathers: qwZ sends Q = Ψ/N int8 + a scale a block instead of Ψ/N, and
+// hpZ's backward gather goes to the hpZ group (Ψ/H to each of its peers) instead of every rank.
+// The gradients: stage 3's Ψ/N to each peer, or under qgZ, on M nodes of L ranks, Q4(Ψ/N) to each
+// peer, where Q4(x) = ⌈x/2⌉ + 4⌈x/64⌉ bytes (engine/quantized_reduce_scatter.h), of which only
+// M-1 cross nodes (one node sum per slice). The engine quantises unit by unit, each unit's blocks
+// rounded up on its own: measured bytes are above the formula by a few bytes per unit and peer.
 TrafficFormula zeropp_formula(int n, int per_node, int rank, std::uint64_t padded, std::uint64_t element_bytes, int micro_batches,
                               const ZeroppGathers& z) {
+  ZERO_CHECK(n >= 1 && per_node >= 1 && n % per_node == 0 && rank >= 0 && rank < n, "ZeRO++ traffic formula of rank ", rank, " of ", n);
   const std::uint64_t m = static_cast<std::uint64_t>(micro_batches), psi = padded * element_bytes;
   const std::uint64_t k = padded / static_cast<std::uint64_t>(n), slice = k * element_bytes;
-  const std::uint64_t q = quantized_bytes(k);
-  const std::uint64_t gather = z.quantized_weights ? q : slice;
+  const std::uint64_t gather = z.quantized_weights ? quantized_bytes(k) : slice;
   const bool hpz = z.hpz > 1;
-  const std::uint64_t to_peer = m * (slice + gather + (hpz ? 0 : gather));
+  const std::uint64_t gathers_to_peer = m * (gather + (hpz ? 0 : gather));
   const std::uint64_t to_hpz_peer = hpz ? m * psi / static_cast<std::uint64_t>(z.hpz) : 0;
+  const std::uint64_t q4 = (k + 1) / 2 + 4 * ((k + 63) / 64);
   TrafficFormula f;
-  f.expression = z.quantized_weights ? (hpz ? "mΨ(N-1)/N + mQ(N-1) + mΨ(H-1)/H" : "mΨ(N-1)/N + 2mQ(N-1)") : "2mΨ(N-1)/N + mΨ(H-1)/H";
+  f.expression = z.quantized_weights ? (hpz ? "mQ(N-1) + mΨ(H-1)/H" : "2mQ(N-1)") : hpz ? "mΨ(N-1)/N + mΨ(H-1)/H" : "2mΨ(N-1)/N";
+  f.expression += z.quantized_gradients ? " + m(N-1)Q4(Ψ/N)" : " + mΨ(N-1)/N";
   if (z.quantized_weights) f.expression += cat(", Q = Ψ/N int8 + 4 B a ", kQuantBlock, "-block");
+  if (z.quantized_gradients) f.expression += ", Q4(x) = ⌈x/2⌉ + 4⌈x/64⌉ B";
   for (int p = 0; p < n; ++p) {
     if (p == rank) continue;
-    const std::uint64_t bytes = to_peer + (hpz && p / z.hpz == rank / z.hpz ? to_hpz_peer : 0);
+    const bool across = p / per_node != rank / per_node;
+    // qgZ: each peer inside the node gets Q4 once per node (M in all, summed over the L-1 peers:
+    // (L-1)M), and the peer of this place on every other node once: N-1 pieces in all.
+    const std::uint64_t nodes = static_cast<std::uint64_t>(n / per_node);
+    const std::uint64_t grads = !z.quantized_gradients ? m * slice : across ? (p % per_node == rank % per_node ? m * q4 : 0) : m * nodes * q4;
+    const std::uint64_t bytes = gathers_to_peer + grads + (hpz && p / z.hpz == rank / z.hpz ? to_hpz_peer : 0);
     f.total += bytes;
-    if (p / per_node != rank / per_node) f.across += bytes;
+    if (across) f.across += bytes;
   }
   return f;
 }
@@ -37,7 +50,7 @@ TrafficFormula zeropp_formula(int n, int per_node, int rank, std::uint64_t padde
 // each of its replicas (its index in the other groups); counted apart for peers on other nodes.
 TrafficFormula step_traffic_formula(int stage, int n, int g, int per_node, int rank, std::uint64_t padded, std::uint64_t element_bytes,
                                     int micro_batches, const ZeroppGathers& zeropp) {
-  if (stage == 3 && (zeropp.quantized_weights || zeropp.hpz > 1)) return zeropp_formula(n, per_node, rank, padded, element_bytes, micro_batches, zeropp);
+  if (stage == 3 && (zeropp.quantized_weights || zeropp.hpz > 1 || zeropp.quantized_gradients)) return zeropp_formula(n, per_node, rank, padded, element_bytes, micro_batches, zeropp);
   ZERO_CHECK(n >= 1 && g >= 1 && n % g == 0 && per_node >= 1 && rank >= 0 && rank < n, "traffic formula of rank ", rank, " of ", n,
              " in groups of ", g);
   const std::uint64_t m = static_cast<std::uint64_t>(micro_batches), psi = padded * element_bytes;

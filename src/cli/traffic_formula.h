@@ -35,10 +35,12 @@ struct TrafficFormula {
   std::uint64_t across = 0;  // of them, to peers on other nodes
 };
 
-// ZeRO++'s options of stage 3's gathers: qwZ, and hpZ's group size H (1: off).
+// ZeRO++'s options of stage 3: qwZ, hpZ's group size H (1: off), and qgZ (only where it runs:
+// on more than one node).
 struct ZeroppGathers {
   bool quantized_weights = false;
   int hpz = 1;
+  bool quantized_gradients = false;
 };
 
 // For `rank` of n ranks in nodes of `per_node` consecutive ranks, shard groups of g consecutive

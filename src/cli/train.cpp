@@ -27,6 +27,7 @@
 #include "data/tokenizer.h"
 #include "model/hf_config_reader.h"
 #include "data/load.h"
+#include "engine/quantized_reduce_scatter.h"
 #include "train/trainer.h"
 
 namespace zero::cli {
@@ -358,10 +359,12 @@ void print_traffic(const TrainConfig& c, const TrainResult& r) {
   if (n < 2) return;
   std::uint64_t sent = 0, across = 0;
   for (int k = 0; k < kNumCollectives; ++k) sent += r.final_ranks[0].sent[k], across += r.final_ranks[0].sent_across[k];
+  const bool qgz = c.engine.zero_quantized_gradients && r.ranks_per_node < n;  // on one node, the exact reduce-scatter
   const TrafficFormula f = step_traffic_formula(c.engine.stage, n, r.shard_group, r.ranks_per_node, 0, r.padded_parameters,
                                                 dtype_bytes(c.engine.precision.compute), c.gradient_accumulation_steps,
-                                                {c.engine.quantized_weights, c.engine.hpz_partition_size});
-  const std::string zeropp = cat(c.engine.quantized_weights ? ", qwZ" : "", c.engine.hpz_partition_size > 1 ? cat(", H=", c.engine.hpz_partition_size) : "");
+                                                {c.engine.quantized_weights, c.engine.hpz_partition_size, qgz});
+  const std::string zeropp = cat(c.engine.quantized_weights ? ", qwZ" : "", c.engine.hpz_partition_size > 1 ? cat(", H=", c.engine.hpz_partition_size) : "",
+                                 qgz ? ", qgZ" : "");
   std::printf("traffic of rank 0 in the last step (N=%d, G=%d, %d ranks per node, m=%d%s): %s\n", n, r.shard_group, r.ranks_per_node,
               c.gradient_accumulation_steps, zeropp.c_str(), describe_step_traffic(f, sent, across, "sent").c_str());
 }
@@ -585,6 +588,11 @@ int train_main(const std::vector<std::string>& args) {
   }
   check_train_options(checked, world.size, world.backend);
   check_thread_nodes(flags, world, checked.config.engine);
+  // qgZ's nodes must be even: thread ranks' here; MPI's, known only once the ranks run, in the engine.
+  if (checked.config.engine.zero_quantized_gradients && world.backend == "threads" && flags.has("ranks-per-node")) {
+    const int per_node = static_cast<int>(flags.get_int("ranks-per-node", 1, world.size));
+    QuantizedReduceScatter::check_nodes(block_topology(0, world.size, per_node), world.size);
+  }
   check_output_paths(run_outputs(flags), run_inputs(flags, checked));
   if (stop_signal() != 0) {  // during the checks: no rank has started, nothing to save
     std::printf("stopped by %s before training started (exit %d)\n", stop_signal_name(stop_signal()), 128 + stop_signal());

@@ -8,7 +8,7 @@
 // | stage, reduce_bucket_size, allgather_bucket_size, overlap_comm, contiguous_gradients,        |
 // | stage3_prefetch_bucket_size, stage3_param_persistence_threshold, stage3_max_live_parameters,  |
 // | stage3_max_reuse_distance, sub_group_size, offload_optimizer, offload_param, mics_shard_size, |
-// | zero_quantized_weights, zero_hpz_partition_size (ZeRO++ qwZ, hpZ)                             |
+// | zero_quantized_weights, zero_hpz_partition_size, zero_quantized_gradients (ZeRO++)                       |
 // |   (and the unprefixed pydantic names prefetch_bucket_size ... max_reuse_distance), zenflow | read   |
 // | cpu_offload, cpu_offload_param, cpu_offload_use_pin_memory (deprecated)  | read, mapped onto the offload blocks as DeepSpeed does |
 // | allgather_partitions      | ignored: all-gather vs a series of broadcasts; same values         |
@@ -27,7 +27,7 @@
 // | log_trace_cache_warnings, enable_sanity_checks | ignored: logging and debug checks              |
 // | save_muon_momentum_buffer_in_memory | ignored: zero has no Muon                                 |
 // | legacy_stage1, zero_quantized_nontrainable_weights,                                          |
-// | zero_quantized_gradients, zeropp_loco_param, mics_hierarchical_params_gather |
+// | zeropp_loco_param, mics_hierarchical_params_gather |
 // |                           | known but not supported yet unless at the no-op default            |
 #include <algorithm>
 #include <limits>
@@ -101,7 +101,7 @@ std::vector<KeyRule> zero_rules() {
       {"zero_hpz_partition_size", R, kInt, ""},
       {"zero_quantized_weights", R, kBool, ""},
       {"zero_quantized_nontrainable_weights", U, kBool, "quantized frozen weights", false},
-      {"zero_quantized_gradients", U, kBool, "ZeRO++ quantized gradients (qgZ), on the roadmap", false},
+      {"zero_quantized_gradients", R, kBool, ""},
       {"zeropp_loco_param", U, kObj, "LoCo-ZeRO++ error feedback", nullptr},
       {"mics_shard_size", R, kInt, ""},
       {"mics_hierarchical_params_gather", U, kBool, "MiCS hierarchical gathers", false},
@@ -357,6 +357,7 @@ void read_zero(const Section& top, const AutoContext& ctx, EngineSettings& z) {
   z.offload.nvme.sub_group_size = sub_group;
   read_zenflow(s, z.offload.zenflow);
   // Hybrid sharding; its range and its fit to the world are the settings' (settings_problems, world_problems).
+  z.zero_quantized_gradients = s.get_bool("zero_quantized_gradients", false);  // checked with the stage (settings_problems)
   z.mics_shard_size = static_cast<int>(s.get_int("mics_shard_size", -1, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
   // ZeRO++'s weight options; their stage and their fit to the nodes are the settings' (settings_problems, node_problems).
   z.quantized_weights = s.get_bool("zero_quantized_weights", false);

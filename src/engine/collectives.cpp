@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/task_queue.h"
+#include "engine/quantized_reduce_scatter.h"
 #include "memory/ledger.h"
 
 #include "common/error.h"
@@ -34,6 +35,10 @@ Handle Collectives::reduce_scatter(const DeviceSpan& send, const DeviceSpan& rec
   if (predivide_ != 1.0f) device_.divide(device_.compute(), send, predivide_);
   ZERO_CHECK(send.dtype() == recv.dtype() && send.size() == recv.size() * static_cast<std::size_t>(size()),
              "reduce_scatter of ", send.size(), " ", dtype_label(send.dtype()), " into ", recv.size(), " ", dtype_label(recv.dtype()));
+  if (quantized_) {  // host memory only (set_quantized_reduce); the dry run counts at issue
+    return settle(quantized_->run_async(device_.transport(send), device_.transport(recv), recv.size(), recv.dtype(), "unit " + unit,
+                                        comm_.context()));
+  }
   const auto issue = [&](void* s, void* r) { return comm_.reduce_scatter_async(s, r, recv.size(), recv.dtype(), reduce_segment_); };
   Handle h = staged() ? through_host(send, recv, issue) : issue(device_.transport(send), device_.transport(recv));
   h = reserve_scratch(comm_, Collective::kReduceScatter, recv.size(), reduce_segment_, recv.dtype(), std::move(h));
@@ -53,6 +58,8 @@ void Collectives::set_replicas(Communicator* replicas) {
   replica_segment_ = replicas ? per_rank(reduce_bucket_, replicas->size()) : 0;
   if (replicas && !chain_) chain_ = std::make_unique<TaskQueue>();
 }
+
+void Collectives::set_quantized_reduce(QuantizedReduceScatter* quantized) { quantized_ = quantized; }
 
 // In the dry run nothing runs, so the replicas' all-reduce is issued at once. Both scratches stay
 // reserved until the pair is first waited for: the group's reduce-scatter's as in any stage (the

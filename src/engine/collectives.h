@@ -18,6 +18,7 @@
 
 namespace zero {
 
+class QuantizedReduceScatter;
 class TaskQueue;
 
 class Collectives {
@@ -40,6 +41,10 @@ class Collectives {
   // one thread of its own (every rank issues the replicas' collectives in the same order); the
   // handle reduce_scatter returns completes after both.
   void set_replicas(Communicator* replicas);
+  // qgZ: every reduce_scatter runs as `quantized`'s hierarchical all-to-all of 4-bit blocks
+  // (engine/quantized_reduce_scatter.h) instead of the communicator's; null: the communicator's.
+  // (It refuses device memory the CPU cannot read, as the stage-3 reduce-scatter hands it that.)
+  void set_quantized_reduce(QuantizedReduceScatter* quantized);
 
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
@@ -82,6 +87,7 @@ class Collectives {
   Communicator* replicas_ = nullptr;  // hybrid sharding: the same slice's ranks in the other groups
   std::size_t replica_segment_ = 0;   // elements per rank per piece of their all-reduce
   std::unique_ptr<TaskQueue> chain_;  // issues their all-reduces after the group's reduce-scatters
+  QuantizedReduceScatter* quantized_ = nullptr;  // qgZ's reduce-scatter, when on
 };
 
 }  // namespace zero

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "engine/pair_rounds.h"
 
 namespace zero {
 namespace {
@@ -35,17 +36,6 @@ float compress(float* x, std::size_t n, std::uint8_t* bits) {
   return scale;
 }
 
-// Round t of the circle method over M = N (even) or N + 1 (odd: M - 1 is nobody) places: place
-// M - 1 meets t, every other r meets 2t - r mod (M - 1). -1: this rank sits the round out.
-int partner_in_round(int rank, int ranks, int t) {
-  const int m = ranks % 2 == 0 ? ranks : ranks + 1;
-  int p;
-  if (rank == m - 1) p = t;
-  else if (rank == t) p = m - 1;
-  else p = ((2 * t - rank) % (m - 1) + (m - 1)) % (m - 1);
-  return p < ranks ? p : -1;
-}
-
 }  // namespace
 
 std::size_t CompressedAllReduce::padded_size(std::size_t n, int ranks) {
@@ -63,7 +53,7 @@ CompressedAllReduce::CompressedAllReduce(Communicator& world, std::vector<std::s
     worker_total_ += padded_.back();
     block_ += padded_.back() / n / 8;
   }
-  const int rounds = ranks_ % 2 == 0 ? ranks_ - 1 : ranks_;
+  const int rounds = pair_rounds(ranks_);
   for (int t = 0; t < rounds; ++t) {
     const int p = partner_in_round(rank_, ranks_, t);
     partner_.push_back(p);

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/trace.h"
 #include "engine/optimizer.h"
+#include "engine/quantized_reduce_scatter.h"
 #include "engine/stage.h"
 
 namespace zero {
@@ -120,6 +121,10 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   collectives_->set_replicas(replica_comm_.get());
   make_hpz_group();
   if (config_.quantized_weights) check_qwz_placement(*device_, comm_);
+  if (config_.zero_quantized_gradients && comm_.num_nodes() > 1) {  // DeepSpeed's qgZ, too, runs only across nodes
+    quantized_reduce_ = std::make_unique<QuantizedReduceScatter>(comm_, *device_, layout_.largest_unit() / static_cast<std::size_t>(comm_.size()));
+    collectives_->set_quantized_reduce(quantized_reduce_.get());
+  }
   // The placement: where the stage-3 parameter shard and the optimizer live.
   const Dtype dtype = config_.precision.compute;
   if (config_.offload.optimizer) check_host_room(*device_, layout_.shard_numel(), config_.offload, ranks_on_this_node(comm_), dtype);
@@ -193,6 +198,7 @@ Traffic Engine::traffic_now() const {
   Traffic t = comm_.traffic();
   if (group_comm_) t = t + group_comm_->traffic() + replica_comm_->traffic();
   if (hpz_comm_) t = t + hpz_comm_->traffic();
+  if (quantized_reduce_) t = t + quantized_reduce_->traffic();
   return t;
 }
 

@@ -143,6 +143,22 @@ void zeropp_problems(const EngineSettings& s, std::vector<SettingProblem>& out) 
   }
 }
 
+// DeepSpeed reads zero_quantized_gradients only in stage 3's optimizer (stage3.py) and ignores it
+// at stages 0-2; zero refuses it there rather than ignore it.
+void qgz_problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
+  if (!s.zero_quantized_gradients) return;
+  if (s.stage != 3) {
+    out.push_back({cat(kZero, "zero_quantized_gradients"), cat("quantises stage 3's gradient reduce-scatter (ZeRO++'s qgZ), and this run is "
+                                                                "stage ", s.stage, " (DeepSpeed ignores the key below stage 3): set "
+                                                                "zero_optimization.stage to 3, or remove zero_quantized_gradients")});
+  }
+  if (s.mics_shard_size > 0) {
+    out.push_back({cat(kZero, "zero_quantized_gradients"), "with mics_shard_size is not supported: hybrid sharding already keeps the "
+                                                           "reduce-scatter inside its groups and sends only the replicas' all-reduce "
+                                                           "across; remove one of the two"});
+  }
+}
+
 }  // namespace
 
 std::vector<SettingProblem> settings_problems(const EngineSettings& s) {
@@ -176,6 +192,7 @@ std::vector<SettingProblem> settings_problems(const EngineSettings& s) {
     out.push_back({cat(kZero, "mics_shard_size"), "shards the state among groups of ranks, and stage 0 shards nothing: set "
                                                   "zero_optimization.stage to 1, 2 or 3, or remove mics_shard_size"});
   }
+  qgz_problems(s, out);
   if (s.optimizer == OptimizerKind::kLamb && s.offload.delayed_update) {
     out.push_back({"optimizer.type", "= Lamb with the delayed update is not supported (Lamb's trust ratios need a collective in the "
                                      "middle of the update, which the delayed update runs in the background): turn delayed_update "

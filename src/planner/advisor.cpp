@@ -74,7 +74,7 @@ std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::o
     // ZenFlow where the engine runs it: host optimizer offload alone, at stage 1 or 2
     z.offload.zenflow.enabled = base.offload.zenflow.enabled && opt && !param && !nvme && (stage == 1 || stage == 2);
     if (stage == 0) z.mics_shard_size = -1;  // hybrid sharding groups what a stage shards; stage 0 shards nothing
-    if (stage != 3) z.quantized_weights = false, z.hpz_partition_size = 1;  // ZeRO++'s gathers are stage 3's
+    if (stage != 3) z.quantized_weights = false, z.hpz_partition_size = 1, z.zero_quantized_gradients = false;  // ZeRO++ is stage 3's
     out.push_back(z);
   };
   if (compresses_all_reduce(base.optimizer)) {  // 1-bit and 0/1 Adam run at stage 0 only (engine/settings.cpp)

@@ -59,7 +59,8 @@ std::string plan_label(const EngineSettings& s) {
   return cat(s.stage, s.offload.optimizer_nvme ? "+nvme" : s.offload.optimizer ? "+opt" : "", s.offload.params_nvme ? "+nvme-param" : s.offload.params ? "+param" : "",
              s.offload.delayed_update ? "+dpu" : "", s.offload.zenflow.enabled ? "+zenflow" : "",
              s.mics_shard_size > 0 ? cat("+mics", s.mics_shard_size) : "",
-             s.quantized_weights ? "+qwZ" : "", s.hpz_partition_size > 1 ? cat("+hpZ", s.hpz_partition_size) : "");
+             s.quantized_weights ? "+qwZ" : "", s.hpz_partition_size > 1 ? cat("+hpZ", s.hpz_partition_size) : "",
+             s.zero_quantized_gradients ? "+qgz" : "");
 }
 
 namespace {

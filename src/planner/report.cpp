@@ -147,7 +147,8 @@ std::string notes(const EstimateReport& r) {
   }
   s += "  host: offloaded state per rank and per node (rank x ranks per node); network: bytes a rank sends per step\n";
   s += "    by all-reduce, reduce-scatter and all-gather; across: of them, to ranks on other nodes (rank 0's); +micsG:\n"
-       "    hybrid sharding in groups of G ranks (zero_optimization.mics_shard_size); host link: host<->device copies per\n"
+       "    hybrid sharding in groups of G ranks (zero_optimization.mics_shard_size); +qgz: stage 3's gradients as 4-bit\n"
+       "    blocks (zero_quantized_gradients), across nodes only; host link: host<->device copies per\n"
        "    step with offload and their time, both directions one after the other\n";
   if (r.plans.back().settings.quantized_weights || r.plans.back().settings.hpz_partition_size > 1) {
     s += "  +qwZ: ZeRO++'s int8 parameter gathers (zero_quantized_weights); +hpZH: its secondary partition among H ranks of\n"

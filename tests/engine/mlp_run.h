@@ -39,6 +39,7 @@ struct MlpRun {
   int ranks_per_node = 0;    // run_threads: the thread ranks as nodes of this many (0: one node)
   bool quantized_weights = false;  // ZeRO++ qwZ
   int hpz_partition_size = 1;      // ZeRO++ hpZ (1: off)
+  bool quantized_gradients = false;  // qgZ (zero_quantized_gradients)
   // Which rank's rows of the global batch each rank trains on (empty: its own); a permutation
   // changes only the order in which the same gradients are summed.
   std::vector<int> rows_of_rank;
@@ -90,6 +91,7 @@ inline EngineConfig engine_config(const MlpRun& run) {
   c.mics_shard_size = run.mics_shard_size;
   c.quantized_weights = run.quantized_weights;
   c.hpz_partition_size = run.hpz_partition_size;
+  c.zero_quantized_gradients = run.quantized_gradients;
   c.onebit = run.onebit;
   c.zero_one = run.zero_one;
   return c;

@@ -11,8 +11,9 @@
 
 namespace zero {
 
-inline TrainResult train_on_default_text(const nlohmann::json& config, int ranks) {
-  ThreadWorld world(ranks);
+// `ranks_per_node`: the thread ranks as nodes of that many (0: one node).
+inline TrainResult train_on_default_text(const nlohmann::json& config, int ranks, int ranks_per_node = 0) {
+  ThreadWorld world(ranks, {}, ranks_per_node);
   TrainResult out{};
   world.run([&](int r) {
     Ledger ledger;

@@ -592,5 +592,35 @@ TEST(AgainstEngine, ZeroppStage3) {
   }
 }
 
+// qgZ (zero_quantized_gradients) on ranks arranged as nodes: the planner's peak (its scratch),
+// host bytes and traffic (across nodes too) are the ledger's and the counters', with and without
+// offload, f32 and bf16.
+TEST(AgainstEngine, QuantizedGradientsOnNodes) {
+  const MlpShape shape{{9, 21, 17, 21, 9}, true};
+  ModelDescription model{"mlp", "mlp", "", "", Mlp(shape).units(), std::nullopt, std::nullopt};
+  struct Case {
+    int n, per_node;
+  };
+  for (const Case& k : {Case{4, 2}, Case{8, 4}, Case{8, 2}}) {
+    for (const OffloadCase& oc : every_configuration()) {
+      if (oc.zero.stage != 3) continue;
+      for (Dtype dtype : {Dtype::kF32, Dtype::kBf16}) {
+        if (dtype == Dtype::kBf16 && k.n == 8) continue;  // kept small
+        const Measured m = measure(
+            k.n, 3, 2, [&](Ledger&) { return std::make_unique<Mlp>(shape); },
+            [&](Mlp& mlp, int seed) { mlp.set_batch(mlp_synthetic_batch(shape, 7, seed, 0, 2)); }, oc.engine, 0, {}, true, dtype,
+            OptimizerKind::kAdam, -1, k.per_node, [](EngineConfig& c) { c.zero_quantized_gradients = true; });
+        PlanInput in = threads_input(model, k.n, 3, 2);
+        in.settings = oc.zero;
+        in.settings.precision.compute = dtype;
+        in.settings.zero_quantized_gradients = true;
+        in.ranks_per_node = k.per_node;
+        expect_prediction(in, m, cat("qgZ N=", k.n, " per node ", k.per_node, " ", dtype_label(dtype), " ", plan_label(in.settings)));
+        EXPECT_GT(m.usage.current[static_cast<int>(Category::kCommBuffers)], 0u) << "no qgZ scratch";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace zero

@@ -137,6 +137,8 @@ std::vector<Variation> variations() {
       {"mics_shard_size", [](EngineSettings& s) { s.mics_shard_size = 1; }},  // groups of 1 of the 2 ranks: all-reduced across
       {"quantized_weights", [](EngineSettings& s) { s.quantized_weights = true; }},  // ZeRO++ qwZ: stage 3 only
       {"hpz_partition_size", [](EngineSettings& s) { s.hpz_partition_size = 2; }},  // ZeRO++ hpZ: stage 3 only
+      // (one node here, where qgZ keeps stage 3's reduce-scatter; planner_engine_test runs it on nodes)
+      {"zero_quantized_gradients", [](EngineSettings& s) { s.zero_quantized_gradients = true; }},
       {"optimizer", lamb},
       {"adam.lr", [](EngineSettings& s) { s.adam.lr = 0.5f; }},
       {"adam.beta1", [](EngineSettings& s) { s.adam.beta1 = 0.5f; }},
