@@ -25,7 +25,7 @@ export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
 read -r -a extra <<<"${MPI_ARGS:-}"
 one_host() { mpirun --allow-run-as-root -np 2 "${extra[@]}" "$@"; }
 two_hosts() {
-  ip netns exec "$a" env OMPI_MCA_plm_rsh_agent="$here/tests/cli/netns_rsh.sh" ZERO_NETNS_HOSTS="10.201.0.1=$a 10.201.0.2=$b" \
+  "$here/tests/cli/netns_host.sh" "$a" env OMPI_MCA_plm_rsh_agent="$here/tests/cli/netns_rsh.sh" ZERO_NETNS_HOSTS="10.201.0.1=$a 10.201.0.2=$b" \
     mpirun --allow-run-as-root --host 10.201.0.1:1,10.201.0.2:1 -np 2 "${extra[@]}" --mca btl tcp,self \
     --mca btl_tcp_if_include 10.201.0.0/24 --mca oob_tcp_if_include 10.201.0.0/24 -x OMP_NUM_THREADS "$@"
 }

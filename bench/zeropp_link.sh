@@ -37,7 +37,7 @@ ip -n "$a" qdisc add dev "z$$a" root tbf rate "$rate" burst 256kb latency 50ms
 ip -n "$b" qdisc add dev "z$$b" root tbf rate "$rate" burst 256kb latency 50ms
 export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1 ZERO_NETNS_HOSTS="10.203.0.1=$a 10.203.0.2=$b"
 run() {  # run SETTINGS...: one training run across the two hosts, 2 ranks each
-  ip netns exec "$a" env OMPI_MCA_plm_rsh_agent="$here/tests/cli/netns_rsh.sh" \
+  "$here/tests/cli/netns_host.sh" "$a" env OMPI_MCA_plm_rsh_agent="$here/tests/cli/netns_rsh.sh" \
     mpirun --allow-run-as-root --oversubscribe --host 10.203.0.1:2,10.203.0.2:2 -np 4 \
     --mca btl tcp,self,vader --mca btl_tcp_if_include 10.203.0.0/24 --mca oob_tcp_if_include 10.203.0.0/24 \
     -x OMP_NUM_THREADS -x OMPI_MCA_mpi_yield_when_idle \

@@ -3,6 +3,10 @@
 # for "hosts" that are network namespaces of this machine: where mpirun would run `ssh HOST
 # COMMAND`, this runs COMMAND (a shell command line, as ssh would) inside the namespace that
 # holds HOST's address. ZERO_NETNS_HOSTS lists them: "ADDRESS=NAMESPACE ADDRESS=NAMESPACE".
+# The command runs in a UTS namespace of its own, with the network namespace's name as its host
+# name ('-' for '_'): Open MPI tells hosts apart by name, and with the machine's one name on both "hosts" two
+# ranks a host crash in MPI_Comm_split_type (one rank a host happens to work). mpirun's own side
+# takes the same care (netns_host.sh).
 while [ $# -gt 0 ]; do
   case $1 in
     -x|-T|-q|-n|-a|-A) shift ;;
@@ -15,7 +19,7 @@ host=$1
 shift
 for pair in $ZERO_NETNS_HOSTS; do
   if [ "${pair%%=*}" = "$host" ]; then
-    exec ip netns exec "${pair#*=}" /bin/sh -c "$*"
+    exec ip netns exec "${pair#*=}" unshare --uts /bin/sh -c "hostname '$(echo "${pair#*=}" | tr _ -)' && $*"
   fi
 done
 echo "netns_rsh.sh: no namespace for host '$host' in ZERO_NETNS_HOSTS='$ZERO_NETNS_HOSTS'" >&2

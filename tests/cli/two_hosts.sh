@@ -5,7 +5,8 @@
 # (tests/cli/netns_rsh.sh as OMPI_MCA_plm_rsh_agent) instead of ssh. The run must place one rank
 # on each host, and its final weights' SHA-256 must equal that of the same run on one host.
 # Exits 77 (CTest's SKIP_RETURN_CODE) when this machine cannot create network namespaces (not
-# root, no iproute2, or no permission in a container): a skip, never a pass.
+# root, no iproute2, or no permission in a container): a skip, never a pass. Each namespace has its
+# own host name (netns_host.sh, netns_rsh.sh), as Open MPI tells hosts apart by name.
 set -u
 zero=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,7 +36,7 @@ mpirun --allow-run-as-root --oversubscribe -np 2 "$zero" "${train[@]}" >"$work/o
   || { echo "FAIL: the one-host run failed"; cat "$work/one.txt"; exit 1; }
 # Two hosts: mpirun in the first namespace, one rank per host, TCP over the veth pair only.
 export ZERO_NETNS_HOSTS="10.201.0.1=$a 10.201.0.2=$b"
-ip netns exec "$a" env OMPI_MCA_plm_rsh_agent="$here/netns_rsh.sh" \
+"$here/netns_host.sh" "$a" env OMPI_MCA_plm_rsh_agent="$here/netns_rsh.sh" \
   mpirun --allow-run-as-root --host 10.201.0.1:1,10.201.0.2:1 -np 2 --display-map \
   --mca btl tcp,self --mca btl_tcp_if_include 10.201.0.0/24 --mca oob_tcp_if_include 10.201.0.0/24 \
   -x OMP_NUM_THREADS -x OMPI_MCA_mpi_yield_when_idle \
@@ -45,7 +46,7 @@ ip netns exec "$a" env OMPI_MCA_plm_rsh_agent="$here/netns_rsh.sh" \
 # zero's own launcher across the same two hosts: --ranks 2 --hostfile, each host checked through
 # the launcher agent first, the threads forwarded (-x), the transport chosen by OMPI_MCA_* variables.
 printf '10.201.0.1 slots=1\n10.201.0.2 slots=1\n' >"$work/hosts"
-ip netns exec "$a" env OMPI_MCA_plm_rsh_agent="$here/netns_rsh.sh" OMPI_MCA_btl=tcp,self \
+"$here/netns_host.sh" "$a" env OMPI_MCA_plm_rsh_agent="$here/netns_rsh.sh" OMPI_MCA_btl=tcp,self \
   OMPI_MCA_btl_tcp_if_include=10.201.0.0/24 OMPI_MCA_oob_tcp_if_include=10.201.0.0/24 \
   "$zero" train --ranks 2 "${train[@]:3}" --hostfile "$work/hosts" >"$work/launched.txt" 2>&1 \
   || { echo "FAIL: zero train --ranks 2 --hostfile failed"; cat "$work/launched.txt"; exit 1; }
@@ -62,4 +63,25 @@ launched=$(sha "$work/launched.txt")
 grep -q "^launch: mpirun -np 2 --hostfile $work/hosts" "$work/launched.txt" || { echo "FAIL: no launch line naming the hostfile"; cat "$work/launched.txt"; exit 1; }
 grep -q "^layout: 2 ranks (mpi) on 2 hosts, 1 rank per host" "$work/launched.txt" || { echo "FAIL: --hostfile's ranks are not on 2 hosts"; cat "$work/launched.txt"; exit 1; }
 [ "$one" = "$launched" ] || { echo "FAIL: --ranks 2 --hostfile gave other weights: ${launched:-(none)}"; cat "$work/launched.txt"; exit 1; }
+# ZeRO++ (qwZ, hpZ and qgZ together) with 2 ranks a host: every rank's bytes in all and across the
+# two hosts, and the weights, equal those of the same run on 4 thread ranks arranged as 2 nodes of
+# 2 (whose bytes tests/engine/ checks against the formulas).
+zpp=(train --steps 2 --sample 0 --stage 3 --set model.n_embd=32 --set model.n_layer=2 --set train_micro_batch_size_per_gpu=2
+     --set zero_optimization.zero_quantized_weights=true --set zero_optimization.zero_hpz_partition_size=2
+     --set zero_optimization.zero_quantized_gradients=true)
+"$zero" "${zpp[@]}" --comm threads --ranks 4 --ranks-per-node 2 --metrics "$work/threads.jsonl" >"$work/zpp_threads.txt" 2>&1 \
+  || { echo "FAIL: the ZeRO++ run on thread ranks failed"; cat "$work/zpp_threads.txt"; exit 1; }
+"$here/netns_host.sh" "$a" env OMPI_MCA_plm_rsh_agent="$here/netns_rsh.sh" \
+  mpirun --allow-run-as-root --host 10.201.0.1:2,10.201.0.2:2 -np 4 \
+  --mca btl tcp,self,vader --mca btl_tcp_if_include 10.201.0.0/24 --mca oob_tcp_if_include 10.201.0.0/24 \
+  -x OMP_NUM_THREADS -x OMPI_MCA_mpi_yield_when_idle \
+  "$zero" "${zpp[@]}" --comm mpi --metrics "$work/mpi.jsonl" >"$work/zpp_mpi.txt" 2>&1 \
+  || { echo "FAIL: the ZeRO++ run across two hosts failed"; cat "$work/zpp_mpi.txt"; exit 1; }
+grep -q "^layout: 4 ranks (mpi) on 2 hosts, 2 ranks per host" "$work/zpp_mpi.txt" || { echo "FAIL: not 2 ranks on each of 2 hosts"; cat "$work/zpp_mpi.txt"; exit 1; }
+grep -q "m=1, qwZ, H=2, qgZ)" "$work/zpp_mpi.txt" || { echo "FAIL: the traffic line does not name qwZ, hpZ and qgZ"; cat "$work/zpp_mpi.txt"; exit 1; }
+links() { tail -1 "$1" | python3 -c 'import json,sys; print(" ".join("%d:%d/%d" % (r["rank"], sum(r["sent_bytes"].values()), sum(r["sent_across_nodes_bytes"].values())) for r in json.load(sys.stdin)["ranks"]))'; }
+want=$(links "$work/threads.jsonl") got=$(links "$work/mpi.jsonl")
+[ -n "$want" ] && [ "$want" = "$got" ] || { echo "FAIL: bytes per rank (sent/across) differ: thread ranks $want, two hosts $got"; exit 1; }
+[ "$(sha "$work/zpp_threads.txt")" = "$(sha "$work/zpp_mpi.txt")" ] || { echo "FAIL: ZeRO++ weights differ between thread ranks and two hosts"; exit 1; }
+echo "ok: ZeRO++ across two hosts, 2 ranks each: bytes per rank (sent/across) $got, as on thread ranks; same weights"
 echo "ok: two hosts (network namespaces $a, $b over TCP) and one host give the same weights: sha256 $one"

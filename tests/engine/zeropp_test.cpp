@@ -13,6 +13,7 @@
 // the forward gathered); every option gives the same bits twice and on every rank.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -63,9 +64,13 @@ TEST(ZeroppQuantizer, EqualsNumpyOnSweptSizes) {
 struct Options {
   bool qwz = false;
   int hpz = 1;
+  bool qgz = false;  // qgZ (quantized_gradients_test.cpp has it alone; here with the others)
 };
 
-std::string name(const Options& o) { return cat(o.qwz ? "qwZ" : "", o.qwz && o.hpz > 1 ? "+" : "", o.hpz > 1 ? cat("hpZ", o.hpz) : "", !o.qwz && o.hpz == 1 ? "stage 3" : ""); }
+std::string name(const Options& o) {
+  std::string n = cat(o.qwz ? "+qwZ" : "", o.hpz > 1 ? cat("+hpZ", o.hpz) : "", o.qgz ? "+qgZ" : "");
+  return n.empty() ? "stage 3" : n.substr(1);
+}
 
 // Units of several quantiser blocks on 4 and 8 ranks (the first: 64*256+256 parameters).
 MlpShape wide_shape() { return {{64, 256, 48, 8}, false}; }
@@ -79,6 +84,7 @@ MlpRun run_of(const Options& o, int ranks_per_node, int steps = 2) {
   run.ranks_per_node = ranks_per_node;
   run.quantized_weights = o.qwz;
   run.hpz_partition_size = o.hpz;
+  run.quantized_gradients = o.qgz;
   return run;
 }
 
@@ -93,12 +99,16 @@ Expected expected_bytes(const Options& o, int r, int n, int per_node, const Flat
   for (int u = 0; u < layout.num_units(); ++u) {
     const std::uint64_t p = layout.unit(u).padded, k = p / static_cast<std::uint64_t>(n);
     const std::uint64_t gather = o.qwz ? k + 4 * ((k + 2047) / 2048) : k * f32;  // int8 values, an f32 scale a block of 2048
-    const std::uint64_t to_peer = k * f32 + gather + (h > 1 ? 0 : gather);
+    const std::uint64_t to_peer = gather + (h > 1 ? 0 : gather);
+    // The gradients: stage 3's slice of f32 to each peer; under qgZ (M nodes), M blocks of 4 bits
+    // (a scale per 64) to each peer on the node, and one to the peer of the same place on each other node.
+    const std::uint64_t q4 = (k + 1) / 2 + 4 * ((k + 63) / 64), nodes = static_cast<std::uint64_t>(n / per_node);
     for (int q = 0; q < n; ++q) {
       if (q == r) continue;
       const bool across = q / per_node != r / per_node;
       const bool same_hpz_group = h > 1 && q / h == r / h;  // H divides the ranks per node: consecutive groups of H
-      const std::uint64_t bytes = to_peer + (same_hpz_group ? p / static_cast<std::uint64_t>(h) * f32 : 0);
+      const std::uint64_t grads = !o.qgz ? k * f32 : !across ? nodes * q4 : q % per_node == r % per_node ? q4 : 0;
+      const std::uint64_t bytes = to_peer + grads + (same_hpz_group ? p / static_cast<std::uint64_t>(h) * f32 : 0);
       e.sent += bytes;
       if (across) e.across += bytes;
     }
@@ -112,7 +122,10 @@ TEST(Zeropp, BytesPerLinkEqualTheFormulas) {
     Options o;
   };
   const std::vector<Case> cases = {{4, 2, {false, 1}}, {4, 2, {true, 1}}, {4, 2, {false, 2}}, {4, 2, {true, 2}},
-                                   {8, 4, {true, 1}},  {8, 4, {false, 4}}, {8, 4, {true, 4}}, {8, 4, {true, 2}}, {8, 2, {true, 2}}};
+                                   {8, 4, {true, 1}},  {8, 4, {false, 4}}, {8, 4, {true, 4}}, {8, 4, {true, 2}}, {8, 2, {true, 2}},
+                                   // all three together, and qgZ with each of the others
+                                   {4, 2, {true, 2, true}}, {8, 4, {true, 4, true}}, {8, 2, {true, 2, true}}, {4, 2, {true, 1, true}},
+                                   {4, 2, {false, 2, true}}};
   for (const Case& c : cases) {
     const std::vector<RankResult> results = run_threads(run_of(c.o, c.per_node), c.n);
     const FlatLayout layout(Mlp(wide_shape()).units(), c.n);
@@ -197,18 +210,18 @@ constexpr int kSteps = 60;
 
 // A small GPT on 4 thread ranks (one node; hpZ groups of 2 inside it), stage 3 with every unit
 // gathered per use (no persistence).
-TrainResult train_text(const Options& o, int seed) {
+TrainResult train_text(const Options& o, int seed, int ranks = 2, int ranks_per_node = 0) {
   nlohmann::json j = {{"train_micro_batch_size_per_gpu", 8},
                       {"gradient_accumulation_steps", 1},
                       {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 3e-3}, {"betas", {0.9, 0.95}}, {"weight_decay", 0.1}}}}},
                       {"gradient_clipping", 1.0},
                       {"zero_optimization", {{"stage", 3}, {"stage3_param_persistence_threshold", 0}, {"zero_quantized_weights", o.qwz},
-                                             {"zero_hpz_partition_size", o.hpz}}},
+                                             {"zero_hpz_partition_size", o.hpz}, {"zero_quantized_gradients", o.qgz}}},
                       {"train_steps", kSteps},
                       {"seed", seed},
                       {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 32}, {"n_embd", 32}, {"n_layer", 1}, {"n_head", 4}}},
                       {"data", {{"val_fraction", 0.05}, {"seed", seed}}}};
-  return train_on_default_text(j, 2);
+  return train_on_default_text(j, ranks, ranks_per_node);
 }
 
 // The tolerance: the range of exact stage 3's validation losses over seeds 1-3 (what a change of
@@ -234,6 +247,21 @@ TEST(ZeroppLearning, WithinTheSpreadOfExactStage3AndHpzBitForBit) {
     if (!o.qwz) EXPECT_EQ(r.weights_sha256, exact[0].weights_sha256) << "hpZ alone must give stage 3's weights";
     if (o.qwz && o.hpz > 1) EXPECT_EQ(r.weights_sha256, qwz_sha) << "with qwZ, hpZ must change no bit either";
   }
+}
+
+// All three together need nodes (qgZ works across them, hpZ inside them): 4 ranks as 2 nodes of
+// 2, against exact stage 3's spread over seeds on the same ranks.
+TEST(ZeroppLearning, AllThreeOnTwoNodesWithinTheSpreadOfExactStage3) {
+  std::vector<float> exact;
+  for (int seed : {1, 2, 3}) exact.push_back(train_text({}, seed, 4, 2).final_val_loss);
+  const double range = *std::max_element(exact.begin(), exact.end()) - *std::min_element(exact.begin(), exact.end());
+  const Options all{true, 2, true};
+  const TrainResult a = train_text(all, 1, 4, 2), b = train_text(all, 1, 4, 2);
+  std::printf("[ measured ] 4 ranks as 2 nodes, %d steps: stage 3 %.4f %.4f %.4f (range %.4f); qwZ+hpZ2+qgZ %.4f, %+.4f\n", kSteps,
+              exact[0], exact[1], exact[2], range, a.final_val_loss, a.final_val_loss - exact[0]);
+  EXPECT_LT(exact[0], 3.7) << "stage 3 must have learned (ln 256 = 5.55 at the start)";
+  EXPECT_LE(std::abs(a.final_val_loss - exact[0]), range) << name(all);
+  EXPECT_EQ(a.weights_sha256, b.weights_sha256) << "the same run twice must give the same bits";
 }
 
 }  // namespace

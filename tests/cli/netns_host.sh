@@ -1,0 +1,7 @@
+#!/bin/sh
+# netns_host.sh NAMESPACE COMMAND...: runs COMMAND inside the network namespace NAMESPACE and in a
+# UTS namespace of its own whose host name is NAMESPACE (with '-' for '_'), as netns_rsh.sh does for the other
+# "hosts": so that Open MPI, which tells hosts apart by name, sees each namespace as a host.
+ns=$1
+shift
+exec ip netns exec "$ns" unshare --uts /bin/sh -c 'hostname "$0" && exec "$@"' "$(echo "$ns" | tr _ -)" "$@"
