@@ -20,7 +20,8 @@ variants=(
   "hybrid G=2|--set zero_optimization.mics_shard_size=2"
   "ZeRO++ qwZ|--set zero_optimization.zero_quantized_weights=true"
   "ZeRO++ hpZ|--set zero_optimization.zero_hpz_partition_size=2"
-  "ZeRO++ qwZ+hpZ|--set zero_optimization.zero_quantized_weights=true --set zero_optimization.zero_hpz_partition_size=2"
+  "ZeRO++ qgZ|--set zero_optimization.zero_quantized_gradients=true"
+  "ZeRO++ qwZ+hpZ+qgZ|--set zero_optimization.zero_quantized_weights=true --set zero_optimization.zero_hpz_partition_size=2 --set zero_optimization.zero_quantized_gradients=true"
 )
 [ -n "${EXTRA_VARIANT:-}" ] && variants+=("$EXTRA_VARIANT")
 model=(--set model.n_embd=${N_EMBD:-128} --set model.n_layer=${N_LAYER:-4} --set model.n_ctx=64 --set train_micro_batch_size_per_gpu=4)
@@ -33,8 +34,8 @@ ip link add "z$$a" netns "$a" type veth peer name "z$$b" netns "$b"
 ip -n "$a" addr add 10.203.0.1/24 dev "z$$a"; ip -n "$b" addr add 10.203.0.2/24 dev "z$$b"
 for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
 ip -n "$a" link set "z$$a" up; ip -n "$b" link set "z$$b" up
-ip -n "$a" qdisc add dev "z$$a" root tbf rate "$rate" burst 256kb latency 50ms
-ip -n "$b" qdisc add dev "z$$b" root tbf rate "$rate" burst 256kb latency 50ms
+ip netns exec "$a" tc qdisc add dev "z$$a" root tbf rate "$rate" burst 256kb latency 50ms
+ip netns exec "$b" tc qdisc add dev "z$$b" root tbf rate "$rate" burst 256kb latency 50ms
 export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1 ZERO_NETNS_HOSTS="10.203.0.1=$a 10.203.0.2=$b"
 run() {  # run SETTINGS...: one training run across the two hosts, 2 ranks each
   "$here/tests/cli/netns_host.sh" "$a" env OMPI_MCA_plm_rsh_agent="$here/tests/cli/netns_rsh.sh" \
