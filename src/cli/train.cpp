@@ -12,6 +12,7 @@
 #include "backends/facts.h"
 #include "backends/registry.h"
 #include "checkpoint/directory.h"
+#include "cli/ckpt.h"
 #include "cli/flags.h"
 #include "cli/init_from.h"
 #include "cli/launch.h"
@@ -388,6 +389,12 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   std::uint64_t peak = 0;
   for (const RankFigures& f : r.final_ranks) peak = std::max(peak, f.total_peak[0]);
   std::printf("peak device-tier memory per rank: %s; final weights sha256 %s\n", mib(peak).c_str(), r.weights_sha256.c_str());
+  std::uint64_t host_peak = 0;
+  for (const RankFigures& f : r.final_ranks) host_peak = std::max(host_peak, f.total_peak[static_cast<int>(Tier::kHost)]);
+  if (host_peak > 0) {  // offload: what the ledger counted in host memory, beside what the kernel measured of this process
+    std::printf("peak host-tier memory per rank: %s (the ledger); peak resident set of this process: %s\n", mib(host_peak).c_str(),
+                mib(peak_rss_bytes()).c_str());
+  }
   print_traffic(c, r);
   print_init_from(c, r);
   if (!r.sample.empty()) std::printf("\nsample:\n%s\n", r.sample.c_str());

@@ -63,25 +63,31 @@ launched=$(sha "$work/launched.txt")
 grep -q "^launch: mpirun -np 2 --hostfile $work/hosts" "$work/launched.txt" || { echo "FAIL: no launch line naming the hostfile"; cat "$work/launched.txt"; exit 1; }
 grep -q "^layout: 2 ranks (mpi) on 2 hosts, 1 rank per host" "$work/launched.txt" || { echo "FAIL: --hostfile's ranks are not on 2 hosts"; cat "$work/launched.txt"; exit 1; }
 [ "$one" = "$launched" ] || { echo "FAIL: --ranks 2 --hostfile gave other weights: ${launched:-(none)}"; cat "$work/launched.txt"; exit 1; }
-# ZeRO++ (qwZ, hpZ and qgZ together) with 2 ranks a host: every rank's bytes in all and across the
-# two hosts, and the weights, equal those of the same run on 4 thread ranks arranged as 2 nodes of
-# 2 (whose bytes tests/engine/ checks against the formulas).
-zpp=(train --steps 2 --sample 0 --stage 3 --set model.n_embd=32 --set model.n_layer=2 --set train_micro_batch_size_per_gpu=2
-     --set zero_optimization.zero_quantized_weights=true --set zero_optimization.zero_hpz_partition_size=2
-     --set zero_optimization.zero_quantized_gradients=true)
-"$zero" "${zpp[@]}" --comm threads --ranks 4 --ranks-per-node 2 --metrics "$work/threads.jsonl" >"$work/zpp_threads.txt" 2>&1 \
-  || { echo "FAIL: the ZeRO++ run on thread ranks failed"; cat "$work/zpp_threads.txt"; exit 1; }
-"$here/netns_host.sh" "$a" env OMPI_MCA_plm_rsh_agent="$here/netns_rsh.sh" \
-  mpirun --allow-run-as-root --host 10.201.0.1:2,10.201.0.2:2 -np 4 \
-  --mca btl tcp,self,vader --mca btl_tcp_if_include 10.201.0.0/24 --mca oob_tcp_if_include 10.201.0.0/24 \
-  -x OMP_NUM_THREADS -x OMPI_MCA_mpi_yield_when_idle \
-  "$zero" "${zpp[@]}" --comm mpi --metrics "$work/mpi.jsonl" >"$work/zpp_mpi.txt" 2>&1 \
-  || { echo "FAIL: the ZeRO++ run across two hosts failed"; cat "$work/zpp_mpi.txt"; exit 1; }
-grep -q "^layout: 4 ranks (mpi) on 2 hosts, 2 ranks per host" "$work/zpp_mpi.txt" || { echo "FAIL: not 2 ranks on each of 2 hosts"; cat "$work/zpp_mpi.txt"; exit 1; }
-grep -q "m=1, qwZ, H=2, qgZ)" "$work/zpp_mpi.txt" || { echo "FAIL: the traffic line does not name qwZ, hpZ and qgZ"; cat "$work/zpp_mpi.txt"; exit 1; }
+# ZeRO++ (qwZ, hpZ and qgZ together), and hybrid sharding in groups of 2, with 2 ranks a host:
+# every rank's bytes in all and across the two hosts, and the weights, equal those of the same run
+# on 4 thread ranks arranged as 2 nodes of 2 (whose bytes tests/engine/ checks against the formulas).
 links() { tail -1 "$1" | python3 -c 'import json,sys; print(" ".join("%d:%d/%d" % (r["rank"], sum(r["sent_bytes"].values()), sum(r["sent_across_nodes_bytes"].values())) for r in json.load(sys.stdin)["ranks"]))'; }
-want=$(links "$work/threads.jsonl") got=$(links "$work/mpi.jsonl")
-[ -n "$want" ] && [ "$want" = "$got" ] || { echo "FAIL: bytes per rank (sent/across) differ: thread ranks $want, two hosts $got"; exit 1; }
-[ "$(sha "$work/zpp_threads.txt")" = "$(sha "$work/zpp_mpi.txt")" ] || { echo "FAIL: ZeRO++ weights differ between thread ranks and two hosts"; exit 1; }
-echo "ok: ZeRO++ across two hosts, 2 ranks each: bytes per rank (sent/across) $got, as on thread ranks; same weights"
+across_hosts() {  # across_hosts NAME TRAFFIC-TAG SETTINGS...
+  local name=$1 tag=$2; shift 2
+  local run=(train --steps 2 --sample 0 --stage 3 --set model.n_embd=32 --set model.n_layer=2 --set train_micro_batch_size_per_gpu=2 "$@")
+  "$zero" "${run[@]}" --comm threads --ranks 4 --ranks-per-node 2 --metrics "$work/threads.jsonl" >"$work/t.txt" 2>&1 \
+    || { echo "FAIL: $name on thread ranks failed"; cat "$work/t.txt"; exit 1; }
+  rm -f "$work/mpi.jsonl"
+  "$here/netns_host.sh" "$a" env OMPI_MCA_plm_rsh_agent="$here/netns_rsh.sh" \
+    mpirun --allow-run-as-root --host 10.201.0.1:2,10.201.0.2:2 -np 4 \
+    --mca btl tcp,self,vader --mca btl_tcp_if_include 10.201.0.0/24 --mca oob_tcp_if_include 10.201.0.0/24 \
+    -x OMP_NUM_THREADS -x OMPI_MCA_mpi_yield_when_idle \
+    "$zero" "${run[@]}" --comm mpi --metrics "$work/mpi.jsonl" >"$work/m.txt" 2>&1 \
+    || { echo "FAIL: $name across two hosts failed"; cat "$work/m.txt"; exit 1; }
+  grep -q "^layout: 4 ranks (mpi) on 2 hosts, 2 ranks per host" "$work/m.txt" || { echo "FAIL: $name: not 2 ranks on each of 2 hosts"; cat "$work/m.txt"; exit 1; }
+  grep -qF "$tag" "$work/m.txt" || { echo "FAIL: $name: the traffic line does not say '$tag'"; cat "$work/m.txt"; exit 1; }
+  local want got
+  want=$(links "$work/threads.jsonl") got=$(links "$work/mpi.jsonl")
+  [ -n "$want" ] && [ "$want" = "$got" ] || { echo "FAIL: $name: bytes per rank (sent/across) differ: thread ranks $want, two hosts $got"; exit 1; }
+  [ "$(sha "$work/t.txt")" = "$(sha "$work/m.txt")" ] || { echo "FAIL: $name: weights differ between thread ranks and two hosts"; exit 1; }
+  echo "ok: $name across two hosts, 2 ranks each: bytes per rank (sent/across) $got, as on thread ranks; same weights"
+}
+across_hosts "ZeRO++ qwZ+hpZ+qgZ" "m=1, qwZ, H=2, qgZ)" --set zero_optimization.zero_quantized_weights=true \
+  --set zero_optimization.zero_hpz_partition_size=2 --set zero_optimization.zero_quantized_gradients=true
+across_hosts "hybrid sharding G=2" "(N=4, G=2, 2 ranks per node, m=1)" --set zero_optimization.mics_shard_size=2
 echo "ok: two hosts (network namespaces $a, $b over TCP) and one host give the same weights: sha256 $one"

@@ -210,13 +210,14 @@ constexpr int kSteps = 60;
 
 // A small GPT on 4 thread ranks (one node; hpZ groups of 2 inside it), stage 3 with every unit
 // gathered per use (no persistence).
-TrainResult train_text(const Options& o, int seed, int ranks = 2, int ranks_per_node = 0) {
+TrainResult train_text(const Options& o, int seed, int ranks = 2, int ranks_per_node = 0, int mics_shard_size = -1) {
   nlohmann::json j = {{"train_micro_batch_size_per_gpu", 8},
                       {"gradient_accumulation_steps", 1},
                       {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 3e-3}, {"betas", {0.9, 0.95}}, {"weight_decay", 0.1}}}}},
                       {"gradient_clipping", 1.0},
                       {"zero_optimization", {{"stage", 3}, {"stage3_param_persistence_threshold", 0}, {"zero_quantized_weights", o.qwz},
-                                             {"zero_hpz_partition_size", o.hpz}, {"zero_quantized_gradients", o.qgz}}},
+                                             {"zero_hpz_partition_size", o.hpz}, {"zero_quantized_gradients", o.qgz},
+                                             {"mics_shard_size", mics_shard_size}}},
                       {"train_steps", kSteps},
                       {"seed", seed},
                       {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 32}, {"n_embd", 32}, {"n_layer", 1}, {"n_head", 4}}},
@@ -250,8 +251,9 @@ TEST(ZeroppLearning, WithinTheSpreadOfExactStage3AndHpzBitForBit) {
 }
 
 // All three together need nodes (qgZ works across them, hpZ inside them): 4 ranks as 2 nodes of
-// 2, against exact stage 3's spread over seeds on the same ranks.
-TEST(ZeroppLearning, AllThreeOnTwoNodesWithinTheSpreadOfExactStage3) {
+// 2, against exact stage 3's spread over seeds on the same ranks; and hybrid sharding in groups
+// of 2 there (docs/hybrid.md: exact but for the order of the sums across groups).
+TEST(ZeroppLearning, AllThreeAndHybridOnTwoNodesWithinTheSpreadOfExactStage3) {
   std::vector<float> exact;
   for (int seed : {1, 2, 3}) exact.push_back(train_text({}, seed, 4, 2).final_val_loss);
   const double range = *std::max_element(exact.begin(), exact.end()) - *std::min_element(exact.begin(), exact.end());
@@ -262,6 +264,9 @@ TEST(ZeroppLearning, AllThreeOnTwoNodesWithinTheSpreadOfExactStage3) {
   EXPECT_LT(exact[0], 3.7) << "stage 3 must have learned (ln 256 = 5.55 at the start)";
   EXPECT_LE(std::abs(a.final_val_loss - exact[0]), range) << name(all);
   EXPECT_EQ(a.weights_sha256, b.weights_sha256) << "the same run twice must give the same bits";
+  const TrainResult hybrid = train_text({}, 1, 4, 2, 2);
+  std::printf("[ measured ] hybrid sharding G=2 %.4f, %+.4f\n", hybrid.final_val_loss, hybrid.final_val_loss - exact[0]);
+  EXPECT_LE(std::abs(hybrid.final_val_loss - exact[0]), range) << "hybrid sharding G=2";
 }
 
 }  // namespace
