@@ -46,15 +46,30 @@ std::vector<FlagSpec> bench_offload_flags() {
           {"micro-batch", "sequences per rank per step", true, "4"},
           {"zenflow", "also time ZenFlow (DeepSpeed's tutorial settings: topk_ratio 0.05, update_interval 4, overlap_step)", false, ""},
           {"json", "also write the figures as JSON", true, ""},
-          {"device", cat(backend_names(), ": a device other than ", default_device(), " first measures the host<->device link's copy bandwidth"), true, default_device()}};
+          {"device", cat(backend_names(), ": a device other than ", default_device(), " first measures the host<->device link's copy bandwidth; "
+                         "nvme: host offload against the optimizer state on the NVMe tier (offload_optimizer.device \"nvme\")"), true, default_device()},
+          {"nvme-path", "with --device nvme: the folder of the swap files (nvme_path); default: a new folder under /tmp, removed after", true, ""},
+          {"rounds", "with --device nvme: runs of each, alternated (host, nvme, host, ...); the mean counts", true, "3"}};
+}
+
+nlohmann::json bench_offload_config(const Flags& flags) {
+  return {{"train_micro_batch_size_per_gpu", flags.get_int("micro-batch", 1, 4096)},
+          {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 2e-3}, {"betas", {0.9, 0.95}}, {"weight_decay", 0.1}}}}},
+          {"zero_optimization", {{"stage", flags.get_int("stage", 1, 3)}}},
+          {"train_steps", flags.get_int("steps", 2, 100000)},
+          {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 64}, {"n_embd", flags.get_int("n-embd", 8, 4096)},
+                     {"n_layer", flags.get_int("n-layer", 1, 256)}, {"n_head", 4}}}};
 }
 
 int bench_offload_main(const std::vector<std::string>& args) {
   Flags flags("zero bench offload", bench_offload_flags(), args);
   if (flags.help()) {
-    std::printf("Step time with and without offload, the delayed update and ZenFlow, on the GPT.\n\n%s", flags.usage().c_str());
+    std::printf("Step time with and without offload, the delayed update and ZenFlow, on the GPT; with --device nvme,\n"
+                "host offload against the NVMe tier.\n\n%s", flags.usage().c_str());
     return 0;
   }
+  if (flags.get("device") == "nvme") return bench_offload_nvme(flags);
+  if (flags.has("nvme-path") || flags.has("rounds")) throw ConfigError("[bench] --nvme-path and --rounds go with --device nvme");
   if (flags.get("device") != default_device()) {
     print_link_bandwidth(flags.get("device"));
     // Only the link is measured on the device here; the step-time variants run on the cpu device
@@ -66,13 +81,7 @@ int bench_offload_main(const std::vector<std::string>& args) {
                               {"offload + ZenFlow", true, false, true}};
   check_output_paths({{"--json", flags.get("json")}}, {{"the data file", data::default_text_path()}});
   return run_ranks(flags, [&](Communicator& comm, Ledger& ledger) {
-    nlohmann::json base = {
-        {"train_micro_batch_size_per_gpu", flags.get_int("micro-batch", 1, 4096)},
-        {"optimizer", {{"type", "AdamW"}, {"params", {{"lr", 2e-3}, {"betas", {0.9, 0.95}}, {"weight_decay", 0.1}}}}},
-        {"zero_optimization", {{"stage", flags.get_int("stage", 1, 3)}}},
-        {"train_steps", flags.get_int("steps", 2, 100000)},
-        {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 64}, {"n_embd", flags.get_int("n-embd", 8, 4096)},
-                   {"n_layer", flags.get_int("n-layer", 1, 256)}, {"n_head", 4}}}};
+    const nlohmann::json base = bench_offload_config(flags);
     nlohmann::json out = nlohmann::json::array();
     std::vector<TrainResult> results;
     for (const Variant& v : variants) {

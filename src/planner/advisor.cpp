@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "planner/nvme_advice.h"
 
 namespace zero {
 
@@ -66,10 +67,10 @@ std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::o
     z.stage = stage;
     z.offload.optimizer = opt;
     z.offload.optimizer_nvme = nvme;
-    if (nvme) z.offload.delayed_update = false;  // the NVMe tier has no delayed update
     z.offload.params = param;
     z.offload.params_nvme = param_nvme;
-    z.offload.delayed_update = base.offload.delayed_update && opt && !param;  // the engine has no DPU with offload_param
+    // the engine has no DPU with offload_param, nor on the NVMe tier
+    z.offload.delayed_update = base.offload.delayed_update && opt && !param && !nvme;
     z.offload.pin_memory = base.offload.pin_memory && (opt || param);        // a setting of offload: none without it
     // ZenFlow where the engine runs it: host optimizer offload alone, at stage 1 or 2
     z.offload.zenflow.enabled = base.offload.zenflow.enabled && opt && !param && !nvme && (stage == 1 || stage == 2);
@@ -186,6 +187,7 @@ std::string why_chosen(const Plan& p, const std::vector<Plan>& plans, const Capa
   if (p.ranks == 1 && p.label == "0") {
     return cat(fits, "; one rank has nothing to shard, so stage 0, with no collectives, is the cheapest");
   }
+  if (p.settings.offload.optimizer_nvme) return nvme_reason(fits, p, plans, c);
   if (p.settings.offload.optimizer) {
     char secs[32];
     std::snprintf(secs, sizeof secs, "%.2f s", p.link_seconds);

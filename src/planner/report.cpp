@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "planner/nvme_advice.h"
 
 namespace zero {
 
@@ -14,6 +15,14 @@ EstimateReport make_report(const PlanInput& input, const Capacity& capacity, std
   r.only_stage = only_stage;
   r.plans = plan_all(input, only_stage);
   r.recommendation = recommend(input, r.plans, capacity, only_stage);
+  if (const auto nvme = nvme_tier_input(input, r.plans, capacity, r.recommendation)) {
+    std::vector<Plan> rows = plan_nvme_rows(*nvme, only_stage);
+    if (!rows.empty()) {
+      r.plans.insert(r.plans.end(), rows.begin(), rows.end());
+      r.recommendation = recommend(*nvme, r.plans, capacity, only_stage);
+      r.nvme_added = true;
+    }
+  }
   PlanInput plain = input, ckpt = input;
   plain.checkpointing = {};
   ckpt.checkpointing.enabled = true;
@@ -213,18 +222,25 @@ std::string recommendation(const EstimateReport& r) {
   std::string s = "\n";
   if (rec.index >= 0) {
     const Plan& p = r.plans[rec.index];
-    s += cat("recommended: stage ", p.settings.stage, p.settings.offload.optimizer ? " with optimizer offload" : "",
+    s += cat("recommended: stage ", p.settings.stage,
+             p.settings.offload.optimizer_nvme ? " with optimizer offload to NVMe" : p.settings.offload.optimizer ? " with optimizer offload" : "",
              p.settings.offload.params ? " and parameter offload" : "", "\n");
   } else {
     s += cat("recommended: nothing fits on ", r.input.ranks, r.input.ranks == 1 ? " rank" : " ranks", "\n");
   }
   for (const std::string& reason : rec.reasons) s += "  " + reason + "\n";
+  if (r.nvme_added) {
+    s += "  (the +nvme rows are planned because host offload does not fit the --host-memory given: in a config, "
+         "zero_optimization.offload_optimizer {\"device\": \"nvme\", \"nvme_path\": a folder on a fast local disk})\n";
+  }
   if (rec.index < 0) {
     for (const std::string& a : rec.alternatives) s += cat("  on these ranks: ", a, "\n");
     if (!rec.closest.empty()) s += cat("  nearest on ", r.input.ranks, r.input.ranks == 1 ? " rank: " : " ranks: ", rec.closest, "\n");
     s += rec.ranks_needed
              ? cat("  with ", *rec.ranks_needed, " ranks of these devices (", r.plans.front().ranks_per_node,
                    " per node), stage ", rec.label_needed, " would fit\n")
+             : rec.alternatives.empty() && shows_nvme(r)
+                   ? "  no number of these devices makes any configuration fit (more host memory)\n"
              : rec.alternatives.empty()
                    ? "  no number of these devices makes any configuration fit (more host memory, or the NVMe tier: offload_optimizer.device \"nvme\" in --config)\n"
                    : "  no number of these devices makes any configuration fit as it is: more ranks do not shrink a rank's activations\n";
@@ -342,7 +358,8 @@ nlohmann::json report_json(const EstimateReport& r) {
       {"ranks_needed", rec.ranks_needed ? nlohmann::json(*rec.ranks_needed) : nlohmann::json(nullptr)},
       {"label_needed", rec.ranks_needed ? nlohmann::json(rec.label_needed) : nlohmann::json(nullptr)},
       {"closest", rec.closest},
-      {"alternatives", rec.alternatives}};
+      {"alternatives", rec.alternatives},
+      {"nvme_rows_added", r.nvme_added}};
   return j;
 }
 

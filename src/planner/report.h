@@ -20,6 +20,9 @@ struct EstimateReport {
   Recommendation recommendation;
   std::optional<int> only_stage;        // --stage
   std::optional<std::string> configured;  // the label a config file asked for, if any
+  // The NVMe tier's rows were added (planner/nvme_advice.h): host offload did not fit the host
+  // memory given and the settings had no NVMe tier.
+  bool nvme_added = false;
   // Per plan: the largest micro-batch that fits the device, without and with activation
   // checkpointing (largest_micro_batch); empty when the device capacity is not given or
   // activations are not modelled.
@@ -55,7 +58,8 @@ std::string format_report(const EstimateReport& report);
 //       flops_per_token, tokens_per_second, tflops_per_device} (with a machine that predicts),
 //     fits {device, host, overall} (device/host null when that capacity is unknown), recommended,
 //     configured}],
-//   recommendation {label (null when nothing fits), reasons [...], ranks_needed, label_needed, closest}.
+//   recommendation {label (null when nothing fits), reasons [...], ranks_needed, label_needed, closest,
+//     alternatives, nvme_rows_added (planner/nvme_advice.h)}.
 nlohmann::json report_json(const EstimateReport& report);
 
 }  // namespace zero

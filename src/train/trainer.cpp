@@ -468,6 +468,7 @@ TrainResult train(const TrainOptions& o, Communicator& comm) {
     m.skipped_steps = engine.skipped_steps();
     RankFigures mine = figures(ledger, engine.last_step_traffic(), static_cast<float>(loss_sum / A));
     mine.batch_digest = digest;
+    mine.disk_read = engine.last_step_disk_read(), mine.disk_written = engine.last_step_disk_written();
     m.ranks.resize(comm.size());
     comm.all_gather_bytes(&mine, sizeof mine, m.ranks.data());
     const StepEnd end = step_end(comm, seconds, o.stop_requested ? o.stop_requested() : 0);

@@ -31,6 +31,7 @@ struct RankFigures {
   std::uint64_t sent_across[kNumCollectives];  // of sent, to peers on other nodes
   float loss;                               // this rank's mean loss over its micro-batches
   std::uint64_t batch_digest;               // data::batch_digest of the sequences this rank read this step
+  std::uint64_t disk_read, disk_written;    // this rank's swap files on the NVMe tier this step (Engine::last_step_disk_*)
 };
 
 struct StepMetrics {
