@@ -343,11 +343,11 @@ nlohmann::json report_json(const EstimateReport& r) {
                         {"stage3_param_persistence_threshold", z.stage3.persistence_threshold},
                         {"stage3_max_reuse_distance", z.stage3.max_reuse_distance}};
   if (!r.step_times.empty()) {
-    const Machine& m = r.machine;
-    j["machine"] = {{"peak_flops", m.peak_flops}, {"achieved_fraction", m.achieved_fraction}, {"memory_bandwidth", m.memory_bandwidth},
-                    {"intra_node_bandwidth", m.intra_node_bandwidth}, {"inter_node_bandwidth", m.inter_node_bandwidth},
-                    {"latency", m.latency}, {"host_memory_bandwidth", m.host_memory_bandwidth}, {"model_parallel", m.model_parallel},
-                    {"comm_on_compute_cores", m.comm_on_compute_cores}};
+    const Machine& machine = r.machine;
+    j["machine"] = {{"peak_flops", machine.peak_flops}, {"achieved_fraction", machine.achieved_fraction}, {"memory_bandwidth", machine.memory_bandwidth},
+                    {"intra_node_bandwidth", machine.intra_node_bandwidth}, {"inter_node_bandwidth", machine.inter_node_bandwidth},
+                    {"latency", machine.latency}, {"host_memory_bandwidth", machine.host_memory_bandwidth}, {"model_parallel", machine.model_parallel},
+                    {"comm_on_compute_cores", machine.comm_on_compute_cores}};
   }
   j["plans"] = nlohmann::json::array();
   for (std::size_t i = 0; i < r.plans.size(); ++i) j["plans"].push_back(plan_json(r, i));

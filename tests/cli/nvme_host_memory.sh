@@ -26,26 +26,5 @@ a=$(sha "$dir/nvme.out") b=$(sha "$dir/plain.out")
 if [ -z "$a" ] || [ "$a" != "$b" ]; then echo "FAIL: NVMe weights $a, without offload $b"; failed=1; fi
 left=$(find "$dir" -name 'zero-swap-*' | wc -l)
 if [ "$left" -ne 0 ]; then echo "FAIL: $left swap folders left in $dir"; failed=1; fi
-# The resident set follows the ledger: on a larger model (1 rank, 3.2M parameters), the NVMe tier's
-# peak resident set is below host offload's by at least 0.8 of what the ledger says it keeps out of
-# host memory (the moments and masters, ~37 MiB; the rest of the process is the same in both).
-big=(--comm threads --ranks 1 --stage 2 --steps 2 --sample 0 --set model.n_embd=256 --set model.n_layer=4 --set model.n_ctx=64
-     --set train_micro_batch_size_per_gpu=1)
-"$zero" train "${big[@]}" --offload optimizer >"$dir/big_host.out" 2>&1 || { echo "FAIL: host offload (big) failed"; cat "$dir/big_host.out"; failed=1; }
-"$zero" train "${big[@]}" "${nvme[@]}" --set zero_optimization.sub_group_size=1000000 >"$dir/big_nvme.out" 2>&1 \
-  || { echo "FAIL: NVMe (big) failed"; cat "$dir/big_nvme.out"; failed=1; }
-verdict=$(python3 - "$dir/big_host.out" "$dir/big_nvme.out" <<'PY'
-import re, sys
-units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-def figures(path):
-    m = re.search(r"peak host-tier memory per rank: ([0-9.]+) (\w+) \(the ledger\); peak resident set of this process: ([0-9.]+) (\w+)", open(path).read())
-    return float(m.group(1)) * units[m.group(2)], float(m.group(3)) * units[m.group(4)]
-(lh, rh), (ln, rn) = figures(sys.argv[1]), figures(sys.argv[2])
-ok = ln < lh and rh - rn >= 0.8 * (lh - ln)
-print(("ok" if ok else "FAIL") + f": ledger host peak {lh / 2**20:.1f} -> {ln / 2**20:.1f} MiB, resident set {rh / 2**20:.1f} -> {rn / 2**20:.1f} MiB")
-PY
-)
-echo "$verdict"
-case $verdict in ok*) ;; *) failed=1 ;; esac
 [ $failed -eq 0 ] && echo "PASS: the NVMe tier trains in 450 KiB where host offload is refused; weights $a = no offload's"
 exit $failed
