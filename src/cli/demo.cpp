@@ -115,11 +115,11 @@ std::uint64_t max_over_ranks(const TrainResult& r, Category c, bool peak, int ti
   return m;
 }
 
-std::uint64_t sent_max(const TrainResult& r) {
+std::uint64_t sent_max(const TrainResult& r, bool across_nodes = false) {
   std::uint64_t m = 0;
   for (const RankFigures& f : r.final_ranks) {
     std::uint64_t s = 0;
-    for (auto b : f.sent) s += b;
+    for (auto b : across_nodes ? f.sent_across : f.sent) s += b;
     m = std::max(m, s);
   }
   return m;
@@ -132,6 +132,26 @@ std::string kib(double bytes) {
 }
 
 std::string pair(double measured, double formula) { return kib(measured) + "/" + kib(formula); }
+
+// The share of a rank's bytes that go to other nodes: its collectives send every peer the same
+// amount, so it is the share of its peers there, (N - L)/(N - 1) for a node of L ranks.
+double across_share(const Communicator& comm) {
+  return comm.size() > 1 ? static_cast<double>(comm.size() - comm.local_size()) / (comm.size() - 1) : 0.0;
+}
+
+// With several nodes (machines under MPI; --ranks-per-node for thread ranks): each run's bytes
+// across nodes, measured (the rank that sent most) beside the formula's share of them.
+void print_across(const std::vector<StageRun>& runs, const TrainConfig& c, const Communicator& comm, double tied) {
+  if (comm.num_nodes() < 2) return;
+  const double psi = static_cast<double>(runs[0].result.num_parameters), share = across_share(comm);
+  std::printf("\nsent across nodes per step (%d nodes, %d of the ranks on rank 0's), KiB measured / the formula x (N-L)/(N-1):",
+              comm.num_nodes(), comm.local_size());
+  for (const StageRun& run : runs) {
+    std::printf("%s %s %s", &run == &runs[0] ? "" : ",", run.label().c_str(),
+                pair(static_cast<double>(sent_max(run.result, true)), share * formula_traffic(run.stage, psi, tied, comm.size(), element_sizes(c))).c_str());
+  }
+  std::printf("\n");
+}
 
 std::string precision_name(const TrainConfig& c) {
   return c.fp16() ? "fp16 mixed precision" : c.bf16() ? "bf16 mixed precision" : "fp32";
@@ -335,6 +355,7 @@ int report(const std::vector<StageRun>& runs, const TrainConfig& c, Communicator
   const GptShape& s = c.model.shape;
   const double tied = static_cast<double>(s.vocab_size + s.seq_len) * s.channels;  // the embedding unit
   print_table(runs, c, comm.size(), comm.backend(), tied);
+  print_across(runs, c, comm, tied);
   bool identical = true;
   for (const StageRun& r : runs) identical = identical && r.result.weights_sha256 == runs[0].result.weights_sha256;
   write_output_file({"--svg", out.svg}, svg_for(runs, c, comm.size(), comm.backend(), tied), inputs);
@@ -343,7 +364,13 @@ int report(const std::vector<StageRun>& runs, const TrainConfig& c, Communicator
     nlohmann::json j = {{"model", {{"type", "gpt"}, {"shape", s.describe()}}}, {"steps", c.train_steps},
                         {"global_batch", c.train_batch_size}, {"backend", comm.backend()},
                         {"weights_identical_across_stages", identical}, {"runs", nlohmann::json::array()}};
-    for (const StageRun& r : runs) j["runs"].push_back(run_json(r, comm.size(), tied, element_sizes(c)));
+    for (const StageRun& r : runs) {
+      nlohmann::json run = run_json(r, comm.size(), tied, element_sizes(c));
+      const double formula = run["traffic_bytes_per_step"]["formula"];
+      run["traffic_bytes_per_step"]["across_nodes"] = {{"measured_max_over_ranks", sent_max(r.result, true)},
+                                                       {"formula", across_share(comm) * formula}, {"nodes", comm.num_nodes()}};
+      j["runs"].push_back(run);
+    }
     write_output_file({"--json", out.json}, j.dump(2) + "\n", inputs);
     std::printf("wrote %s\n", out.json.c_str());
   }
@@ -363,6 +390,8 @@ int report(const std::vector<StageRun>& runs, const TrainConfig& c, Communicator
 std::vector<FlagSpec> demo_flags() {
   return {{"ranks", "ranks to run on (in-process threads; under mpirun: the job's size)", true, "4"},
           {"comm", "backend: threads, mpi, or auto (mpi under mpirun, else threads)", true, "auto"},
+          {"ranks-per-node", "--comm threads: arrange the thread ranks as nodes of this many consecutive ranks (the traffic's "
+                             "inside/across-node split; under MPI the nodes are the machines)", true, ""},
           {"steps", "AdamW steps per run", true, "80"},
           {"micro-batch", "sequences per rank per step", true, "2"},
           {"n-embd", "GPT width C", true, "192"},
