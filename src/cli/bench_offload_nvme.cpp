@@ -26,8 +26,11 @@ namespace {
 class TempFolder {
  public:
   TempFolder() {
-    char name[] = "/tmp/zero-bench-nvme-XXXXXX";
-    if (!::mkdtemp(name)) throw io::IoError("[bench] cannot make a folder under /tmp for the swap files: name one with --nvme-path");
+    // mkdtemp's template: a new folder of a unique name (TMPDIR's, or /tmp)
+    std::string name = (std::filesystem::temp_directory_path() / "zero-bench-nvme-XXXXXX").string();
+    if (!::mkdtemp(name.data())) {
+      throw io::IoError(cat("[bench] cannot make a folder for the swap files (", name, "): name one with --nvme-path"));
+    }
     path_ = name;
   }
   ~TempFolder() {

@@ -1,6 +1,7 @@
 #include "cli/traffic_formula.h"
 
 #include "common/error.h"
+#include "engine/gradient_quantize.h"
 #include "engine/quantize.h"
 #include "memory/ledger.h"
 
@@ -23,7 +24,7 @@ TrafficFormula zeropp_formula(int n, int per_node, int rank, std::uint64_t padde
   const bool hpz = z.hpz > 1;
   const std::uint64_t gathers_to_peer = m * (gather + (hpz ? 0 : gather));
   const std::uint64_t to_hpz_peer = hpz ? m * psi / static_cast<std::uint64_t>(z.hpz) : 0;
-  const std::uint64_t q4 = (k + 1) / 2 + 4 * ((k + 63) / 64);
+  const std::uint64_t q4 = int4_bytes(k);
   TrafficFormula f;
   f.expression = z.quantized_weights ? (hpz ? "mQ(N-1) + mΨ(H-1)/H" : "2mQ(N-1)") : hpz ? "mΨ(N-1)/N + mΨ(H-1)/H" : "2mΨ(N-1)/N";
   f.expression += z.quantized_gradients ? " + m(N-1)Q4(Ψ/N)" : " + mΨ(N-1)/N";

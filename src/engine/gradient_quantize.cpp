@@ -28,7 +28,7 @@ int level_of(float x, float s) {
 
 }  // namespace
 
-std::size_t quantized_bytes(std::size_t n) { return blocks_of(n) * sizeof(float) + (n + 1) / 2; }
+std::size_t int4_bytes(std::size_t n) { return blocks_of(n) * sizeof(float) + (n + 1) / 2; }
 
 void quantize_int4(const float* x, std::size_t n, std::uint8_t* out) {
   const std::size_t blocks = blocks_of(n);

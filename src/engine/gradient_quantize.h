@@ -10,7 +10,7 @@
 //
 // The bytes of a run ("quantised run"): its ceil(n / kGradientBlock) scales (f32, native byte
 // order), then ceil(n / 2) bytes of 4-bit two's complement values, element 2i in the low nibble
-// of byte i and element 2i+1 in its high nibble. quantized_bytes(n) = 4 ceil(n / 64) + ceil(n / 2).
+// of byte i and element 2i+1 in its high nibble. int4_bytes(n) = 4 ceil(n / 64) + ceil(n / 2).
 //
 // Why 4 bits: DeepSpeed's qgZ quantises gradients to int4 in both of its all-to-alls (the paper's
 // 4x smaller gradient traffic than fp16); zero does the same. Why blocks of 64: DeepSpeed's groups
@@ -30,9 +30,9 @@ inline constexpr std::size_t kGradientBlock = 64;
 inline constexpr int kGradientLevels = 7;  // q in [-7, 7]
 
 // The bytes of a quantised run of n elements.
-std::size_t quantized_bytes(std::size_t n);
+std::size_t int4_bytes(std::size_t n);
 
-// x (n f32) into out (quantized_bytes(n) bytes).
+// x (n f32) into out (int4_bytes(n) bytes).
 void quantize_int4(const float* x, std::size_t n, std::uint8_t* out);
 
 // A quantised run of n elements back into out (n f32).

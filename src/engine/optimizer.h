@@ -31,6 +31,20 @@ struct OptimizerPart {
   std::size_t norm_numel = 0;     // every stage sums the same elements in the same order
 };
 
+// Part p's slice of an optimizer state laid out like the parts (at p.offset), such as Adam's m and v.
+inline DeviceSpan slot(const DeviceBuffer& state, const OptimizerPart& p) { return state.sub(p.offset, p.params.size()); }
+
+// An Adam optimizer's answer to ShardOptimizer::state: part p's master, m or v, or its parameters.
+inline DeviceSpan adam_state(const OptimizerPart& p, StateTensor tensor, const DeviceSpan& master, const DeviceBuffer& m,
+                             const DeviceBuffer& v) {
+  switch (tensor) {
+    case StateTensor::kMaster: return master;
+    case StateTensor::kExpAvg: return slot(m, p);
+    case StateTensor::kExpAvgSq: return slot(v, p);
+    default: return p.params;
+  }
+}
+
 // Where the updated parameters of parts whose home is the disk go (offload_param "nvme"). Such a
 // part's params span is a host window shared by all of them: the optimizer writes a range of one
 // part into it, then calls written(), which puts it in the swap file before returning.

@@ -122,12 +122,7 @@ class DeviceOptimizer final : public ShardOptimizer {
   // In f32 the parameters the part updates are its masters; in mixed precision the f32 slot.
   DeviceSpan state(int u, StateTensor tensor) override {
     const OptimizerPart& p = part(u);
-    switch (tensor) {
-      case StateTensor::kMaster: return master_.empty() ? p.params : slot(master_, p);
-      case StateTensor::kExpAvg: return slot(m_, p);
-      case StateTensor::kExpAvgSq: return slot(v_, p);
-      default: return p.params;
-    }
+    return adam_state(p, tensor, master_.empty() ? p.params : slot(master_, p), m_, v_);
   }
   // Mixed precision: the 16-bit parameters from the loaded masters, rounded to nearest even as
   // Adam's fused copy rounds them.
@@ -176,7 +171,6 @@ class DeviceOptimizer final : public ShardOptimizer {
   }
 
   const OptimizerPart& part(int u) const { return ctx_.parts.at(u); }  // one part per unit, in unit order
-  static DeviceSpan slot(const DeviceBuffer& b, const OptimizerPart& p) { return b.sub(p.offset, p.params.size()); }
 
   // Waits for the reductions in flight, in issue order; adds transient slices into the shard and
   // averages at the step's last micro-batch: the one division every stage performs.

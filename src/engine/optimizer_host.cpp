@@ -129,8 +129,8 @@ class HostOptimizer final : public HostGradientOptimizer {
   void lamb_moments(const LambStep& s, std::vector<LambNorms>& sums) override {
     ZERO_CHECK(!delayed(steps_ + 1), "Lamb with the delayed update");
     for (const OptimizerPart& p : ctx_.parts) {
-      const auto per_segment = dev_.lamb_moments(dev_.host(), s, p.segments, master(p), grad(current_, p), m_.sub(p.offset, p.params.size()),
-                                                 v_.sub(p.offset, p.params.size()), p.norm_begin, p.norm_numel);
+      const auto per_segment = dev_.lamb_moments(dev_.host(), s, p.segments, master(p), grad(current_, p), slot(m_, p),
+                                                 slot(v_, p), p.norm_begin, p.norm_numel);
       lamb_add_part(ctx_.layout, p, per_segment, sums);
     }
   }
@@ -139,8 +139,8 @@ class HostOptimizer final : public HostGradientOptimizer {
     ++steps_;
     Stream& host = dev_.host();
     for (const OptimizerPart& p : ctx_.parts) {
-      dev_.lamb_update(host, s, p.segments, lamb_part_coefficients(ctx_.layout, p, coef), master(p), m_.sub(p.offset, p.params.size()),
-                       v_.sub(p.offset, p.params.size()), fused_copy(p));
+      dev_.lamb_update(host, s, p.segments, lamb_part_coefficients(ctx_.layout, p, coef), master(p), slot(m_, p),
+                       slot(v_, p), fused_copy(p));
       if (on_device(p)) dev_.copy(host, p.params, device_source(p));
       adam_queued_ = true;
       write_to_disk(p);
@@ -150,12 +150,7 @@ class HostOptimizer final : public HostGradientOptimizer {
 
   DeviceSpan state(int u, StateTensor tensor) override {
     const OptimizerPart& p = ctx_.parts.at(u);
-    switch (tensor) {
-      case StateTensor::kMaster: return master(p);
-      case StateTensor::kExpAvg: return m_.sub(p.offset, p.params.size());
-      case StateTensor::kExpAvgSq: return v_.sub(p.offset, p.params.size());
-      default: return p.params;
-    }
+    return adam_state(p, tensor, master(p), m_, v_);
   }
 
   bool update_in_flight() override {
@@ -227,7 +222,7 @@ class HostOptimizer final : public HostGradientOptimizer {
   // On the host stream: Adam over one part, then (unless delayed) its parameters to the device.
   void update(const OptimizerPart& p, const AdamStep& s, int buffer, bool copy_back) {
     Stream& host = dev_.host();
-    dev_.adam(host, s, p.segments, master(p), grad(buffer, p), m_.sub(p.offset, p.params.size()), v_.sub(p.offset, p.params.size()),
+    dev_.adam(host, s, p.segments, master(p), grad(buffer, p), slot(m_, p), slot(v_, p),
               fused_copy(p));
     if (copy_back && on_device(p)) dev_.copy(host, p.params, device_source(p));
     adam_queued_ = true;

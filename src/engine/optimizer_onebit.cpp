@@ -181,12 +181,7 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
 
   DeviceSpan state(int u, StateTensor tensor) override {
     const OptimizerPart& p = ctx_.parts.at(u);
-    switch (tensor) {
-      case StateTensor::kMaster: return masters(p);
-      case StateTensor::kExpAvg: return slot(m_, p);
-      case StateTensor::kExpAvgSq: return slot(v_, p);
-      default: return p.params;
-    }
+    return adam_state(p, tensor, masters(p), m_, v_);
   }
   void state_written(std::int64_t, bool in_flight) override {
     ZERO_CHECK(!in_flight, "an update in flight without the delayed update");
@@ -237,7 +232,6 @@ class OneBitAdamOptimizer final : public ShardOptimizer {
     if (!master_.empty()) narrow(part.params.dtype(), host(masters(part))[i], dev_.transport(part.params), i);
   }
 
-  static DeviceSpan slot(const DeviceBuffer& b, const OptimizerPart& p) { return b.sub(p.offset, p.params.size()); }
   float* host(const DeviceSpan& s) { return static_cast<float*>(dev_.transport(s)); }
   // The f32 parameters the update writes: the part's own in f32, its masters in mixed precision.
   DeviceSpan masters(const OptimizerPart& p) const { return master_.empty() ? p.params : slot(master_, p); }

@@ -89,12 +89,7 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
 
   DeviceSpan state(int u, StateTensor tensor) override {
     const OptimizerPart& p = ctx_.parts.at(u);
-    switch (tensor) {
-      case StateTensor::kMaster: return master(p);
-      case StateTensor::kExpAvg: return m_.sub(p.offset, p.params.size());
-      case StateTensor::kExpAvgSq: return v_.sub(p.offset, p.params.size());
-      default: return p.params;
-    }
+    return adam_state(p, tensor, master(p), m_, v_);
   }
 
   bool update_in_flight() override {
@@ -156,7 +151,7 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
   void warm_up_step(const AdamStep& s) {
     Stream& host = dev_.host();
     for (const OptimizerPart& p : ctx_.parts) {
-      dev_.adam(host, s, p.segments, master(p), grad(0, p), m_.sub(p.offset, p.params.size()), v_.sub(p.offset, p.params.size()), {});
+      dev_.adam(host, s, p.segments, master(p), grad(0, p), slot(m_, p), slot(v_, p), {});
       dev_.copy(host, p.params, master(p));
     }
     host.synchronize();
@@ -234,8 +229,8 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
     const DeviceBuffer& acc = acc_[acc_now_];
     if (accumulated_ > 1) dev_.divide(host, acc.span(), static_cast<float>(accumulated_));
     for (const OptimizerPart& p : ctx_.parts) {
-      dev_.adam(host, s, p.segments, master(p), acc.sub(p.offset, p.params.size()), m_.sub(p.offset, p.params.size()),
-                v_.sub(p.offset, p.params.size()), {});
+      dev_.adam(host, s, p.segments, master(p), slot(acc, p), slot(m_, p),
+                slot(v_, p), {});
     }
     in_flight_ = true;
     accumulated_ = 0;

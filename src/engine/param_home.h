@@ -73,8 +73,8 @@ class ParamHome final : public ParamSink {
   std::vector<std::uint64_t> offsets_;     // (num_units) NVMe tier: each slice's offset in the file
   std::unique_ptr<DiskBytes> disk_;        // nvme tier: the file's bytes
   std::optional<io::SwapFolder> folder_;   // before the file: removed after it
+  std::vector<DeviceBuffer> buffers_;      // (buffer_count) (largest slice) compute dtype, host tier, parameters; before the file: freed after its requests
   std::optional<io::AsyncFile> file_;      // the slices, compute dtype; absent in a dry run
-  std::vector<DeviceBuffer> buffers_;      // (buffer_count) (largest slice) compute dtype, host tier, parameters
   std::vector<int> holder_;                // (buffer_count) the unit whose read holds each buffer, -1: free
   std::vector<std::optional<Read>> reads_;  // (num_units) the reads started and not yet done with
   ShardOptimizer::DiskTraffic traffic_;

@@ -22,16 +22,8 @@ void QuantizedReduceScatter::check_nodes(const NodeTopology& topology, int size)
                         "or remove zero_quantized_gradients"));
 }
 
-std::uint64_t QuantizedReduceScatter::bytes_inside(std::size_t k, int ranks_per_node, int nodes) {
-  return static_cast<std::uint64_t>(ranks_per_node - 1) * static_cast<std::uint64_t>(nodes) * quantized_bytes(k);
-}
-
-std::uint64_t QuantizedReduceScatter::bytes_across(std::size_t k, int, int nodes) {
-  return static_cast<std::uint64_t>(nodes - 1) * quantized_bytes(k);
-}
-
 std::uint64_t QuantizedReduceScatter::scratch_bytes(std::size_t k, int ranks, int nodes) {
-  return (2 * static_cast<std::uint64_t>(ranks) + 4 * static_cast<std::uint64_t>(nodes)) * quantized_bytes(k) + 3 * k * sizeof(float);
+  return (2 * static_cast<std::uint64_t>(ranks) + 4 * static_cast<std::uint64_t>(nodes)) * int4_bytes(k) + 3 * k * sizeof(float);
 }
 
 QuantizedReduceScatter::QuantizedReduceScatter(Communicator& world, Device& device, std::size_t max_k)
@@ -62,7 +54,7 @@ QuantizedReduceScatter::QuantizedReduceScatter(Communicator& world, Device& devi
 
 void QuantizedReduceScatter::lay_out(std::size_t k) {
   ZERO_CHECK(k <= max_k_, "qgZ of a slice of ", k, " elements; its scratch holds ", max_k_);
-  const std::size_t nodes = node_ranks_.size(), ranks = static_cast<std::size_t>(world_.size()), q = quantized_bytes(k);
+  const std::size_t nodes = node_ranks_.size(), ranks = static_cast<std::size_t>(world_.size()), q = int4_bytes(k);
   if (!computes_) {  // nothing is computed; a pair's exchange still reads and writes its bytes
     dry_.resize(3 * nodes * q);
     return;
@@ -127,7 +119,7 @@ void QuantizedReduceScatter::sum_runs(const std::uint8_t* first, std::size_t str
 }
 
 void QuantizedReduceScatter::run(const void* send, void* recv, std::size_t k, Dtype dtype) {
-  const std::size_t nodes = node_ranks_.size(), local = node_ranks_.front().size(), q = quantized_bytes(k), eb = dtype_bytes(dtype);
+  const std::size_t nodes = node_ranks_.size(), local = node_ranks_.front().size(), q = int4_bytes(k), eb = dtype_bytes(dtype);
   lay_out(k);
   if (computes_) {  // 1: every slice quantised, in the order of step 2's blocks
     for (std::size_t j = 0; j < local; ++j) {

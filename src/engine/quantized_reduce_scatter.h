@@ -17,7 +17,7 @@
 // values are quantised). An all-to-all is rounds of disjoint pairs (pair_rounds.h), each pair a
 // 2-rank communicator split once from the world, exchanging with a 2-rank all_gather.
 //
-// Bytes each rank sends per unit, Q(k) = quantized_bytes(k) = 4 ceil(k/64) + ceil(k/2):
+// Bytes each rank sends per unit, Q(k) = int4_bytes(k) = 4 ceil(k/64) + ceil(k/2):
 //   inside its node:  (L-1) M Q(k)       (step 2: M quantised slices to each of L-1 peers)
 //   across nodes:     (M-1) Q(k)         (step 4: one quantised slice to each of M-1 peers)
 // in all (N-1) Q(k), against plain stage 3's reduce-scatter of (N-1) k elements, of which
@@ -54,9 +54,6 @@ class QuantizedReduceScatter {
   // The scratch for slices of k elements on N ranks as M nodes: (2N + 4M) Q(k) bytes of
   // quantised blocks (step 2's sent and received, step 4's, a pair's exchange) and 3k f32.
   static std::uint64_t scratch_bytes(std::size_t k, int ranks, int nodes);
-  // The bytes one rank sends for a slice of k elements, on L ranks per node and M nodes.
-  static std::uint64_t bytes_inside(std::size_t k, int ranks_per_node, int nodes);
-  static std::uint64_t bytes_across(std::size_t k, int ranks_per_node, int nodes);
 
   // send (N k elements of dtype, host memory; k <= max_k) reduced into recv (k): steps 1-5
   // above, on the calling thread; recv may be this rank's slice of send. In the dry run send and

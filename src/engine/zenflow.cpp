@@ -45,7 +45,7 @@ void problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
   const std::string key = "zero_optimization.zenflow";
   if (!(z.topk_ratio > 0.0 && z.topk_ratio <= 1.0)) out.push_back({key + ".topk_ratio", cat("is ", z.topk_ratio, "; it must be in (0, 1]")});
   if (z.update_interval < 1) out.push_back({key + ".update_interval", cat("is ", z.update_interval, "; it must be >= 1 step")});
-  if (z.select_interval < 0) out.push_back({key + ".select_interval", cat("is ", z.select_interval, "; it must be >= 1 step")});
+  if (z.select_interval < 0) out.push_back({key + ".select_interval", cat("is ", z.select_interval, "; it must be >= 1 step, or 0 (once, after the warm-up)")});
   if (z.full_warm_up_rounds < 0) out.push_back({key + ".full_warm_up_rounds", cat("is ", z.full_warm_up_rounds, "; it must be >= 0")});
   if (z.select_interval > 0 && z.update_interval >= 1 && z.select_interval < z.update_interval) {
     out.push_back({key + ".select_interval", cat("is ", z.select_interval, ", below update_interval ", z.update_interval,

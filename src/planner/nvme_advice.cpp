@@ -28,7 +28,9 @@ std::optional<PlanInput> nvme_tier_input(const PlanInput& input, const std::vect
   if (!closest || closest->host_per_node <= *c.host) return std::nullopt;
   PlanInput in = input;
   in.settings.offload.optimizer_nvme = true;
-  in.settings.offload.nvme.path = "nvme_path";  // a placeholder: the planner's dry run counts the swap file, writes none
+  // The settings' checks want a folder; the planner's dry run only counts the swap file and
+  // touches no disk, so the rows name the key the user will set.
+  in.settings.offload.nvme.path = "nvme_path";
   return in;
 }
 

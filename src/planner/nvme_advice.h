@@ -15,7 +15,7 @@ namespace zero {
 
 // The settings with the NVMe tier when nothing in `plans` fits, a host capacity is given, some
 // host-offload plan fits the device but not the host, and `input` has no NVMe tier of its own;
-// nullopt otherwise. Its nvme_path is a placeholder: the plan touches no disk.
+// nullopt otherwise. Its nvme_path is the key's name (a plan touches no disk).
 std::optional<PlanInput> nvme_tier_input(const PlanInput& input, const std::vector<Plan>& plans, const Capacity& c,
                                          const Recommendation& r);
 

@@ -66,7 +66,7 @@ void write_quantiser_runs(const std::filesystem::path& dir) {
     std::vector<float> x(n);
     for (std::size_t i = 0; i < n; ++i) x[i] = input(s, i);
     if (n == 1000) x[300] = std::numeric_limits<float>::infinity();  // its block comes back NaN
-    std::vector<std::uint8_t> q(quantized_bytes(n));
+    std::vector<std::uint8_t> q(int4_bytes(n));
     std::vector<float> back(n);
     quantize_int4(x.data(), n, q.data());
     dequantize_int4(q.data(), n, back.data());

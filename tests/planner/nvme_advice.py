@@ -6,11 +6,12 @@ for host offload (planner/nvme_advice.h). Every host figure is taken from the pl
   - one byte less: the +nvme rows appear and the advice is the NVMe placement, the reason naming
     the host given, host offload's need and the NVMe placement's host and disk figures;
   - one byte less than the NVMe placement's need: nothing fits, and the reasons say both do not."""
-import json, os, re, subprocess, sys, tempfile
+import atexit, json, os, re, shutil, subprocess, sys, tempfile
 
 zero = sys.argv[1]
 ARGS = ["estimate", "--model", "llama2-7b", "--ranks", "1", "--device-memory", "80GiB"]
 work = tempfile.mkdtemp(prefix="nvme_advice.")
+atexit.register(shutil.rmtree, work, True)  # sys.exit on a failure runs it too
 
 
 def gib(n):  # the size as the report prints it: 2^10 steps, two decimals
