@@ -217,6 +217,11 @@ class Communicator final : private TransportHost {
 
   // True for a backend whose transport reads and writes GPU memory (nccl).
   bool reads_device_memory() const { return transport_->reads_device_memory(); }
+  // A one-piece deterministic all-reduce runs as the transport's own exchange (transport.h).
+  bool exchanges_all_reduce() const { return transport_->exchanges_all_reduce(); }
+  // The backend library's own all-reduce of `data` (MPI_Allreduce), for benchmarks only: called on
+  // this thread while no collective of this communicator is outstanding. False where there is none.
+  bool reference_all_reduce(std::span<float> data) { return transport_->reference_all_reduce(data.data(), data.size()); }
 
   // Ends every rank of the job after an unrecoverable error (MPI_Abort under MPI). Never returns.
   [[noreturn]] void abort(int code);

@@ -36,31 +36,61 @@ std::vector<std::uint64_t> parse_sizes(const std::string& text) {
   return sizes;
 }
 
-// Seconds per all_reduce of `data`, the median of `rounds` rounds of `iters` calls.
-double time_all_reduce(Communicator& comm, std::vector<float>& data, int iters, int rounds) {
+// An all-reduce of `data` in place: zero's (the communicator in its current determinism mode) or
+// the backend library's own (`reference`, MPI_Allreduce), its result checked: every element must
+// be the sum of the ranks' values (small integers, exact in f32).
+void checked_all_reduce(Communicator& comm, std::vector<float>& data, bool reference) {
   const float mine = static_cast<float>(comm.rank() + 1);
   const float want = static_cast<float>(comm.size() * (comm.size() + 1) / 2);
-  auto run = [&] {
-    std::fill(data.begin(), data.end(), mine);
-    comm.all_reduce(data);
-    if (data.front() != want || data.back() != want || data[data.size() / 2] != want) {
-      throw Error(cat("[bench] all_reduce of ", data.size(), " floats gave ", data.front(), " where the ranks' sum is ", want));
-    }
-  };
-  for (int w = 0; w < 2; ++w) run();
-  std::vector<double> per_call;
-  for (int r = 0; r < rounds; ++r) {
-    comm.barrier();
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) run();
-    per_call.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters);
+  std::fill(data.begin(), data.end(), mine);
+  if (reference) comm.reference_all_reduce(data);
+  else comm.all_reduce(data);
+  if (data.front() != want || data.back() != want || data[data.size() / 2] != want) {
+    throw Error(cat("[bench] ", reference ? "the reference " : "", "all_reduce of ", data.size(), " floats gave ", data.front(),
+                    " where the ranks' sum is ", want));
   }
-  std::sort(per_call.begin(), per_call.end());
-  // Every rank reports the slowest rank's median, as the job waits for it.
-  std::vector<float> worst = {static_cast<float>(per_call[per_call.size() / 2])};
+}
+
+// Seconds per call of one round of `iters` calls, started together (a barrier) and the slowest
+// rank's, as the job waits for it.
+double round_seconds(Communicator& comm, std::vector<float>& data, int iters, bool reference) {
+  comm.barrier();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) checked_all_reduce(comm, data, reference);
+  std::vector<float> mine = {static_cast<float>(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters)};
   std::vector<float> all(static_cast<std::size_t>(comm.size()));
-  comm.all_gather(worst, all);
+  comm.all_gather(mine, all);
   return *std::max_element(all.begin(), all.end());
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Timing {
+  double seconds = 0;            // per call, the median round's
+  double reference_seconds = 0;  // the reference's, rounds alternated with zero's (0: none)
+  double ratio = 0;              // the median of the rounds' reference/zero time ratios
+};
+
+// 2 warm-up calls each, then `rounds` rounds of zero's calls, each followed by a round of the
+// reference's when `reference`: alternated round by round, so a noisy machine's swings fall on
+// both alike, and the ratio is taken pair by pair.
+Timing time_all_reduce(Communicator& comm, std::vector<float>& data, int iters, int rounds, bool reference) {
+  for (int w = 0; w < 2; ++w) {
+    checked_all_reduce(comm, data, false);
+    if (reference) checked_all_reduce(comm, data, true);
+  }
+  std::vector<double> zero, ref, ratio;
+  for (int r = 0; r < rounds; ++r) {
+    zero.push_back(round_seconds(comm, data, iters, false));
+    if (!reference) continue;
+    ref.push_back(round_seconds(comm, data, iters, true));
+    ratio.push_back(ref.back() / zero.back());
+  }
+  if (!reference) return {median(zero), 0, 0};
+  return {median(zero), median(ref), median(ratio)};
 }
 
 }  // namespace
@@ -70,7 +100,8 @@ std::vector<FlagSpec> bench_comm_flags() {
           {"comm", "threads, mpi or auto", true, "auto"},
           {"sizes", "all-reduce sizes in bytes, comma-separated (1MiB, 64MB, 4096)", true, "64KiB,1MiB,4MiB,16MiB,64MiB"},
           {"iters", "calls per round (5 rounds per size, the median round counts)", true, "10"},
-          {"determinism", "deterministic, fast or both", true, "both"}};
+          {"determinism", "deterministic, fast or both", true, "both"},
+          {"reference", "also time the backend library's own all-reduce (mpi: MPI_Allreduce), round by round between zero's", false, ""}};
 }
 
 int bench_comm_main(const std::vector<std::string>& args) {
@@ -87,23 +118,34 @@ int bench_comm_main(const std::vector<std::string>& args) {
   std::vector<Determinism> runs;
   if (modes == "both") runs = {Determinism::kDeterministic, Determinism::kFast};
   else runs = {parse_determinism(modes, "--determinism")};
+  const bool reference = flags.has("reference");
+  if (reference && flags.get("comm") == "threads") {
+    throw ConfigError("[cli] --reference times MPI_Allreduce beside zero's all-reduce: it needs MPI ranks (--comm mpi under mpirun), not --comm threads");
+  }
   planned_world(flags, false);
   return run_ranks(flags, [&](Communicator& comm, Ledger&) {
     const std::vector<RankPlace> places = gather_places(comm);
+    if (reference && comm.backend() != "mpi") {
+      throw ConfigError(cat("[cli] --reference times MPI_Allreduce beside zero's all-reduce: it needs --comm mpi (this run is on ", comm.backend(), ")"));
+    }
     if (comm.rank() == 0) {
-      std::printf("zero bench comm: all_reduce of f32 on %d ranks (%s), %d calls a round, median of 5 rounds\n%s", comm.size(),
-                  comm.backend().c_str(), iters, describe_layout(places, comm.backend()).c_str());
-      std::printf("%12s %14s %12s %12s %12s\n", "bytes", "determinism", "time us", "algbw GB/s", "busbw GB/s");
+      std::printf("zero bench comm: all_reduce of f32 on %d ranks (%s), %d calls a round, median of 5 rounds%s\n%s", comm.size(),
+                  comm.backend().c_str(), iters, reference ? ", each followed by a round of MPI_Allreduce" : "",
+                  describe_layout(places, comm.backend()).c_str());
+      std::printf("%12s %14s %12s %12s %12s%s\n", "bytes", "determinism", "time us", "algbw GB/s", "busbw GB/s",
+                  reference ? "  MPI busbw  ratio" : "");
     }
     for (std::uint64_t bytes : sizes) {
       std::vector<float> data(bytes / 4);
       for (Determinism d : runs) {
         comm.set_determinism(d);
-        const double t = time_all_reduce(comm, data, iters, 5);
-        const double algbw = static_cast<double>(bytes) / t / 1e9;
+        const Timing t = time_all_reduce(comm, data, iters, 5, reference);
+        const double algbw = static_cast<double>(bytes) / t.seconds / 1e9;
         const double busbw = algbw * 2.0 * (comm.size() - 1) / comm.size();
         if (comm.rank() == 0) {
-          std::printf("%12llu %14s %12.1f %12.3f %12.3f\n", static_cast<unsigned long long>(bytes), determinism_name(d), t * 1e6, algbw, busbw);
+          std::printf("%12llu %14s %12.1f %12.3f %12.3f", static_cast<unsigned long long>(bytes), determinism_name(d), t.seconds * 1e6, algbw, busbw);
+          if (reference) std::printf(" %10.3f %6.2f", busbw * t.seconds / t.reference_seconds, t.ratio);
+          std::printf("\n");
           std::fflush(stdout);
         }
       }

@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include <algorithm>
 #include <climits>
 
 #include "comm/communicator.h"
@@ -20,10 +21,33 @@ bool built_with_mpi();
 inline std::size_t mpi_max_transport_elements(std::size_t element_bytes) {
   return max_segment_elements(element_bytes, INT_MAX);
 }
-// (In whole floats: the scratch is allocated as floats.)
+// Its reduce-scatter receives every peer's piece in chunks of kMpiChunkBytes, into a ring of
+// kMpiChunksInFlight chunks per peer (the chunk: small enough that summing one overlaps the next
+// ones' arrival, large enough that its requests cost little next to its bytes; the ring: enough
+// chunks on the wire to keep a link busy while one is summed, and a scratch bounded whatever k).
+inline constexpr std::size_t kMpiChunkBytes = std::size_t{1} << 20;
+inline constexpr std::size_t kMpiChunksInFlight = 4;
+struct MpiRing {
+  std::size_t chunk = 0;   // elements per chunk (the last one may be shorter)
+  std::size_t chunks = 0;  // chunks of k
+  std::size_t slots = 0;   // chunks per peer in the ring
+};
+inline MpiRing mpi_reduce_scatter_ring(std::size_t k, std::size_t element_bytes) {
+  const std::size_t most = std::max<std::size_t>(1, kMpiChunkBytes / element_bytes);
+  const std::size_t chunks = k == 0 ? 0 : (k - 1) / most + 1;
+  return {std::min(k, most), chunks, std::min(chunks, kMpiChunksInFlight)};
+}
+// Between 2 ranks its deterministic all-reduce is one exchange of the whole buffer (each rank sends
+// all of it and sums both in rank order as the peer's chunks arrive, into the same ring): the
+// bytes of a reduce-scatter and an all-gather (k to the peer in each), in one round instead of two.
+inline bool mpi_exchanges_all_reduce(int size) { return size == 2; }
+// (In whole floats: the scratch is allocated as floats.) kAllReduce: only where it exchanges.
 inline std::uint64_t mpi_transport_scratch_bytes(Collective kind, std::size_t k, std::size_t element_bytes, int size) {
-  if (kind != Collective::kReduceScatter) return 0;
-  return (static_cast<std::uint64_t>(size) * k * element_bytes + sizeof(float) - 1) / sizeof(float) * sizeof(float);
+  const bool exchange = kind == Collective::kAllReduce && mpi_exchanges_all_reduce(size);
+  if (kind != Collective::kReduceScatter && !exchange) return 0;
+  const MpiRing ring = mpi_reduce_scatter_ring(exchange ? k * static_cast<std::size_t>(size) : k, element_bytes);
+  const std::uint64_t bytes = static_cast<std::uint64_t>(ring.slots) * static_cast<std::uint64_t>(size - 1) * ring.chunk * element_bytes;
+  return (bytes + sizeof(float) - 1) / sizeof(float) * sizeof(float);
 }
 
 // fast mode: MPI sums f32 itself (MPI_Reduce_scatter_block into scratch of k elements, and

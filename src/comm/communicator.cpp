@@ -293,6 +293,10 @@ Handle Communicator::all_reduce_async(void* data, std::size_t count, Dtype dtype
                  [=, this] {
     if (transport_sums) return segmented_native_all_reduce(data, count, dtype, s);
     run_pieces([&](Scratch& scratch) {
+      if (k <= s && transport_->exchanges_all_reduce()) {  // one piece, in the transport's own all-reduce
+        begin_piece(Collective::kAllReduce, 0, 1);
+        return transport_->exchange_all_reduce(data, k, dtype);
+      }
       char* mine = static_cast<char*>(data) + static_cast<std::size_t>(rank_) * k * eb;
       segmented_reduce_scatter(data, mine, k, dtype, s, scratch);  // in place into this rank's slot
       segmented_all_gather(mine, data, k, eb, s, scratch);

@@ -38,6 +38,7 @@ class CountingTransport final : public Transport {
   std::uint64_t scratch_bytes(Collective kind, std::size_t k, std::size_t element_bytes) const override {
     return like_mpi_ ? detail::mpi_transport_scratch_bytes(kind, k, element_bytes, size()) : 0;
   }
+  bool exchanges_all_reduce() const override { return like_mpi_ && detail::mpi_exchanges_all_reduce(size()); }
   bool native_reduction(Dtype dtype) const override { return like_mpi_ && detail::mpi_native_reduction(dtype); }
   void native_reduce_scatter(const void*, void*, std::size_t, Dtype) override {}
   void native_all_reduce(void*, std::size_t, Dtype) override {}

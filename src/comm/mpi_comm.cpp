@@ -175,42 +175,86 @@ class MpiTransport final : public Transport {
   }
 
   // Point-to-point rounds of zero's own (not MPI_Ialltoall): every peer's piece is received in
-  // chunks of kChunkBytes, all posted at once, and each chunk is summed in rank order as soon as
-  // every peer's part of it has arrived, while the later chunks are still on the wire. This rank's
-  // own piece is read where it lies in `send` (recv may be that piece: the sum reads a tile before
-  // writing it).
+  // chunks and each chunk is summed in rank order as soon as every peer's part of it has arrived,
+  // while the later chunks are on the wire. Receives go into a ring of a few chunks per peer (the
+  // scratch, bounded whatever k is: backends.h, mpi_reduce_scatter_ring), the next chunk's receive
+  // posted into a slot as soon as its sum is done; the sends are all posted at once, from `send`. This rank's own piece is read where it lies in `send` (recv may be that piece:
+  // the sum reads a tile before writing it).
   void reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) override {
     const std::size_t eb = dtype_bytes(dtype);
     const std::string what = op_label("reduce_scatter", k * eb * size());
     refuse_if_broken(what);
     const int n = size();
-    // pieces[j] = rank j's piece for this rank: (size, k) elements of dtype, comm scratch (whole floats)
+    const std::size_t peers = static_cast<std::size_t>(n - 1);
+    const MpiRing ring = mpi_reduce_scatter_ring(k, eb);
     Scratch scratch;
-    char* pieces = scratch.allocate(ledger(), static_cast<std::size_t>(n) * k * eb);
+    char* slots = scratch.allocate(ledger(), ring.slots * peers * ring.chunk * eb);
+    // The slot of chunk c's piece from peer j (j != this rank).
+    auto slot = [&](std::size_t c, int j) {
+      const std::size_t p = static_cast<std::size_t>(j < rank() ? j : j - 1);
+      return slots + ((c % ring.slots) * peers + p) * ring.chunk * eb;
+    };
     const MPI_Datatype type = dtype == Dtype::kF32 ? MPI_FLOAT : MPI_UINT16_T;  // 16-bit: moved as raw bits
     const char* out = static_cast<const char*>(send);
-    const std::size_t chunk = std::max<std::size_t>(1, kChunkBytes / eb);
-    const std::size_t chunks = k == 0 ? 0 : (k - 1) / chunk + 1;
-    // requests: every chunk's receives, chunk by chunk ((n-1) each), then every send
-    std::vector<MPI_Request> requests;
+    auto length = [&](std::size_t c) { return std::min(ring.chunk, k - c * ring.chunk); };
+    // requests: chunk c's receives at [c*peers, (c+1)*peers) (null until posted), then every send
+    std::vector<MPI_Request> requests(ring.chunks * peers, MPI_REQUEST_NULL);
+    auto post_receives = [&](std::size_t c) {
+      for (int j = 0, p = 0; j < n; ++j)
+        if (j != rank()) requests[c * peers + p++] = post_receive(slot(c, j), length(c), type, j, kReduceScatterTag, what);
+    };
     std::vector<const void*> in(n);
     try {
-      for_each_piece(k, chunk, [&](std::size_t at, std::size_t len) {
+      for (std::size_t c = 0; c < ring.slots; ++c) post_receives(c);
+      for (std::size_t c = 0; c < ring.chunks; ++c)
         for (int j = 0; j < n; ++j)
-          if (j != rank()) requests.push_back(post_receive(pieces + (j * k + at) * eb, len, type, j, kReduceScatterTag, what));
-      });
-      for_each_piece(k, chunk, [&](std::size_t at, std::size_t len) {
-        for (int j = 0; j < n; ++j)
-          if (j != rank()) requests.push_back(post_send(out + (j * k + at) * eb, len, type, j, kReduceScatterTag, what));
-      });
-      const std::size_t peers = static_cast<std::size_t>(n - 1);
-      for (std::size_t c = 0; c < chunks; ++c) {
-        const std::size_t at = c * chunk, len = std::min(chunk, k - at);
+          if (j != rank()) requests.push_back(post_send(out + (j * k + c * ring.chunk) * eb, length(c), type, j, kReduceScatterTag, what));
+      for (std::size_t c = 0; c < ring.chunks; ++c) {
         progress_until(requests, c * peers, (c + 1) * peers, what);
-        for (int j = 0; j < n; ++j) in[j] = (j == rank() ? out + rank() * k * eb : pieces + j * k * eb) + at * eb;
-        sum_in_rank_order(in.data(), n, static_cast<char*>(recv) + at * eb, len, dtype);
+        for (int j = 0; j < n; ++j) in[j] = j == rank() ? out + (rank() * k + c * ring.chunk) * eb : slot(c, j);
+        sum_in_rank_order(in.data(), n, static_cast<char*>(recv) + c * ring.chunk * eb, length(c), dtype);
+        if (c + ring.slots < ring.chunks) post_receives(c + ring.slots);  // into the slot just summed
       }
       progress_until(requests, 0, requests.size(), what);
+    } catch (const CommError&) {
+      orphans_.push_back(std::move(scratch));  // MPI may still write into it
+      throw;
+    }
+  }
+
+  // Between 2 ranks (backends.h: mpi_exchanges_all_reduce): every chunk of the whole buffer sent
+  // to the peer at once, the peer's received into the ring, and each chunk summed in rank order,
+  // in place, once the peer's has arrived and this rank's own send of it has completed (MPI lends
+  // a send's buffer until then). Every rank computes every sum, the same bits as each rank's slice
+  // summed and gathered.
+  bool exchanges_all_reduce() const override { return mpi_exchanges_all_reduce(size()); }
+  void exchange_all_reduce(void* data, std::size_t k, Dtype dtype) override {
+    const std::size_t eb = dtype_bytes(dtype), count = k * static_cast<std::size_t>(size());
+    const std::string what = op_label("all_reduce", count * eb);
+    refuse_if_broken(what);
+    ZERO_CHECK(exchanges_all_reduce(), what, ": the exchange is between 2 ranks, not ", size());
+    const int peer = 1 - rank();
+    const MpiRing ring = mpi_reduce_scatter_ring(count, eb);
+    Scratch scratch;
+    char* slots = scratch.allocate(ledger(), ring.slots * ring.chunk * eb);
+    auto slot = [&](std::size_t c) { return slots + (c % ring.slots) * ring.chunk * eb; };
+    char* mine = static_cast<char*>(data);
+    const MPI_Datatype type = dtype == Dtype::kF32 ? MPI_FLOAT : MPI_UINT16_T;  // 16-bit: moved as raw bits
+    auto length = [&](std::size_t c) { return std::min(ring.chunk, count - c * ring.chunk); };
+    // requests: chunk c's receive at 2c (null until posted), its send at 2c+1
+    std::vector<MPI_Request> requests(2 * ring.chunks, MPI_REQUEST_NULL);
+    auto post_receive_of = [&](std::size_t c) { requests[2 * c] = post_receive(slot(c), length(c), type, peer, kExchangeTag, what); };
+    try {
+      for (std::size_t c = 0; c < ring.slots; ++c) post_receive_of(c);
+      for (std::size_t c = 0; c < ring.chunks; ++c)
+        requests[2 * c + 1] = post_send(mine + c * ring.chunk * eb, length(c), type, peer, kExchangeTag, what);
+      for (std::size_t c = 0; c < ring.chunks; ++c) {
+        progress_until(requests, 2 * c, 2 * c + 2, what);
+        char* own = mine + c * ring.chunk * eb;
+        const void* in[2] = {rank() == 0 ? own : slot(c), rank() == 0 ? slot(c) : own};
+        sum_in_rank_order(in, 2, own, length(c), dtype);
+        if (c + ring.slots < ring.chunks) post_receive_of(c + ring.slots);  // into the slot just summed
+      }
     } catch (const CommError&) {
       orphans_.push_back(std::move(scratch));  // MPI may still write into it
       throw;
@@ -238,6 +282,14 @@ class MpiTransport final : public Transport {
       throw;
     }
     if (k != 0) std::memcpy(recv, sum, k * sizeof(float));
+  }
+
+  bool reference_all_reduce(float* data, std::size_t count) override {
+    const std::string what = op_label("reference all_reduce", count * sizeof(float));
+    refuse_if_broken(what);
+    const int n = checked_count(count, what);
+    check(locked([&] { return MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, comm_); }), what);
+    return true;
   }
 
   void native_all_reduce(void* data, std::size_t count, Dtype) override {
@@ -342,7 +394,7 @@ class MpiTransport final : public Transport {
   // Scratch of one collective; moved to orphans_ if the collective fails.
   struct Scratch {
     Buffer owned;                    // with a ledger: accounted as comm_buffers
-    std::vector<float> unaccounted;  // without one
+    std::unique_ptr<float[]> unaccounted;  // without one (not zeroed: written before read)
     // `bytes` in whole floats; all of it is received before it is read.
     char* allocate(Ledger* ledger, std::size_t bytes) {
       const std::size_t floats = (bytes + sizeof(float) - 1) / sizeof(float);
@@ -350,8 +402,8 @@ class MpiTransport final : public Transport {
         owned = Buffer(*ledger, Tier::kDevice, Category::kCommBuffers, floats, "reduce_scatter scratch", false);
         return reinterpret_cast<char*>(owned.data());
       }
-      unaccounted.resize(floats);
-      return reinterpret_cast<char*>(unaccounted.data());
+      unaccounted = std::make_unique_for_overwrite<float[]>(floats);
+      return reinterpret_cast<char*>(unaccounted.get());
     }
   };
 
@@ -383,12 +435,6 @@ class MpiTransport final : public Transport {
     const int c = checked_count(count, what);
     check(locked([&] { return MPI_Isend(from, c, type, peer, tag, comm_, &req); }), what);
     return req;
-  }
-
-  // Calls f(offset, length) for each chunk of k elements, in order.
-  template <class F>
-  static void for_each_piece(std::size_t k, std::size_t chunk, F&& f) {
-    for (std::size_t at = 0; at < k; at += chunk) f(at, std::min(chunk, k - at));
   }
 
   // Polls every request of `requests` (MPI_Testsome, which also moves the others on) until those
@@ -485,9 +531,7 @@ class MpiTransport final : public Transport {
   // matches messages of one (peer, tag) in the order they were posted.
   static constexpr int kReduceScatterTag = 7002;
   static constexpr int kAllGatherTag = 7003;
-  // A reduce-scatter's chunk: small enough that summing a chunk overlaps the ones still arriving,
-  // large enough that its requests cost little next to its bytes.
-  static constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+  static constexpr int kExchangeTag = 7004;
   static constexpr std::chrono::microseconds kSpin{200};
   bool may_spin_ = false;  // this node's ranks do not outnumber its cores (set once, in adopt)
   MPI_Comm comm_;

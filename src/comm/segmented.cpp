@@ -192,6 +192,7 @@ std::uint64_t Communicator::scratch_bytes(Collective kind, std::size_t k, std::s
     case Collective::kReduceScatter: return packing + transport_->scratch_bytes(Collective::kReduceScatter, len, eb);
     case Collective::kAllGather: return packing + transport_->scratch_bytes(Collective::kAllGather, len, eb);
     case Collective::kAllReduce:
+      if (p.count == 1 && transport_->exchanges_all_reduce()) return transport_->scratch_bytes(Collective::kAllReduce, len, eb);
       return packing + std::max(transport_->scratch_bytes(Collective::kReduceScatter, len, eb),
                                 transport_->scratch_bytes(Collective::kAllGather, len, eb));
   }

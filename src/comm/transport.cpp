@@ -41,6 +41,10 @@ void Transport::native_all_reduce(void*, std::size_t, Dtype) {
 }
 
 std::uint64_t Transport::native_scratch_bytes(std::size_t, std::size_t) const { return 0; }
+bool Transport::reference_all_reduce(float*, std::size_t) { return false; }
+void Transport::exchange_all_reduce(void*, std::size_t, Dtype) {
+  throw CommError(cat("[comm] the ", backend(), " transport has no all-reduce of its own; the communicator composes one"));
+}
 
 void Transport::copy_local(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
 

@@ -98,6 +98,19 @@ class Transport {
   virtual void native_all_reduce(void* data, std::size_t count, Dtype dtype);
   virtual std::uint64_t native_scratch_bytes(std::size_t k, std::size_t element_bytes) const;
 
+  // A deterministic all-reduce of the transport's own, where it has a faster one than the
+  // communicator's reduce_scatter then all_gather: in place on data (N*k elements), the same sums
+  // (each element over the ranks in rank order, comm/reduce.h) and the same bytes to every peer.
+  // exchanges_all_reduce() says whether it has one; scratch_bytes(kAllReduce, k, ...) is its
+  // scratch. The defaults: none (exchange_all_reduce refuses).
+  virtual bool exchanges_all_reduce() const { return false; }
+  virtual void exchange_all_reduce(void* data, std::size_t k, Dtype dtype);
+
+  // The library's own blocking all-reduce (f32 sum, in place) on the calling thread, with nothing of
+  // zero's in between: the reference `zero bench comm --reference` times zero's against on the
+  // same link in the same process. False (nothing done) where the transport has none.
+  virtual bool reference_all_reduce(float* data, std::size_t count);
+
   // The memory the transport reads and writes: true for GPU memory (nccl); how the communicator's
   // packing copies bytes within it, and where its packing scratch lives (nullptr: an accounted
   // host buffer). The defaults are host memory and memcpy.

@@ -104,12 +104,13 @@ TEST(MpiComm, AllReduceEqualsRankOrderSumAndTheThreadsBackend) {
   }
 }
 
-// The transport's reduce-scatter receives in chunks of 1 MiB and sums each as it arrives: a slice
-// of one chunk and one element more, in place (the sum overwriting this rank's own piece, which it
-// also reads) and not.
+// The transport's reduce-scatter receives in chunks of 1 MiB into a ring of 4 per peer and sums
+// each as it arrives (between 2 ranks the all-reduce is one exchange of the whole buffer, into the
+// same ring): a slice of one chunk and one element more, and of four chunks and one more (the ring
+// wraps), in place (the sum overwriting this rank's own piece, which it also reads) and not.
 TEST(MpiComm, ChunkedReduceScatterSumsInRankOrderInPlace) {
   const std::size_t n = world();
-  for (std::size_t k : {262145}) {
+  for (std::size_t k : {262145, 1048577}) {
     SCOPED_TRACE(::testing::Message() << "k = " << k);
     const auto expected = sum_in_rank_order(n, n * k, 11);
     auto data = rank_input(rank(), n * k, 11);
@@ -159,11 +160,13 @@ TEST(MpiComm, ASliceLargerThanTheSegmentLimitReducesAndGathers) {
   const Traffic t = comm().traffic() - before;
   EXPECT_EQ(t.pieces[idx(Collective::kReduceScatter)], 5u);
   EXPECT_EQ(t.pieces[idx(Collective::kAllGather)], 5u);
-  // Packing (N, s) plus the all-to-all's (N, s): bounded by the segment, not the slice.
-  EXPECT_EQ(comm().scratch_bytes(Collective::kReduceScatter, k, s), 2 * n * s * sizeof(float));
+  // Packing (N, s) plus the receives' (N-1, s): bounded by the segment, not the slice.
+  EXPECT_EQ(comm().scratch_bytes(Collective::kReduceScatter, k, s), (2 * n - 1) * s * sizeof(float));
   EXPECT_EQ(g_ledger.peak(Tier::kDevice, Category::kCommBuffers) - g_ledger.current(Tier::kDevice, Category::kCommBuffers),
-            2 * n * s * sizeof(float));
-  EXPECT_EQ(comm().scratch_bytes(Collective::kReduceScatter, k), n * k * sizeof(float)) << "unsegmented: today's path";
+            (2 * n - 1) * s * sizeof(float));
+  EXPECT_EQ(comm().scratch_bytes(Collective::kReduceScatter, k), (n - 1) * k * sizeof(float)) << "unsegmented: the peers' pieces";
+  // A slice of many chunks: a ring of 4 chunks of 1 MiB per peer, whatever the slice.
+  EXPECT_EQ(comm().scratch_bytes(Collective::kReduceScatter, std::size_t{10} << 20), (n - 1) * 4 * (std::size_t{1} << 20));
   EXPECT_EQ(comm().segment_elements(), static_cast<std::size_t>(INT_MAX)) << "MPI's own limit: an int count of floats";
 }
 
