@@ -1,7 +1,8 @@
 // The NVMe tier on thread ranks: the optimizer state in swap files gives the same weights, bit
 // for bit, as host offload and as no offload (stages 1-3, f32 and bf16, sub-groups that cut
-// parameters anywhere, one to four buffers); the ledger's nvme tier holds the state and the host
-// tier only the buffers; every swap folder is gone afterwards; bad settings are refused.
+// parameters anywhere, one to four buffers), and ZenFlow on it as ZenFlow on the host; the
+// ledger's nvme tier holds the state and the host tier only the buffers; every swap folder is
+// gone afterwards; bad settings are refused.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -174,6 +175,75 @@ TEST(NvmeLedger, ParameterSlicesOnDiskBuffersOnHost) {
     const std::uint64_t masters = dtype == Dtype::kF32 ? 4 * layout.shard_numel() : 0;  // f32 masters count as parameters
     EXPECT_EQ(at(r.nvme, Category::kParameters), file + masters) << dtype_label(dtype);
     EXPECT_EQ(at(r.host, Category::kParameters), kParamBuffers * largest * width + (dtype == Dtype::kF32 ? 0 : kBuffers * width * kSubGroup));
+  }
+}
+
+// ---- ZenFlow on the NVMe tier (optimizer_zenflow_nvme.cpp) ----
+
+// ZenFlow's options as zenflow.h names them: {enabled, topk_ratio, select_interval, update_interval,
+// full_warm_up_rounds, overlap_step}.
+OffloadOptions with_zenflow(OffloadOptions o, const ZenflowOptions& z) {
+  o.zenflow = z;
+  return o;
+}
+
+// The same weights, bit for bit, as ZenFlow with its state in host memory (the math is the same;
+// only where the state lives differs), at stages 1 and 2 on 2 thread ranks, over 7 steps: a
+// warm-up step; selections at steps 1 and 4; the CPU at steps 2, 3, 4 and 6 (steps 1 and 5 sum
+// their gradients on disk for the next), at once or overlapped (the last result applied by
+// synchronize() at the end); and the CPU every step (nothing summed, no second stretch; the
+// device's moments restarted every 2 steps, else the device's Adam would be the CPU's).
+// Sub-groups of 7 elements cut the columns anywhere; 3 buffers read ahead beside a write.
+TEST(NvmeZenflow, BitIdenticalToZenflowOnTheHost) {
+  const NvmeFolder folder("zenflow");
+  for (int stage : {1, 2})
+    for (const ZenflowOptions& z : {ZenflowOptions{true, 0.3, 4, 2, 1, false}, ZenflowOptions{true, 0.3, 4, 2, 1, true},
+                                    ZenflowOptions{true, 0.5, 2, 1, 0, false}}) {
+      MlpRun run;
+      run.steps = 7;
+      run.stage = stage;
+      run.offload.optimizer = true;
+      run.offload.zenflow = z;
+      const auto host = run_threads(run, 2)[0].params;
+      run.offload = with_zenflow(nvme_offload(folder.path, 7, 3), z);
+      const std::string what = cat("stage ", stage, " update_interval ", z.update_interval, z.overlap_step ? " overlapped" : "");
+      EXPECT_TRUE(same_bits(run_threads(run, 2)[0].params, host)) << what;
+      run.offload.zenflow.enabled = false;
+      EXPECT_FALSE(same_bits(run_threads(run, 2)[0].params, host)) << what << ": ZenFlow must differ from plain NVMe offload";
+    }
+  EXPECT_TRUE(fs::is_empty(folder.path)) << "a swap folder outlived its run";
+}
+
+// The ledger: the swap file holds the CPU's state, masters (the parameters' category in f32), the
+// moments and the summed gradient (4 + 8 + 4 bytes an element); host memory holds the step's
+// gradient shard and the buffers alone: 3 * 4 bytes and 4 bytes (the sum's) a sub-group element
+// per buffer, where host ZenFlow holds its state and one or two sums (overlap_step) of the shard.
+TEST(NvmeLedger, ZenflowStateOnDiskBuffersOnHost) {
+  const NvmeFolder folder("zenflow-ledger");
+  constexpr std::size_t kSubGroup = 40;
+  constexpr int kBuffers = 3;
+  const auto at = [](const TierUsage& t, Category c) { return t.peak[static_cast<int>(c)]; };
+  for (bool overlap : {false, true}) {
+    MlpRun run;
+    run.steps = 3;
+    run.stage = 2;
+    const ZenflowOptions z{true, 0.3, 2, 2, 0, overlap};
+    run.offload = with_zenflow(nvme_offload(folder.path, kSubGroup, kBuffers), z);
+    const auto r = run_threads(run, 2)[0];
+    const std::uint64_t shard = r.padded / 2;
+    EXPECT_EQ(r.nvme.total_peak, 16 * shard);
+    EXPECT_EQ(at(r.nvme, Category::kParameters), 4 * shard);
+    EXPECT_EQ(at(r.nvme, Category::kOptimizerState), 8 * shard);
+    EXPECT_EQ(at(r.nvme, Category::kGradients), 4 * shard);
+    EXPECT_EQ(at(r.host, Category::kOptimizerState), kBuffers * 12 * kSubGroup);
+    EXPECT_EQ(at(r.host, Category::kGradients), 4 * shard + kBuffers * 4 * kSubGroup);
+    EXPECT_EQ(at(r.host, Category::kParameters), 0u);
+    run.offload = {};
+    run.offload.optimizer = true;
+    run.offload.zenflow = z;
+    const auto host = run_threads(run, 2)[0];
+    EXPECT_EQ(at(host.host, Category::kGradients), (overlap ? 3 : 2) * 4 * shard);
+    EXPECT_EQ(at(host.host, Category::kOptimizerState) + at(host.host, Category::kParameters), 12 * shard);
   }
 }
 
