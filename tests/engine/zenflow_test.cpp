@@ -221,11 +221,13 @@ TEST(ZenflowConfig, EachKeysRangeAndThePlacementAreCheckedFirst) {
   EXPECT_THAT_ERROR(zenflow_error(with("update_interval", "auto")), key + "update_interval = \"auto\"", "set a number of steps");
   EXPECT_THAT_ERROR(zenflow_error(with("offload", true)), key + "offload = true is known but not supported yet", "");
   EXPECT_THAT_ERROR(zenflow_error(with("topk", 0.1)), key + "topk", "topk_ratio");  // an unknown key, with the nearest
-  // The placement: with the CPU's optimizer (its state in host memory or on NVMe), at stage 1 or 2, in fp32, with Adam, unclipped.
+  // The placement: with the CPU's optimizer (its state in host memory or on NVMe), at stage 1, 2 or 3, in fp32, with Adam, unclipped.
   const std::string z = "zero_optimization.zenflow ";
   EXPECT_THAT_ERROR(zenflow_error(good, {{"offload_optimizer", {{"device", "none"}}}}), z + "is ZenFlow's offload", "device \"cpu\" or \"nvme\"");
-  EXPECT_THAT_ERROR(zenflow_error(good, {{"stage", 3}}), z + "needs ZeRO stage 1 or 2; stage is 3", "DeepSpeed runs ZenFlow at stage 3 too");
-  EXPECT_THAT_ERROR(zenflow_error(good, {{"stage", 0}}), z + "needs ZeRO stage 1 or 2; stage is 0", "");
+  EXPECT_TRUE(parse_config({{"train_batch_size", 8}, {"zero_optimization", {{"stage", 3}, {"offload_optimizer", {{"device", "cpu"}}}, {"zenflow", good}}}}, 2)
+                  .engine.offload.zenflow.enabled) << "ZenFlow at stage 3";
+  EXPECT_THAT_ERROR(zenflow_error(good, {{"stage", 0}}), z + "needs ZeRO stage 1, 2 or 3; stage is 0", "");
+  EXPECT_THAT_ERROR(zenflow_error(good, {{"stage", 3}, {"offload_param", {{"device", "cpu"}}}}), z + "with offload_param is not supported", "remove offload_param");
   EXPECT_TRUE(parse_config({{"train_batch_size", 8}, {"zero_optimization", {{"stage", 2}, {"offload_optimizer", {{"device", "nvme"}, {"nvme_path", "/tmp"}}}, {"zenflow", good}}}}, 2)
                   .engine.offload.zenflow.enabled) << "ZenFlow on the NVMe tier";
   EXPECT_THAT_ERROR(zenflow_error(good, {{"offload_optimizer", {{"device", "cpu"}, {"delayed_update", {{"enabled", true}}}}}}), z + "and offload_optimizer.delayed_update", "keep one");
@@ -234,7 +236,7 @@ TEST(ZenflowConfig, EachKeysRangeAndThePlacementAreCheckedFirst) {
   EXPECT_THAT_ERROR(zenflow_error(good, {}, {{"optimizer", {{"type", "Lamb"}}}}), z + "runs Adam/AdamW on both sides", "");
   // On the NVMe tier, the same refusals.
   const nlohmann::json nvme = {{"device", "nvme"}, {"nvme_path", "/tmp"}};
-  EXPECT_THAT_ERROR(zenflow_error(good, {{"stage", 3}, {"offload_optimizer", nvme}}), z + "needs ZeRO stage 1 or 2; stage is 3", "");
+  EXPECT_THAT_ERROR(zenflow_error(good, {{"stage", 0}, {"offload_optimizer", nvme}}), z + "needs ZeRO stage 1, 2 or 3; stage is 0", "");
   EXPECT_THAT_ERROR(zenflow_error(good, {{"offload_optimizer", nvme}}, {{"bf16", {{"enabled", true}}}}), z + "with bf16 or fp16 is not supported yet", "");
   EXPECT_THAT_ERROR(zenflow_error(good, {{"offload_optimizer", nvme}}, {{"gradient_clipping", 1.0}}), z + "with gradient_clipping is not supported yet", "");
 }

@@ -363,18 +363,18 @@ TEST(AgainstEngine, NvmeEveryStage) {
   }
 }
 
-// ZenFlow at stages 1 and 2, its CPU update at once and overlapped: the device's moments and packed
+// ZenFlow at stages 1-3, its CPU update at once and overlapped: the device's moments and packed
 // columns of the selected columns (device tier), the accumulated gradients (host tier) and the
 // packed copies between the tiers, predicted as the ledger and the link count them. On the NVMe
 // tier (N = 2): the swap file's masters, moments and summed gradient (nvme tier), the host's
 // buffers by category, and the bytes read and written, selections every 2 steps and the CPU's
 // update every 2 (the second measured step's: an update, its sum read).
-TEST(AgainstEngine, ZenflowStages1And2) {
+TEST(AgainstEngine, ZenflowStages1To3) {
   const MlpShape mlp{{9, 21, 17, 21, 9}, true};
   const ModelDescription mlp_model{"mlp", "mlp", "", "", Mlp(mlp).units(), std::nullopt, std::nullopt};
   const GptShape gpt{64, 16, 32, 2, 2};
   const OffloadOptions nvme = nvme_cases()[0].engine;
-  for (int stage : {1, 2})
+  for (int stage : {1, 2, 3})
     for (bool overlap : {false, true})
       for (bool on_nvme : {false, true}) {
         OffloadCase oc;
