@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "engine/optimizer.h"
 #include "engine/text_run.h"
+#include "engine/zenflow.h"
 
 // Both parts of an error message are in it.
 #define EXPECT_THAT_ERROR(message, part1, part2)                                        \
@@ -130,6 +131,20 @@ TEST(ZenflowRule, MatchesANumPyModelOfDeepSpeedsRule) {
   if (!HasFailure()) std::filesystem::remove_all(root);  // kept for a look when it fails
 }
 
+
+// selected_in (where a sub-group's piece of a matrix starts in the packed selected columns, and
+// how many it holds: the NVMe tier's sub-groups cut rows anywhere) against a count element by
+// element, over every range of a (5, 7) matrix's elements, for none, some and all columns.
+TEST(ZenflowRule, SelectedInCountsTheSelectedColumnsElements) {
+  constexpr std::size_t kMatrixCols = 7, kNumel = 5 * kMatrixCols;
+  for (const std::vector<std::uint32_t>& selected : {std::vector<std::uint32_t>{}, {0, 3, 6}, {2}, {0, 1, 2, 3, 4, 5, 6}})
+    for (std::size_t first = 0; first <= kNumel; ++first)
+      for (std::size_t n = 0; first + n <= kNumel; ++n) {
+        std::size_t count = 0;
+        for (std::size_t e = first; e < first + n; ++e) count += std::count(selected.begin(), selected.end(), e % kMatrixCols);
+        ASSERT_EQ(zenflow::selected_in(first, n, kMatrixCols, selected), count) << "elements [" << first << ", " << first + n << ")";
+      }
+}
 
 // ---- learning on the default text ----
 
