@@ -254,6 +254,40 @@ TEST(NvmeLedger, ZenflowStateOnDiskBuffersOnHost) {
   }
 }
 
+// The host-memory check made before anything is allocated counts what the ledger then holds: an
+// engine is built under a host capacity of a trained run's host peak, and one byte less is refused
+// by the check (not by an allocation), for ZenFlow on each tier, with and without its sum or overlap.
+TEST(NvmeLedger, ZenflowHostCheckIsTheLedgersPeak) {
+  const NvmeFolder folder("zenflow-host-check");
+  for (bool on_nvme : {false, true})
+    for (const ZenflowOptions& z : {ZenflowOptions{true, 0.3, 2, 2, 0, false}, ZenflowOptions{true, 0.3, 2, 2, 0, true},
+                                    ZenflowOptions{true, 0.3, 1, 1, 0, false}}) {
+      MlpRun run;
+      run.steps = 2;
+      run.stage = 2;
+      run.offload.optimizer = true;
+      if (on_nvme) run.offload = nvme_offload(folder.path, 40, 3);
+      run.offload.zenflow = z;
+      const std::string what = cat(on_nvme ? "nvme" : "host", " update_interval ", z.update_interval, z.overlap_step ? " overlapped" : "");
+      auto comm = make_communicator("self");
+      Ledger trained;
+      const std::uint64_t peak = testing::train_mlp(run, *comm, trained).host.total_peak;  // before the read-out of the weights
+      const auto build = [&](std::uint64_t capacity) {
+        Ledger ledger;
+        ledger.set_capacity(Tier::kHost, capacity);
+        Mlp mlp(run.shape);
+        Engine engine(testing::engine_config(run), mlp, *comm, ledger);
+      };
+      EXPECT_NO_THROW(build(peak)) << what;
+      try {
+        build(peak - 1);
+        ADD_FAILURE() << what << ": no error one byte short";
+      } catch (const OutOfMemoryError& e) {
+        EXPECT_NE(std::string(e.what()).find("the offloaded state needs"), std::string::npos) << what << ": " << e.what();
+      }
+    }
+}
+
 EngineConfig nvme_config(const OffloadOptions& o) {
   MlpRun run;
   run.stage = 2;
