@@ -2,8 +2,8 @@
 // (zenflow_columns.h); the CPU's f32 masters and Adam moments live in the rank's swap file as
 // plain NVMe offload keeps them, and so does the gradient ZenFlow sums between its CPU updates
 // (optimizer-state-sized), each streamed through nvme_stream.h's bounded host buffers. Host
-// memory holds the step's gradient shard and the buffers. DeepSpeed runs ZenFlow with
-// offload_optimizer "cpu" only; this is zero's own.
+// memory holds the step's gradient shard and the buffers. DeepSpeed's stages 1 and 2 refuse
+// ZenFlow with offload_optimizer "nvme" ("Zenflow must be used with cpu offload"); this is zero's own.
 //
 // In the file, a sub-group has two stretches: [master | m | v] and its accumulated gradient
 // (only when update_interval > 1: otherwise nothing is summed). The steps:
