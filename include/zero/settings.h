@@ -45,9 +45,9 @@ struct NvmeParamOptions {
 // ZenFlow (DeepSpeed's zero_optimization.zenflow): stall-free offload. Every step, the top
 // topk_ratio of each 2-D weight's columns (by the L1 norm of the column's gradient, chosen anew
 // every select_interval steps) and every 1-D parameter are updated by Adam on the device, with
-// state kept there; the whole gradient is accumulated in host memory and the CPU's Adam applies
-// it to the other columns every update_interval steps (with overlap_step, in the background,
-// its result reaching the parameters one interval late). docs/offload.md#zenflow.
+// state kept there; the whole gradient is accumulated on the CPU's side (host memory, or the NVMe
+// tier's swap file) and the CPU's Adam applies it to the other columns every update_interval steps
+// (overlap_step: in the background, reaching the parameters one interval late). docs/offload.md#zenflow.
 struct ZenflowOptions {
   bool enabled = false;
   double topk_ratio = 0.1;      // in (0, 1]: columns of each 2-D weight (each rank's slice of it) updated on the device
@@ -78,7 +78,7 @@ struct OffloadOptions {
   // param_nvme.path's swap files instead of host memory.
   bool params_nvme = false;
   NvmeParamOptions param_nvme;
-  ZenflowOptions zenflow;  // zero_optimization.zenflow (with offload_optimizer "cpu")
+  ZenflowOptions zenflow;  // zero_optimization.zenflow (with offload_optimizer "cpu" or "nvme")
 };
 
 // Stage 3's schedule: DeepSpeed's stage3_* keys, counted in elements, with zero's defaults. Where

@@ -44,7 +44,7 @@ std::vector<FlagSpec> bench_offload_flags() {
           {"n-embd", "GPT width", true, "192"},
           {"n-layer", "GPT blocks", true, "6"},
           {"micro-batch", "sequences per rank per step", true, "4"},
-          {"zenflow", "also time ZenFlow (DeepSpeed's tutorial settings: topk_ratio 0.05, update_interval 4, overlap_step)", false, ""},
+          {"zenflow", "also time ZenFlow (DeepSpeed's tutorial settings: topk_ratio 0.05, update_interval 4, overlap_step); with --device nvme, on both tiers", false, ""},
           {"json", "also write the figures as JSON", true, ""},
           {"device", cat(backend_names(), ": a device other than ", default_device(), " first measures the host<->device link's copy bandwidth; "
                          "nvme: host offload against the optimizer state on the NVMe tier (offload_optimizer.device \"nvme\")"), true, default_device()},
@@ -59,6 +59,10 @@ nlohmann::json bench_offload_config(const Flags& flags) {
           {"train_steps", flags.get_int("steps", 2, 100000)},
           {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 64}, {"n_embd", flags.get_int("n-embd", 8, 4096)},
                      {"n_layer", flags.get_int("n-layer", 1, 256)}, {"n_head", 4}}}};
+}
+
+nlohmann::json bench_zenflow_section() {
+  return {{"topk_ratio", 0.05}, {"select_strategy", "auto"}, {"update_interval", 4}, {"overlap_step", true}};
 }
 
 int bench_offload_main(const std::vector<std::string>& args) {
@@ -89,9 +93,7 @@ int bench_offload_main(const std::vector<std::string>& args) {
       nlohmann::json j = base;
       if (v.offload) j["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}};
       if (v.delayed) j["zero_optimization"]["offload_optimizer"]["delayed_update"] = {{"enabled", true}, {"warmup_steps", flags.get_int("warmup", 0, 1000000)}};
-      if (v.zenflow) {
-        j["zero_optimization"]["zenflow"] = {{"topk_ratio", 0.05}, {"select_strategy", "auto"}, {"update_interval", 4}, {"overlap_step", true}};
-      }
+      if (v.zenflow) j["zero_optimization"]["zenflow"] = bench_zenflow_section();
       TrainOptions o;
       o.config = parse_config(j, comm.size());
       o.data_path = data::default_text_path();

@@ -2,7 +2,7 @@
 // (its parts); the placement decides where Adam's state and the reduced gradients live and where
 // Adam runs: on the device (optimizer_device.cpp) or, with ZeRO-Offload, on the host
 // (optimizer_host.cpp, with the delayed update; optimizer_zenflow.cpp, ZenFlow's split), or with
-// its state on the NVMe tier (optimizer_nvme.cpp). Neither knows which stage it serves: a stage is
+// its state on the NVMe tier (optimizer_nvme.cpp; optimizer_zenflow_nvme.cpp, ZenFlow's). Neither knows which stage it serves: a stage is
 // described to it only by its parts and by whether it sheds its gradients.
 #pragma once
 
@@ -177,5 +177,6 @@ std::unique_ptr<ShardOptimizer> make_device_optimizer(const OptimizerContext& ct
 std::unique_ptr<ShardOptimizer> make_host_optimizer(const OptimizerContext& ctx);
 std::unique_ptr<ShardOptimizer> make_onebit_optimizer(const OptimizerContext& ctx);
 std::unique_ptr<ShardOptimizer> make_zenflow_optimizer(const OptimizerContext& ctx);
+std::unique_ptr<ShardOptimizer> make_zenflow_nvme_optimizer(const OptimizerContext& ctx);
 
 }  // namespace zero

@@ -209,8 +209,8 @@ std::unique_ptr<ShardOptimizer> make_device_optimizer(const OptimizerContext& ct
 
 std::unique_ptr<ShardOptimizer> make_optimizer(const OptimizerContext& ctx) {
   if (compresses_all_reduce(ctx.kind)) return make_onebit_optimizer(ctx);
+  if (ctx.offload.zenflow.enabled) return ctx.offload.optimizer_nvme ? make_zenflow_nvme_optimizer(ctx) : make_zenflow_optimizer(ctx);
   if (ctx.offload.optimizer_nvme) return make_nvme_optimizer(ctx);
-  if (ctx.offload.zenflow.enabled) return make_zenflow_optimizer(ctx);
   return ctx.offload.optimizer ? make_host_optimizer(ctx) : make_device_optimizer(ctx);
 }
 

@@ -45,8 +45,12 @@ void check_host_room(Device& dev, std::size_t state_numel, const OffloadOptions&
   // m, v; the fp32 master (or, with offload_param, the stage's host parameter shard); gradients;
   // in mixed precision the 16-bit parameters too. On the NVMe tier: the gradients, and at most
   // buffer_count sub-groups of the rest.
-  const std::uint64_t grads = (offload.delayed_update ? 2 : 1) * dtype_bytes(compute);
-  const std::uint64_t state_bytes = 3 * sizeof(float) + (compute == Dtype::kF32 ? 0 : dtype_bytes(compute));
+  // ZenFlow's sum of the gradients between its CPU updates: one or two more host gradient
+  // buffers, or on the NVMe tier one more f32 tensor a sub-group.
+  const ZenflowOptions& z = offload.zenflow;
+  const int sums = !z.enabled ? 0 : offload.optimizer_nvme ? (z.update_interval > 1 ? 1 : 0) : (z.overlap_step ? 2 : 1);
+  const std::uint64_t grads = (offload.delayed_update ? 2 : 1) * dtype_bytes(compute) + (offload.optimizer_nvme ? 0 : sums * sizeof(float));
+  const std::uint64_t state_bytes = (3 + (offload.optimizer_nvme ? sums : 0)) * sizeof(float) + (compute == Dtype::kF32 ? 0 : dtype_bytes(compute));
   const std::uint64_t swapped = offload.optimizer_nvme
                                     ? std::min(state_numel, offload.nvme.sub_group_size) * static_cast<std::uint64_t>(offload.nvme.buffer_count)
                                     : state_numel;

@@ -39,6 +39,14 @@ WholeRows whole_rows(std::size_t first, std::size_t n, std::size_t cols) {
   return {begin, end > begin ? (end - begin) / cols : 0};
 }
 
+std::size_t selected_in(std::size_t first, std::size_t n, std::size_t cols, const std::vector<std::uint32_t>& selected) {
+  // Selected columns below column c, for c in [0, cols].
+  const auto below = [&](std::size_t c) { return static_cast<std::size_t>(std::lower_bound(selected.begin(), selected.end(), c) - selected.begin()); };
+  // Selected elements among a matrix's elements [0, e).
+  const auto upto = [&](std::size_t e) { return e / cols * selected.size() + below(e % cols); };
+  return upto(first + n) - upto(first);
+}
+
 void problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
   const ZenflowOptions& z = s.offload.zenflow;
   if (!z.enabled) return;
@@ -53,17 +61,14 @@ void problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
   }
   const OffloadOptions& o = s.offload;
   if (!o.optimizer) {
-    out.push_back({key, "is ZenFlow's offload: it needs zero_optimization.offload_optimizer.device \"cpu\" (DeepSpeed: \"Zenflow "
-                        "must be used with cpu offload\")"});
-  } else if (o.optimizer_nvme) {
-    out.push_back({key, "with offload_optimizer.device \"nvme\" is not supported yet: use device \"cpu\""});
+    out.push_back({key, "is ZenFlow's offload: it needs zero_optimization.offload_optimizer.device \"cpu\" or \"nvme\" (DeepSpeed: "
+                        "\"Zenflow must be used with cpu offload\")"});
   }
-  if (s.stage != 1 && s.stage != 2) {
-    out.push_back({key, cat("needs ZeRO stage 1 or 2; stage is ", s.stage, s.stage == 3 ? " (DeepSpeed runs ZenFlow at stage 3 too; "
-                                                                                         "zero does not yet)" : " (offload needs a shard)",
-                            ": set zero_optimization.stage to 1 or 2")});
+  if (s.stage == 0) out.push_back({key, "needs ZeRO stage 1, 2 or 3; stage is 0 (offload needs a shard): set zero_optimization.stage"});
+  if (o.params) {
+    out.push_back({key, "with offload_param is not supported (the device updates its columns in the parameter shard it holds): "
+                        "remove offload_param"});
   }
-  if (o.params) out.push_back({key, "with offload_param is not supported (ZenFlow is stage 1 and 2 here): remove offload_param"});
   if (o.delayed_update) {
     out.push_back({key, "and offload_optimizer.delayed_update both run the CPU's update behind the next steps: keep one "
                         "(ZenFlow's overlap_step is its own delayed update)"});

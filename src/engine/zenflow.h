@@ -43,6 +43,8 @@ struct WholeRows {
   std::size_t begin = 0, rows = 0;
 };
 WholeRows whole_rows(std::size_t first, std::size_t n, std::size_t cols);
+// How many of a matrix's elements [first, first + n) lie in the columns `selected` (increasing).
+std::size_t selected_in(std::size_t first, std::size_t n, std::size_t cols, const std::vector<std::uint32_t>& selected);
 
 // What zero cannot run with ZenFlow, each with the key to change (settings_problems).
 void problems(const EngineSettings& s, std::vector<SettingProblem>& out);

@@ -72,8 +72,8 @@ std::vector<EngineSettings> estimate_settings(const EngineSettings& base, std::o
     // the engine has no DPU with offload_param, nor on the NVMe tier
     z.offload.delayed_update = base.offload.delayed_update && opt && !param && !nvme;
     z.offload.pin_memory = base.offload.pin_memory && (opt || param);        // a setting of offload: none without it
-    // ZenFlow where the engine runs it: host optimizer offload alone, at stage 1 or 2
-    z.offload.zenflow.enabled = base.offload.zenflow.enabled && opt && !param && !nvme && (stage == 1 || stage == 2);
+    // ZenFlow where the engine runs it: optimizer offload (host or NVMe) alone
+    z.offload.zenflow.enabled = base.offload.zenflow.enabled && opt && !param;
     if (stage == 0) z.mics_shard_size = -1;  // hybrid sharding groups what a stage shards; stage 0 shards nothing
     if (stage != 3) z.quantized_weights = false, z.hpz_partition_size = 1, z.zero_quantized_gradients = false;  // ZeRO++ is stage 3's
     out.push_back(z);

@@ -169,6 +169,9 @@ std::string notes(const EstimateReport& r) {
     if (std::any_of(r.plans.begin(), r.plans.end(), [](const Plan& p) { return p.settings.offload.params_nvme; }))
       s += "  +nvme-param: the parameter slices in a second swap file (offload_param.nvme_path), read for every gather\n"
            "    through offload_param.buffer_count host buffers, written once a step\n";
+    if (std::any_of(r.plans.begin(), r.plans.end(), [](const Plan& p) { return p.settings.offload.optimizer_nvme && p.settings.offload.zenflow.enabled; }))
+      s += "  +nvme+zenflow: the file also holds ZenFlow's summed gradient (update_interval > 1); a step between the CPU's\n"
+           "    updates reads and writes only that\n";
   }
   s += cat("  buckets: a unit larger than reduce_bucket_size (", in.settings.reduce_bucket_elements, ") or allgather_bucket_size (",
            in.settings.allgather_bucket_elements, ") elements moves in bucket-sized pieces, bounding comm scratch; stage 3's\n"

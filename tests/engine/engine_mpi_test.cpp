@@ -142,7 +142,8 @@ TEST(MpiBuckets, PiecesChangeNoBits) {
 
 // The NVMe tier under mpirun: every rank names the same nvme_path and swaps in a folder of its
 // own there; stages 1-3 in f32 and bf16 (and 3 with the parameter slices on disk too, the
-// optimizer on NVMe or on the host) give no offload's bits; nothing is left in the folder.
+// optimizer on NVMe or on the host) give no offload's bits, and ZenFlow on NVMe host ZenFlow's;
+// nothing is left in the folder.
 TEST(MpiNvme, BitIdenticalToNoOffload) {
   Communicator& comm = world();
   const std::filesystem::path folder = std::filesystem::absolute("nvme-mpi-test");
@@ -175,6 +176,20 @@ TEST(MpiNvme, BitIdenticalToNoOffload) {
       const RankResult cpu = testing::train_mlp(run, comm, cpu_ledger);
       EXPECT_TRUE(same_bits(cpu.params, plain.params)) << "offload_param nvme, optimizer cpu, " << dtype_label(dtype) << " rank " << comm.rank();
     }
+  // ZenFlow (f32, stages 1-3; the CPU every 2 steps, overlapped): on the NVMe tier, host ZenFlow's bits.
+  for (int stage = 1; stage <= 3; ++stage) {
+    run.dtype = Dtype::kF32;
+    run.stage = stage;
+    run.offload = {};
+    run.offload.optimizer = true;
+    run.offload.zenflow = {true, 0.3, 2, 2, 0, true};
+    Ledger host_ledger, nvme_ledger;
+    const RankResult host = testing::train_mlp(run, comm, host_ledger);
+    run.offload.optimizer_nvme = true;
+    run.offload.nvme.path = folder.string();
+    run.offload.nvme.sub_group_size = 30;
+    EXPECT_TRUE(same_bits(testing::train_mlp(run, comm, nvme_ledger).params, host.params)) << "ZenFlow stage " << stage << " rank " << comm.rank();
+  }
   comm.barrier();
   EXPECT_TRUE(std::filesystem::is_empty(folder)) << "a swap folder outlived its run";
   comm.barrier();

@@ -1,7 +1,8 @@
 // The NVMe tier on thread ranks: the optimizer state in swap files gives the same weights, bit
 // for bit, as host offload and as no offload (stages 1-3, f32 and bf16, sub-groups that cut
-// parameters anywhere, one to four buffers); the ledger's nvme tier holds the state and the host
-// tier only the buffers; every swap folder is gone afterwards; bad settings are refused.
+// parameters anywhere, one to four buffers), and ZenFlow on it as ZenFlow on the host; the
+// ledger's nvme tier holds the state and the host tier only the buffers; every swap folder is
+// gone afterwards; bad settings are refused.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -175,6 +176,116 @@ TEST(NvmeLedger, ParameterSlicesOnDiskBuffersOnHost) {
     EXPECT_EQ(at(r.nvme, Category::kParameters), file + masters) << dtype_label(dtype);
     EXPECT_EQ(at(r.host, Category::kParameters), kParamBuffers * largest * width + (dtype == Dtype::kF32 ? 0 : kBuffers * width * kSubGroup));
   }
+}
+
+// ---- ZenFlow on the NVMe tier (optimizer_zenflow_nvme.cpp) ----
+
+// ZenFlow's options as zenflow.h names them: {enabled, topk_ratio, select_interval, update_interval,
+// full_warm_up_rounds, overlap_step}.
+OffloadOptions with_zenflow(OffloadOptions o, const ZenflowOptions& z) {
+  o.zenflow = z;
+  return o;
+}
+
+// The same weights, bit for bit, as ZenFlow with its state in host memory (the math is the same;
+// only where the state lives differs), and at every stage (1-3: the same shards, so the same
+// columns and the same arithmetic) as at stage 1, on 2 thread ranks, over 7 steps: a
+// warm-up step, selections at steps 1 and 4, the CPU at steps 2, 3, 4 and 6 (steps 1 and 5 sum
+// their gradients on disk for the next); overlapped, selections and the CPU every 2 steps (a
+// column leaves the selection while the CPU's result is in flight; the last result applied by
+// synchronize() at the end); and the CPU every step (nothing summed, no second stretch; the
+// device's moments restarted every 2 steps, else the device's Adam would be the CPU's).
+// Sub-groups of 7 elements cut the columns anywhere; 3 buffers read ahead beside a write.
+TEST(NvmeZenflow, BitIdenticalToZenflowOnTheHost) {
+  const NvmeFolder folder("zenflow");
+  for (const ZenflowOptions& z : {ZenflowOptions{true, 0.3, 4, 2, 1, false}, ZenflowOptions{true, 0.3, 2, 2, 0, true},
+                                  ZenflowOptions{true, 0.5, 2, 1, 0, false}}) {
+    MlpRun run;
+    run.steps = 7;
+    std::vector<float> reference;  // host ZenFlow at stage 1: every stage and tier gives its bits
+    for (int stage = 1; stage <= 3; ++stage) {
+      run.stage = stage;
+      run.offload = {};
+      run.offload.optimizer = true;
+      run.offload.zenflow = z;
+      const std::string what = cat("stage ", stage, " update_interval ", z.update_interval, z.overlap_step ? " overlapped" : "");
+      const auto host = run_threads(run, 2)[0].params;
+      if (stage == 1) reference = host;
+      EXPECT_TRUE(same_bits(host, reference)) << what << ", host ZenFlow against stage 1's";
+      run.offload = with_zenflow(nvme_offload(folder.path, 7, 3), z);
+      EXPECT_TRUE(same_bits(run_threads(run, 2)[0].params, reference)) << what << ", on NVMe";
+    }
+    run.offload.zenflow.enabled = false;
+    EXPECT_FALSE(same_bits(run_threads(run, 2)[0].params, reference)) << "ZenFlow must differ from plain NVMe offload";
+  }
+  EXPECT_TRUE(fs::is_empty(folder.path)) << "a swap folder outlived its run";
+}
+
+// The ledger: the swap file holds the CPU's state, masters (the parameters' category in f32), the
+// moments and the summed gradient (4 + 8 + 4 bytes an element); host memory holds the step's
+// gradient shard and the buffers alone: 3 * 4 bytes and 4 bytes (the sum's) a sub-group element
+// per buffer, where host ZenFlow holds its state and one or two sums (overlap_step) of the shard.
+TEST(NvmeLedger, ZenflowStateOnDiskBuffersOnHost) {
+  const NvmeFolder folder("zenflow-ledger");
+  constexpr std::size_t kSubGroup = 40;
+  constexpr int kBuffers = 3;
+  const auto at = [](const TierUsage& t, Category c) { return t.peak[static_cast<int>(c)]; };
+  for (bool overlap : {false, true}) {
+    MlpRun run;
+    run.steps = 3;
+    run.stage = 2;
+    const ZenflowOptions z{true, 0.3, 2, 2, 0, overlap};
+    run.offload = with_zenflow(nvme_offload(folder.path, kSubGroup, kBuffers), z);
+    const auto r = run_threads(run, 2)[0];
+    const std::uint64_t shard = r.padded / 2;
+    EXPECT_EQ(r.nvme.total_peak, 16 * shard);
+    EXPECT_EQ(at(r.nvme, Category::kParameters), 4 * shard);
+    EXPECT_EQ(at(r.nvme, Category::kOptimizerState), 8 * shard);
+    EXPECT_EQ(at(r.nvme, Category::kGradients), 4 * shard);
+    EXPECT_EQ(at(r.host, Category::kOptimizerState), kBuffers * 12 * kSubGroup);
+    EXPECT_EQ(at(r.host, Category::kGradients), 4 * shard + kBuffers * 4 * kSubGroup);
+    EXPECT_EQ(at(r.host, Category::kParameters), 0u);
+    run.offload = {};
+    run.offload.optimizer = true;
+    run.offload.zenflow = z;
+    const auto host = run_threads(run, 2)[0];
+    EXPECT_EQ(at(host.host, Category::kGradients), (overlap ? 3 : 2) * 4 * shard);
+    EXPECT_EQ(at(host.host, Category::kOptimizerState) + at(host.host, Category::kParameters), 12 * shard);
+  }
+}
+
+// The host-memory check made before anything is allocated counts what the ledger then holds: an
+// engine is built under a host capacity of a trained run's host peak, and one byte less is refused
+// by the check (not by an allocation), for ZenFlow on each tier, with and without its sum or overlap.
+TEST(NvmeLedger, ZenflowHostCheckIsTheLedgersPeak) {
+  const NvmeFolder folder("zenflow-host-check");
+  for (bool on_nvme : {false, true})
+    for (const ZenflowOptions& z : {ZenflowOptions{true, 0.3, 2, 2, 0, false}, ZenflowOptions{true, 0.3, 2, 2, 0, true},
+                                    ZenflowOptions{true, 0.3, 1, 1, 0, false}}) {
+      MlpRun run;
+      run.steps = 2;
+      run.stage = 2;
+      run.offload.optimizer = true;
+      if (on_nvme) run.offload = nvme_offload(folder.path, 40, 3);
+      run.offload.zenflow = z;
+      const std::string what = cat(on_nvme ? "nvme" : "host", " update_interval ", z.update_interval, z.overlap_step ? " overlapped" : "");
+      auto comm = make_communicator("self");
+      Ledger trained;
+      const std::uint64_t peak = testing::train_mlp(run, *comm, trained).host.total_peak;  // before the read-out of the weights
+      const auto build = [&](std::uint64_t capacity) {
+        Ledger ledger;
+        ledger.set_capacity(Tier::kHost, capacity);
+        Mlp mlp(run.shape);
+        Engine engine(testing::engine_config(run), mlp, *comm, ledger);
+      };
+      EXPECT_NO_THROW(build(peak)) << what;
+      try {
+        build(peak - 1);
+        ADD_FAILURE() << what << ": no error one byte short";
+      } catch (const OutOfMemoryError& e) {
+        EXPECT_NE(std::string(e.what()).find("the offloaded state needs"), std::string::npos) << what << ": " << e.what();
+      }
+    }
 }
 
 EngineConfig nvme_config(const OffloadOptions& o) {

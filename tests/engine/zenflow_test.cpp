@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "engine/optimizer.h"
 #include "engine/text_run.h"
+#include "engine/zenflow.h"
 
 // Both parts of an error message are in it.
 #define EXPECT_THAT_ERROR(message, part1, part2)                                        \
@@ -131,6 +132,20 @@ TEST(ZenflowRule, MatchesANumPyModelOfDeepSpeedsRule) {
 }
 
 
+// selected_in (where a sub-group's piece of a matrix starts in the packed selected columns, and
+// how many it holds: the NVMe tier's sub-groups cut rows anywhere) against a count element by
+// element, over every range of a (5, 7) matrix's elements, for none, some and all columns.
+TEST(ZenflowRule, SelectedInCountsTheSelectedColumnsElements) {
+  constexpr std::size_t kMatrixCols = 7, kNumel = 5 * kMatrixCols;
+  for (const std::vector<std::uint32_t>& selected : {std::vector<std::uint32_t>{}, {0, 3, 6}, {2}, {0, 1, 2, 3, 4, 5, 6}})
+    for (std::size_t first = 0; first <= kNumel; ++first)
+      for (std::size_t n = 0; first + n <= kNumel; ++n) {
+        std::size_t count = 0;
+        for (std::size_t e = first; e < first + n; ++e) count += std::count(selected.begin(), selected.end(), e % kMatrixCols);
+        ASSERT_EQ(zenflow::selected_in(first, n, kMatrixCols, selected), count) << "elements [" << first << ", " << first + n << ")";
+      }
+}
+
 // ---- learning on the default text ----
 
 constexpr int kSeeds[] = {1, 2, 3};
@@ -221,16 +236,24 @@ TEST(ZenflowConfig, EachKeysRangeAndThePlacementAreCheckedFirst) {
   EXPECT_THAT_ERROR(zenflow_error(with("update_interval", "auto")), key + "update_interval = \"auto\"", "set a number of steps");
   EXPECT_THAT_ERROR(zenflow_error(with("offload", true)), key + "offload = true is known but not supported yet", "");
   EXPECT_THAT_ERROR(zenflow_error(with("topk", 0.1)), key + "topk", "topk_ratio");  // an unknown key, with the nearest
-  // The placement: with the CPU's optimizer, at stage 1 or 2, in fp32, with Adam, unclipped.
+  // The placement: with the CPU's optimizer (its state in host memory or on NVMe), at stage 1, 2 or 3, in fp32, with Adam, unclipped.
   const std::string z = "zero_optimization.zenflow ";
-  EXPECT_THAT_ERROR(zenflow_error(good, {{"offload_optimizer", {{"device", "none"}}}}), z + "is ZenFlow's offload", "device \"cpu\"");
-  EXPECT_THAT_ERROR(zenflow_error(good, {{"stage", 3}}), z + "needs ZeRO stage 1 or 2; stage is 3", "DeepSpeed runs ZenFlow at stage 3 too");
-  EXPECT_THAT_ERROR(zenflow_error(good, {{"stage", 0}}), z + "needs ZeRO stage 1 or 2; stage is 0", "");
-  EXPECT_THAT_ERROR(zenflow_error(good, {{"offload_optimizer", {{"device", "nvme"}, {"nvme_path", "/tmp"}}}}), z + "with offload_optimizer.device \"nvme\"", "");
+  EXPECT_THAT_ERROR(zenflow_error(good, {{"offload_optimizer", {{"device", "none"}}}}), z + "is ZenFlow's offload", "device \"cpu\" or \"nvme\"");
+  EXPECT_TRUE(parse_config({{"train_batch_size", 8}, {"zero_optimization", {{"stage", 3}, {"offload_optimizer", {{"device", "cpu"}}}, {"zenflow", good}}}}, 2)
+                  .engine.offload.zenflow.enabled) << "ZenFlow at stage 3";
+  EXPECT_THAT_ERROR(zenflow_error(good, {{"stage", 0}}), z + "needs ZeRO stage 1, 2 or 3; stage is 0", "");
+  EXPECT_THAT_ERROR(zenflow_error(good, {{"stage", 3}, {"offload_param", {{"device", "cpu"}}}}), z + "with offload_param is not supported", "remove offload_param");
+  EXPECT_TRUE(parse_config({{"train_batch_size", 8}, {"zero_optimization", {{"stage", 2}, {"offload_optimizer", {{"device", "nvme"}, {"nvme_path", "/tmp"}}}, {"zenflow", good}}}}, 2)
+                  .engine.offload.zenflow.enabled) << "ZenFlow on the NVMe tier";
   EXPECT_THAT_ERROR(zenflow_error(good, {{"offload_optimizer", {{"device", "cpu"}, {"delayed_update", {{"enabled", true}}}}}}), z + "and offload_optimizer.delayed_update", "keep one");
   EXPECT_THAT_ERROR(zenflow_error(good, {}, {{"bf16", {{"enabled", true}}}}), z + "with bf16 or fp16 is not supported yet", "");
   EXPECT_THAT_ERROR(zenflow_error(good, {}, {{"gradient_clipping", 1.0}}), z + "with gradient_clipping is not supported yet", "");
   EXPECT_THAT_ERROR(zenflow_error(good, {}, {{"optimizer", {{"type", "Lamb"}}}}), z + "runs Adam/AdamW on both sides", "");
+  // On the NVMe tier, the same refusals.
+  const nlohmann::json nvme = {{"device", "nvme"}, {"nvme_path", "/tmp"}};
+  EXPECT_THAT_ERROR(zenflow_error(good, {{"stage", 0}, {"offload_optimizer", nvme}}), z + "needs ZeRO stage 1, 2 or 3; stage is 0", "");
+  EXPECT_THAT_ERROR(zenflow_error(good, {{"offload_optimizer", nvme}}, {{"bf16", {{"enabled", true}}}}), z + "with bf16 or fp16 is not supported yet", "");
+  EXPECT_THAT_ERROR(zenflow_error(good, {{"offload_optimizer", nvme}}, {{"gradient_clipping", 1.0}}), z + "with gradient_clipping is not supported yet", "");
 }
 
 }  // namespace

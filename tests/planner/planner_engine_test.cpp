@@ -363,36 +363,48 @@ TEST(AgainstEngine, NvmeEveryStage) {
   }
 }
 
-// ZenFlow at stages 1 and 2, its CPU update at once and overlapped: the device's moments and packed
+// ZenFlow at stages 1-3, its CPU update at once and overlapped: the device's moments and packed
 // columns of the selected columns (device tier), the accumulated gradients (host tier) and the
-// packed copies between the tiers, predicted as the ledger and the link count them.
-TEST(AgainstEngine, ZenflowStages1And2) {
+// packed copies between the tiers, predicted as the ledger and the link count them. On the NVMe
+// tier (N = 2): the swap file's masters, moments and summed gradient (nvme tier), the host's
+// buffers by category, and the bytes read and written, selections every 2 steps and the CPU's
+// update every 2 (the second measured step's: an update, its sum read).
+TEST(AgainstEngine, ZenflowStages1To3) {
   const MlpShape mlp{{9, 21, 17, 21, 9}, true};
   const ModelDescription mlp_model{"mlp", "mlp", "", "", Mlp(mlp).units(), std::nullopt, std::nullopt};
   const GptShape gpt{64, 16, 32, 2, 2};
-  for (int stage : {1, 2})
-    for (bool overlap : {false, true}) {
-      OffloadCase oc;
-      oc.zero.stage = stage;
-      oc.zero.offload.optimizer = true;
-      oc.zero.offload.zenflow = {true, 0.3, 1, 1, 0, overlap};  // a selection and a CPU update every step
-      oc.engine = oc.zero.offload;
-      const std::string what = cat("ZenFlow stage ", stage, overlap ? " overlapped" : "");
-      for (int n : {1, 2}) {
-        const Measured m = measure(
-            n, stage, 2, [&](Ledger&) { return std::make_unique<Mlp>(mlp); },
-            [&](Mlp& x, int seed) { x.set_batch(mlp_synthetic_batch(mlp, 7, seed, 0, 2)); }, oc.engine);
-        PlanInput in = threads_input(mlp_model, n, stage, 2);
+  const OffloadOptions nvme = nvme_cases()[0].engine;
+  for (int stage : {1, 2, 3})
+    for (bool overlap : {false, true})
+      for (bool on_nvme : {false, true}) {
+        OffloadCase oc;
+        oc.zero.stage = stage;
+        if (on_nvme) oc.zero.offload = nvme;
+        oc.zero.offload.optimizer = true;
+        // a selection and a CPU update every step; on NVMe, every 2 (a sum kept on disk)
+        oc.zero.offload.zenflow = on_nvme ? ZenflowOptions{true, 0.3, 2, 2, 0, overlap} : ZenflowOptions{true, 0.3, 1, 1, 0, overlap};
+        oc.engine = oc.zero.offload;
+        const std::string what = cat("ZenFlow stage ", stage, overlap ? " overlapped" : "", on_nvme ? " on NVMe" : "");
+        for (int n : {1, 2}) {
+          if (on_nvme && n == 1) continue;
+          const Measured m = measure(
+              n, stage, 2, [&](Ledger&) { return std::make_unique<Mlp>(mlp); },
+              [&](Mlp& x, int seed) { x.set_batch(mlp_synthetic_batch(mlp, 7, seed, 0, 2)); }, oc.engine);
+          PlanInput in = threads_input(mlp_model, n, stage, 2);
+          in.settings = oc.zero;
+          expect_prediction(in, m, cat(what, ", tied MLP N=", n));
+          if (on_nvme) {
+            EXPECT_GT(m.nvme.peak[static_cast<int>(Category::kGradients)], 0u) << what << ": the summed gradient on disk";
+            EXPECT_GT(m.disk_read, 0u) << what;
+          }
+        }
+        const Measured m = measure(2, stage, 1, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, 2, l); }, gpt_random_batches(gpt, 2), oc.engine);
+        PlanInput in = threads_input(describe_gpt(gpt), 2, stage, 1);
         in.settings = oc.zero;
-        expect_prediction(in, m, cat(what, ", tied MLP N=", n));
+        in.micro_batch = 2;
+        expect_prediction(in, m, cat(what, ", GPT N=2"));
+        EXPECT_GT(m.usage.peak[static_cast<int>(Category::kOptimizerState)], 0u) << what << ": the device's moments of the selected columns";
       }
-      const Measured m = measure(2, stage, 1, [&](Ledger& l) { return std::make_unique<Gpt>(gpt, 2, l); }, gpt_random_batches(gpt, 2), oc.engine);
-      PlanInput in = threads_input(describe_gpt(gpt), 2, stage, 1);
-      in.settings = oc.zero;
-      in.micro_batch = 2;
-      expect_prediction(in, m, cat(what, ", GPT N=2"));
-      EXPECT_GT(m.usage.peak[static_cast<int>(Category::kOptimizerState)], 0u) << what << ": the device's moments of the selected columns";
-    }
 }
 
 // Buckets of a few elements: every collective runs as many pieces with packing scratch. Traffic,

@@ -1,0 +1,162 @@
+// ZenFlow (zenflow.h) with the CPU's state on the NVMe tier: the device side is host ZenFlow's
+// (zenflow_columns.h); the CPU's f32 masters and Adam moments live in the rank's swap file as
+// plain NVMe offload keeps them, and so does the gradient ZenFlow sums between its CPU updates
+// (optimizer-state-sized), each streamed through nvme_stream.h's bounded host buffers. Host
+// memory holds the step's gradient shard and the buffers. DeepSpeed's stages 1 and 2 refuse
+// ZenFlow with offload_optimizer "nvme" ("Zenflow must be used with cpu offload"); this is zero's own.
+//
+// In the file, a sub-group has two stretches: [master | m | v] and its accumulated gradient
+// (only when update_interval > 1: otherwise nothing is summed). The steps:
+//   warm-up      plain NVMe offload: each sub-group read, Adam with the step's gradient, the
+//                parameters take the masters, written back;
+//   between      the device's step; each sub-group's accumulated gradient read (not at the
+//   updates      interval's first step), the step's gradient added, written back;
+//   CPU update   the device's step; each sub-group's state (and sum) read, the sum completed
+//                and divided as host ZenFlow divides it, then, in host ZenFlow's order, the
+//                masters of the device's columns take the device's values, Adam runs, and the
+//                parameters take the masters (temp_copy_param); the state written back.
+// Every element sees the operations host ZenFlow makes, in its order, so the weights are the
+// same bit for bit.
+//
+// overlap_step keeps its meaning (the CPU's result reaches the parameters one interval late, at
+// the next update or synchronize()), but not its overlap: the CPU's pass through the disk runs
+// within the update's step (the pass that applies the last result computes the next).
+#include "common/error.h"
+#include "engine/disk_bytes.h"
+#include "engine/nvme_stream.h"
+#include "engine/optimizer_host_gradients.h"
+#include "engine/zenflow.h"
+#include "engine/zenflow_columns.h"
+
+namespace zero {
+namespace {
+
+// The stretches, as bits for NvmeStream::run.
+constexpr unsigned kState = 1u, kSum = 2u;
+
+class ZenflowNvmeOptimizer final : public HostGradientOptimizer {
+ public:
+  explicit ZenflowNvmeOptimizer(const OptimizerContext& ctx)
+      : HostGradientOptimizer(ctx, 1), z_(ctx.offload.zenflow), cols_(ctx_),
+        stream_(ctx.parts, ctx.offload.nvme, sums() ? std::vector<std::size_t>{3, 1} : std::vector<std::size_t>{3}),
+        masters_(dev_.ledger(), master_category(ctx.dtype), ctx.state_numel * sizeof(float), "fp32 master parameter shard (swap file)"),
+        moments_(dev_.ledger(), Category::kOptimizerState, 2 * ctx.state_numel * sizeof(float), "Adam's moments (swap file)") {
+    ZERO_CHECK(ctx.dtype == Dtype::kF32, "ZenFlow in ", dtype_label(ctx.dtype));
+    if (sums()) sum_.emplace(dev_.ledger(), Category::kGradients, ctx.state_numel * sizeof(float), "ZenFlow's accumulated gradient (swap file)");
+    slots_.resize(stream_.slot_count());
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      slots_[i].state = host_buffer(Category::kOptimizerState, 3 * stream_.largest(), "NVMe swap buffer (a sub-group's masters and moments)", Dtype::kF32);
+      stream_.set_buffer(i, 0, slots_[i].state.span(), dev_);
+      if (!sums()) continue;
+      slots_[i].sum = host_buffer(Category::kGradients, stream_.largest(), "NVMe swap buffer (a sub-group's accumulated gradient)", Dtype::kF32);
+      stream_.set_buffer(i, 1, slots_[i].sum.span(), dev_);
+    }
+    grads_[0] = host_buffer(Category::kGradients, ctx.state_numel, "gradient shard", ctx.dtype);
+    if (!dev_.computes()) return;  // the planner's dry run: counted, not written
+    stream_.open(ctx.offload.nvme.path, ctx.rank, "optimizer.swap");
+    stream_.initialise(dev_, ctx_, traffic_);
+  }
+
+  ~ZenflowNvmeOptimizer() override { quiet_sync(dev_.host()); }  // the host stream may still read the slots
+
+  void gradient_landed(const OptimizerPart&, const Handle&) override {}  // everything waits for the step
+  void prepare(const AdamStep&) override {}
+
+  void step(const AdamStep& s) override {
+    const std::int64_t t = cols_.steps();
+    if (!cols_.step(s, grads_[0], [&] { ++summed_; })) return warm_up_step(s);
+    if (zenflow::is_update_step(z_, t)) cpu_update(s);
+    else accumulate();
+  }
+
+  DiskTraffic disk_traffic() const override { return traffic_; }
+
+  void lamb_moments(const LambStep&, std::vector<LambNorms>&) override { ZERO_CHECK(false, "Lamb with ZenFlow"); }
+  void lamb_update(const LambStep&, const std::vector<float>&) override { ZERO_CHECK(false, "Lamb with ZenFlow"); }
+
+  DeviceSpan state(int, StateTensor) override {
+    throw ConfigError("[zenflow] checkpoints of a ZenFlow run are not supported yet (the device's moments of the selected columns and "
+                      "the accumulated gradients are not in them): remove zero_optimization.zenflow, or the checkpoint flags");
+  }
+  void state_written(std::int64_t, bool) override { state(0, StateTensor::kMaster); }
+
+  // The CPU's last result (overlap_step) reaches the parameters now rather than at the next update.
+  bool synchronize() override {
+    if (!in_flight_) return false;
+    stream_.run(dev_, kState, 0, [&](const SubGroup& g, std::size_t i) { merge(g, i); }, traffic_);
+    in_flight_ = false;
+    return true;
+  }
+
+ private:
+  struct Slot {
+    DeviceBuffer state;  // (3 * largest sub-group) f32, host tier: [master | m | v] of the sub-group in it
+    DeviceBuffer sum;    // (largest sub-group) f32, host tier: its accumulated gradient (update_interval > 1)
+  };
+
+  // Whether steps between CPU updates sum their gradients (else the sum is the update's own).
+  bool sums() const { return ctx_.offload.zenflow.update_interval > 1; }
+  DeviceSpan tensor(std::size_t slot, const SubGroup& g, std::size_t t) const { return stream_.tensor(slot, g, 0, t); }
+  DeviceSpan params(const SubGroup& g) const { return ctx_.parts[g.part].params.sub(g.begin, g.numel); }
+  DeviceSpan gradient(const SubGroup& g) const { return grad(0, ctx_.parts[g.part]).sub(g.begin, g.numel); }
+
+  // Plain NVMe offload: the CPU's Adam over every element, the parameters copied back.
+  void warm_up_step(const AdamStep& s) {
+    stream_.run(dev_, kState, kState, [&](const SubGroup& g, std::size_t i) {
+      dev_.adam(dev_.host(), s, g.segments, tensor(i, g, 0), gradient(g), tensor(i, g, 1), tensor(i, g, 2), {});
+      dev_.copy(dev_.host(), params(g), tensor(i, g, 0));
+    }, traffic_);
+  }
+
+  // The step's gradient into the sum of the interval's (the first: the sum is not read).
+  void accumulate() {
+    stream_.run(dev_, summed_ > 1 ? kSum : 0u, kSum, [&](const SubGroup& g, std::size_t i) {
+      const DeviceSpan sum = stream_.tensor(i, g, 1, 0);
+      if (summed_ == 1) dev_.copy(dev_.host(), sum, gradient(g));
+      else dev_.add(dev_.host(), sum, gradient(g));
+    }, traffic_);
+  }
+
+  // The CPU's Adam over every element with the mean of the interval's gradients, and its result
+  // to the parameters (overlap_step: the last interval's, before this one's Adam).
+  void cpu_update(const AdamStep& s) {
+    const bool overlap = z_.overlap_step, landed = overlap && in_flight_;
+    stream_.run(dev_, kState | (summed_ > 1 ? kSum : 0u), kState, [&](const SubGroup& g, std::size_t i) {
+      DeviceSpan mean = gradient(g);
+      if (summed_ > 1) {
+        const DeviceSpan sum = stream_.tensor(i, g, 1, 0);
+        dev_.add(dev_.host(), sum, mean);
+        dev_.divide(dev_.host(), sum, static_cast<float>(summed_));
+        mean = sum;
+      }
+      if (overlap) merge(g, i, landed);
+      dev_.adam(dev_.host(), s, g.segments, tensor(i, g, 0), mean, tensor(i, g, 1), tensor(i, g, 2), {});
+      if (!overlap) merge(g, i);
+    }, traffic_);
+    summed_ = 0;
+    in_flight_ = overlap;
+  }
+
+  // The masters of the device's columns take its values and, if `apply`, the parameters take
+  // the masters (host ZenFlow's merge, a sub-group at a time).
+  void merge(const SubGroup& g, std::size_t i, bool apply = true) {
+    cols_.take(dev_.host(), g.part, g.begin, tensor(i, g, 0));
+    if (apply) dev_.copy(dev_.host(), params(g), tensor(i, g, 0));
+  }
+
+  ZenflowOptions z_;
+  ZenflowColumns cols_;           // the device's side: the selected columns, their moments (device tier)
+  std::vector<Slot> slots_;       // before the stream: the file's requests point into them
+  NvmeStream stream_;             // the sub-groups, and the swap file: per sub-group [master | m | v], [sum], f32, nvme tier
+  DiskBytes masters_, moments_;   // nvme tier: the swap file's (state_numel) f32 masters, and m and v
+  std::optional<DiskBytes> sum_;  // nvme tier: its (state_numel) f32 accumulated gradient
+  DiskTraffic traffic_;           // bytes the steps moved to and from the file
+  int summed_ = 0;                // steps whose gradients the interval's sum holds
+  bool in_flight_ = false;        // overlap_step: a CPU result in the masters, not yet in the parameters
+};
+
+}  // namespace
+
+std::unique_ptr<ShardOptimizer> make_zenflow_nvme_optimizer(const OptimizerContext& ctx) { return std::make_unique<ZenflowNvmeOptimizer>(ctx); }
+
+}  // namespace zero
