@@ -41,8 +41,8 @@
 //              the parameters on it) Adam waits for the step.
 //   disk       the NVMe tier (the plan's swap-file bytes, engine-counted): a node's disk serves its
 //              ranks' bytes one after another, reads at the read bandwidth and writes at the write
-//              bandwidth, never both at once (one device; zero's own NVMe step on this machine
-//              matches their sum, bench/README.md). As the engine schedules it:
+//              bandwidth, never both at once (one device: fio's mixed reads and writes on this
+//              machine took the sum of their times, bench/README.md). As the engine schedules it:
 //              the parameters' reads (offload_param "nvme") run ahead of their gathers under
 //              forward and backward (param_home.h), exposing what outlasts that window, or at
 //              least the first unit's read (with buffer_count 1 nothing reads ahead: all of it);
