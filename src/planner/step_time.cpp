@@ -96,7 +96,7 @@ bool adam_waits_for_step(const Plan& plan) {
 }
 
 // The optimizer's exposed seconds, given the backward window its gradients arrive in (the disk's
-// part of the NVMe tier's step is disk_seconds').
+// part of the NVMe tier's step is disk_seconds's).
 double optimizer_seconds(const PlanInput& in, const Plan& plan, const Machine& m, double backward_window, double busy) {
   const OffloadOptions& o = plan.settings.offload;
   if (!o.optimizer) {
