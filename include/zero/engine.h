@@ -155,6 +155,9 @@ class Engine {
   // "nvme": every step reads and writes the masters and moments once); 0 on other placements.
   std::uint64_t last_step_disk_read() const { return last_disk_read_; }
   std::uint64_t last_step_disk_written() const { return last_disk_written_; }
+  // Of last_step_disk_read, the parameter swap file's (offload_param "nvme"): read under forward
+  // and backward ahead of the gathers, where the optimizer's file is read at the step.
+  std::uint64_t last_step_param_disk_read() const { return last_param_disk_read_; }
 
  private:
   void forward();
@@ -203,6 +206,7 @@ class Engine {
   Traffic step_start_own_traffic_;  // the optimizer's own communicators' (1-bit Adam)
   std::uint64_t step_start_to_host_ = 0, step_start_to_device_ = 0, last_to_host_ = 0, last_to_device_ = 0;
   std::uint64_t step_start_disk_read_ = 0, step_start_disk_written_ = 0, last_disk_read_ = 0, last_disk_written_ = 0;
+  std::uint64_t step_start_param_disk_read_ = 0, last_param_disk_read_ = 0;
 };
 
 }  // namespace zero

@@ -34,7 +34,8 @@ const char* kIntro =
     "\n"
     "With --peak-tflops and --achieved-fraction it also predicts each configuration's step time, tokens/s and\n"
     "TFLOP/s per device from the links (--intra-node-bandwidth, --inter-node-bandwidth, --latency, the host\n"
-    "link) and, with offload, the --host-memory-bandwidth; docs/estimate.md checks it against published runs.\n"
+    "link) and, with offload, the --host-memory-bandwidth (on the NVMe tier also --disk-read-bandwidth and\n"
+    "--disk-write-bandwidth); docs/estimate.md checks it against published runs.\n"
     "\n";
 
 }  // namespace
@@ -74,6 +75,9 @@ std::vector<FlagSpec> estimate_flags() {
       {"inter-node-bandwidth", "bytes/s one node sends to the others, all its NICs (8 x 100 Gbps InfiniBand: 100GB/s)", true, ""},
       {"latency", "seconds per message step of a collective (5e-6)", true, "0"},
       {"host-memory-bandwidth", "one node's host memory bandwidth, for CPU Adam with offload (DGX-2: 256GB/s)", true, ""},
+      {"disk-read-bandwidth", "bytes/s one node reads from its NVMe tier (all its drives, shared by its ranks), for the "
+                              "NVMe rows' step time: take zero bench io's figure (default: one PCIe 4.0 drive's rating)", true, "7GB/s"},
+      {"disk-write-bandwidth", "bytes/s one node writes to its NVMe tier, as --disk-read-bandwidth", true, "5GB/s"},
       {"model-parallel", "M-way tensor parallelism inside a node, for the step time of published runs (zero does not run it): "
                          "plans --ranks / M data-parallel groups of M devices", true, "1"},
       {"comm-on-compute-cores", "the collectives run on the cores that compute (a CPU rank bound to one core, as zero bench "
@@ -193,7 +197,8 @@ Machine machine_from(const Flags& flags, PlanInput& in) {
                       "of the peak on one device, measured)");
   }
   const bool timed = flags.has("peak-tflops");
-  for (const char* f : {"memory-bandwidth", "intra-node-bandwidth", "inter-node-bandwidth", "host-memory-bandwidth", "model-parallel", "comm-on-compute-cores"}) {
+  for (const char* f : {"memory-bandwidth", "intra-node-bandwidth", "inter-node-bandwidth", "host-memory-bandwidth", "disk-read-bandwidth",
+                        "disk-write-bandwidth", "model-parallel", "comm-on-compute-cores"}) {
     if (flags.has(f) && !timed) throw ConfigError(cat("[estimate] --", f, " is for the step time: add --peak-tflops and --achieved-fraction"));
   }
   if (!timed) return m;
@@ -205,6 +210,8 @@ Machine machine_from(const Flags& flags, PlanInput& in) {
   if (flags.has("inter-node-bandwidth")) m.inter_node_bandwidth = parse_bandwidth(flags.get("inter-node-bandwidth"), "--inter-node-bandwidth");
   if (flags.get("latency") != "0") m.latency = positive_flag(flags, "latency");
   if (flags.has("host-memory-bandwidth")) m.host_memory_bandwidth = parse_bandwidth(flags.get("host-memory-bandwidth"), "--host-memory-bandwidth");
+  m.disk_read_bandwidth = parse_bandwidth(flags.get("disk-read-bandwidth"), "--disk-read-bandwidth");
+  m.disk_write_bandwidth = parse_bandwidth(flags.get("disk-write-bandwidth"), "--disk-write-bandwidth");
   m.model_parallel = int_flag(flags, "model-parallel");
   m.comm_on_compute_cores = flags.has("comm-on-compute-cores");
   if (m.model_parallel > 1) {

@@ -228,6 +228,7 @@ float Engine::forward_backward(bool last) {
     step_start_to_device_ = device_->link_bytes().to_device;
     step_start_disk_read_ = optimizer_->disk_traffic().read + stage_->disk_traffic().read;
     step_start_disk_written_ = optimizer_->disk_traffic().written + stage_->disk_traffic().written;
+    step_start_param_disk_read_ = stage_->disk_traffic().read;
   }
   last_seen_ = last;
   set_context(cat("step ", step_ + 1, ", micro-batch ", micro_batches_ + 1));
@@ -283,6 +284,7 @@ StepReport Engine::step() {
   last_to_device_ = device_->link_bytes().to_device - step_start_to_device_;
   last_disk_read_ = optimizer_->disk_traffic().read + stage_->disk_traffic().read - step_start_disk_read_;  // both swap files
   last_disk_written_ = optimizer_->disk_traffic().written + stage_->disk_traffic().written - step_start_disk_written_;
+  last_param_disk_read_ = stage_->disk_traffic().read - step_start_param_disk_read_;
   return report;
 }
 

@@ -77,6 +77,7 @@ DryRun run_dry(const PlanInput& in, const ActivationBytes& activations) {
   out.to_device = engine.last_step_to_device();
   out.disk_read = engine.last_step_disk_read();
   out.disk_written = engine.last_step_disk_written();
+  out.param_disk_read = engine.last_step_param_disk_read();
   return out;
 }
 

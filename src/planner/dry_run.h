@@ -20,6 +20,7 @@ struct DryRun {
   StepTraffic traffic;          // the second optimizer step's collectives
   std::uint64_t to_host = 0, to_device = 0;  // the second step's copies across the link
   std::uint64_t disk_read = 0, disk_written = 0;  // the second step's NVMe tier traffic
+  std::uint64_t param_disk_read = 0;              // of disk_read, the parameter swap file's
 };
 
 // `activations`: what the model allocates for activations, by tier, before the engine is built.

@@ -98,6 +98,17 @@ void check_units(const FlatLayout& layout) {
   }
 }
 
+// The NVMe optimizer's sub-groups: each optimizer part (a unit's slice: the NVMe tier needs
+// stage 1 or more) in pieces of at most sub_group_size elements.
+std::uint64_t sub_groups(const FlatLayout& layout, const EngineSettings& z) {
+  const std::uint64_t size = std::max<std::uint64_t>(1, z.offload.nvme.sub_group_size);
+  std::uint64_t n = 0;
+  for (int u = 0; u < layout.num_units(); ++u) {
+    n += (layout.unit(u).slice + size - 1) / size;
+  }
+  return n;
+}
+
 }  // namespace
 
 Plan plan(const PlanInput& in) {
@@ -139,6 +150,8 @@ Plan plan(const PlanInput& in) {
   p.host_to_device_bytes = dry.to_device;
   p.nvme_read_bytes = dry.disk_read;
   p.nvme_written_bytes = dry.disk_written;
+  p.nvme_param_read_bytes = dry.param_disk_read;
+  if (z.offload.optimizer_nvme) p.nvme_sub_groups = sub_groups(layout, z);
   p.host_per_node = p.host.total() * static_cast<std::uint64_t>(p.ranks_per_node);
   if (z.offload.optimizer) p.link_seconds = static_cast<double>(p.device_to_host_bytes + p.host_to_device_bytes) / in.link_bandwidth;
   return p;

@@ -139,7 +139,13 @@ struct Plan {
   StepTraffic traffic;
   std::uint64_t host_to_device_bytes = 0;
   std::uint64_t device_to_host_bytes = 0;
-  std::uint64_t nvme_read_bytes = 0, nvme_written_bytes = 0;  // the swap file, read and written once a step
+  std::uint64_t nvme_read_bytes = 0, nvme_written_bytes = 0;  // the swap files, read and written once a step
+  // Of nvme_read_bytes, the parameter swap file's (offload_param "nvme"), read under forward and
+  // backward; the rest is read, and all of nvme_written_bytes written, at the optimizer step.
+  std::uint64_t nvme_param_read_bytes = 0;
+  // offload_optimizer "nvme": the sub-groups the optimizer streams through its buffers a step
+  // (each part cut into sub_group_size pieces, as engine/optimizer_nvme.cpp cuts them); 0 otherwise.
+  std::uint64_t nvme_sub_groups = 0;
   double link_seconds = 0.0;  // both directions, one after the other, at PlanInput::link_bandwidth
 };
 

@@ -191,13 +191,15 @@ std::string largest_batches(const EstimateReport& r) {
   return s + "\n";
 }
 
-// "2             12.345      0.000     1.234 /    0.456      0.010     12.811      31234       38.1"
+// "2             12.345      0.000     1.234 /    0.456      0.010     12.811      31234       38.1", with the NVMe
+// tier the disk's whole and exposed seconds and the exposed share of the step before the step.
 std::string step_table(const EstimateReport& r) {
   if (r.step_times.empty()) return "";
-  std::string s = cat("\nseconds per optimizer step, per device (", describe_machine(r.machine), "):\n");
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "%-12s %10s %10s %21s %10s %10s %12s %15s\n", "stage", "compute", "tensor-par", "comm (whole/exposed)",
-                "optimizer", "step", "tokens/s", "TFLOP/s/device");
+  const bool disk = shows_nvme(r);
+  std::string s = cat("\nseconds per optimizer step, per device (", describe_machine(r.machine, disk), "):\n");
+  char buf[240];
+  std::snprintf(buf, sizeof buf, "%-12s %10s %10s %21s %10s%s %10s %12s %15s\n", "stage", "compute", "tensor-par", "comm (whole/exposed)",
+                "optimizer", disk ? "   disk (whole/exposed, share)" : "", "step", "tokens/s", "TFLOP/s/device");
   s += buf;
   for (std::size_t i = 0; i < r.plans.size(); ++i) {
     const StepTime& t = r.step_times[i];
@@ -206,8 +208,10 @@ std::string step_table(const EstimateReport& r) {
                r.step_times_missing[i], "\n");
       continue;
     }
-    std::snprintf(buf, sizeof buf, "%-12s %10.3f %10.3f %10.3f / %8.3f %10.3f %10.3f %12.0f %15.1f\n", r.plans[i].label.c_str(), t.compute,
-                  t.tensor_parallel, t.comm, t.comm_exposed, t.optimizer, t.step, t.tokens_per_second, t.tflops_per_device);
+    char disk_cells[64] = "";
+    if (disk) std::snprintf(disk_cells, sizeof disk_cells, " %10.3f / %8.3f, %3.0f%%", t.disk, t.disk_exposed, 100 * t.disk_exposed / t.step);
+    std::snprintf(buf, sizeof buf, "%-12s %10.3f %10.3f %10.3f / %8.3f %10.3f%s %10.3f %12.0f %15.1f\n", r.plans[i].label.c_str(), t.compute,
+                  t.tensor_parallel, t.comm, t.comm_exposed, t.optimizer, disk_cells, t.step, t.tokens_per_second, t.tflops_per_device);
     s += buf;
   }
   const double per_token = flops_per_token(r.input.model, r.input.checkpointing.enabled);
@@ -217,6 +221,10 @@ std::string step_table(const EstimateReport& r) {
                     (r.input.model.gpt ? r.input.model.gpt->seq_len : r.input.model.llama ? r.input.model.llama->seq_len : 0),
                 r.machine.memory_bandwidth > 0 ? "" : "; device Adam not counted (--memory-bandwidth)");
   s += buf;
+  if (disk) {
+    s += "  disk: the swap files' bytes a step at the NVMe bandwidths (--disk-read-bandwidth, --disk-write-bandwidth); exposed:\n"
+         "    what the disk adds to the step, the rest overlapping forward, backward or CPU Adam (docs/estimate.md), and its share\n";
+  }
   return s;
 }
 
@@ -285,7 +293,8 @@ nlohmann::json plan_json(const EstimateReport& r, std::size_t i) {
   j["host_bytes_per_node"] = p.host_per_node;
   j["offload_optimizer_nvme"] = p.settings.offload.optimizer_nvme;
   j["nvme_bytes"] = tier_json(p.nvme);
-  j["nvme_traffic_bytes_per_step"] = {{"read", p.nvme_read_bytes}, {"written", p.nvme_written_bytes}};
+  j["nvme_traffic_bytes_per_step"] = {{"read", p.nvme_read_bytes}, {"written", p.nvme_written_bytes}, {"parameters_read", p.nvme_param_read_bytes}};
+  j["nvme_sub_groups"] = p.nvme_sub_groups;
   j["model_state_bytes"] = {{"device", p.persistent_device.model_states()}, {"host", p.host.model_states()}};
   j["padded_parameters"] = p.padded_numel;
   j["shard_parameters"] = p.shard_numel;
@@ -305,7 +314,8 @@ nlohmann::json plan_json(const EstimateReport& r, std::size_t i) {
   if (i < r.step_times.size() && r.step_times_missing[i].empty()) {
     const StepTime& t = r.step_times[i];
     j["step_time"] = {{"compute", t.compute}, {"tensor_parallel", t.tensor_parallel}, {"comm", t.comm}, {"comm_exposed", t.comm_exposed},
-                      {"optimizer", t.optimizer}, {"step", t.step}, {"tokens_per_step", t.tokens_per_step},
+                      {"optimizer", t.optimizer}, {"disk", t.disk}, {"disk_exposed", t.disk_exposed},
+                      {"disk_exposed_share", t.step > 0 ? t.disk_exposed / t.step : 0.0}, {"step", t.step}, {"tokens_per_step", t.tokens_per_step},
                       {"flops_per_token", t.flops_per_token}, {"tokens_per_second", t.tokens_per_second},
                       {"tflops_per_device", t.tflops_per_device}};
   }
@@ -349,7 +359,9 @@ nlohmann::json report_json(const EstimateReport& r) {
     const Machine& machine = r.machine;
     j["machine"] = {{"peak_flops", machine.peak_flops}, {"achieved_fraction", machine.achieved_fraction}, {"memory_bandwidth", machine.memory_bandwidth},
                     {"intra_node_bandwidth", machine.intra_node_bandwidth}, {"inter_node_bandwidth", machine.inter_node_bandwidth},
-                    {"latency", machine.latency}, {"host_memory_bandwidth", machine.host_memory_bandwidth}, {"model_parallel", machine.model_parallel},
+                    {"latency", machine.latency}, {"host_memory_bandwidth", machine.host_memory_bandwidth},
+                    {"disk_read_bandwidth", machine.disk_read_bandwidth}, {"disk_write_bandwidth", machine.disk_write_bandwidth},
+                    {"model_parallel", machine.model_parallel},
                     {"comm_on_compute_cores", machine.comm_on_compute_cores}};
   }
   j["plans"] = nlohmann::json::array();

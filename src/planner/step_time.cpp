@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 #include "common/error.h"
 
@@ -48,6 +50,8 @@ std::string step_time_missing(const PlanInput& in, const Plan& plan, const Machi
   if (plan.ranks_per_node * m.model_parallel > 1 && !(m.intra_node_bandwidth > 0)) return "the intra-node bandwidth";
   if (plan.nodes > 1 && !(m.inter_node_bandwidth > 0)) return "the inter-node bandwidth";
   if (plan.settings.offload.optimizer && !(m.host_memory_bandwidth > 0)) return "the host's memory bandwidth (CPU Adam)";
+  if (plan.nvme_read_bytes + plan.nvme_written_bytes > 0 && !(m.disk_read_bandwidth > 0 && m.disk_write_bandwidth > 0))
+    return "the disk's read and write bandwidths (the NVMe tier)";
   return "";
 }
 
@@ -62,24 +66,76 @@ double tensor_parallel_seconds(const PlanInput& in, const Shape& s, const Machin
   return one * (in.checkpointing.enabled ? 6 : 4) * s.layers * in.gradient_accumulation_steps;
 }
 
-// The optimizer's exposed seconds, given the backward window its gradients arrive in.
-double optimizer_seconds(const PlanInput& in, const Plan& plan, const Machine& m, double backward_window, double busy) {
+// Offload's host-side parts of a step, each as if alone (see step_time.h).
+struct OffloadSeconds {
+  double adam = 0;      // CPU Adam over the shard at the node's memory bandwidth
+  double down = 0;      // the reduced gradients to the host
+  double up = 0;        // the updated parameters back to the device (none with offload_param)
+  double gathered = 0;  // offload_param: the gathers' copies beyond the forward and backward they overlap
+};
+
+OffloadSeconds offload_seconds(const PlanInput& in, const Plan& plan, const Machine& m, double busy) {
   const OffloadOptions& o = plan.settings.offload;
   const double M = m.model_parallel;
-  if (!o.optimizer) {
-    const double elements = (plan.settings.stage == 0 ? plan.padded_numel : plan.shard_numel) / M;
-    return m.memory_bandwidth > 0 ? elements * kAdamBytesPerElement / m.memory_bandwidth : 0;
-  }
-  const double adam = plan.shard_numel / M * kAdamBytesPerElement / (m.host_memory_bandwidth / (plan.ranks_per_node * M));
-  const double down = plan.device_to_host_bytes / M / in.link_bandwidth;
+  OffloadSeconds s;
+  s.adam = plan.shard_numel / M * kAdamBytesPerElement / (m.host_memory_bandwidth / (plan.ranks_per_node * M));
+  s.down = plan.device_to_host_bytes / M / in.link_bandwidth;
   // With offload_param the link brings every unit's slices up as they are gathered, under
   // forward and backward, and Adam updates the host shard in place: nothing goes up after it.
-  const double up = o.params ? 0 : plan.host_to_device_bytes / M / in.link_bandwidth;
-  const double gathered = o.params ? std::max(0.0, plan.host_to_device_bytes / M / in.link_bandwidth - busy) : 0;
+  s.up = o.params ? 0 : plan.host_to_device_bytes / M / in.link_bandwidth;
+  s.gathered = o.params ? std::max(0.0, plan.host_to_device_bytes / M / in.link_bandwidth - busy) : 0;
+  return s;
+}
+
+// Adam waits for the whole step's gradients: with clipping (it needs their norm), on the NVMe
+// tier (it streams the state through its buffers at the step) and with the parameters on the
+// NVMe tier (their parts share one window, written to disk after each part's Adam).
+bool adam_waits_for_step(const Plan& plan) {
+  const OffloadOptions& o = plan.settings.offload;
+  return plan.settings.gradient_clipping > 0 || o.optimizer_nvme || o.params_nvme;
+}
+
+// The optimizer's exposed seconds, given the backward window its gradients arrive in (the disk's
+// part of the NVMe tier's step is disk_seconds's).
+double optimizer_seconds(const PlanInput& in, const Plan& plan, const Machine& m, double backward_window, double busy) {
+  const OffloadOptions& o = plan.settings.offload;
+  if (!o.optimizer) {
+    const double elements = (plan.settings.stage == 0 ? plan.padded_numel : plan.shard_numel) / double(m.model_parallel);
+    return m.memory_bandwidth > 0 ? elements * kAdamBytesPerElement / m.memory_bandwidth : 0;
+  }
+  const OffloadSeconds h = offload_seconds(in, plan, m, busy);
   const double units = std::max(1, plan.units);
-  if (o.delayed_update) return gathered + std::max(0.0, down - backward_window) + std::max(0.0, adam + up - busy);
-  if (plan.settings.gradient_clipping > 0) return gathered + std::max(0.0, down - backward_window) + adam + up;  // Adam waits for the norm
-  return gathered + std::max(0.0, down + adam + up - backward_window) + (adam + up) / units;
+  if (o.delayed_update) return h.gathered + std::max(0.0, h.down - backward_window) + std::max(0.0, h.adam + h.up - busy);
+  if (adam_waits_for_step(plan)) return h.gathered + std::max(0.0, h.down - backward_window) + h.adam + h.up;
+  return h.gathered + std::max(0.0, h.down + h.adam + h.up - backward_window) + (h.adam + h.up) / units;
+}
+
+// The NVMe tier's disk (see step_time.h): its seconds for the step's bytes and what it adds to the
+// step beyond the compute, the collectives and the optimizer's CPU time.
+std::pair<double, double> disk_seconds(const PlanInput& in, const Plan& plan, const Machine& m, double busy) {
+  const OffloadOptions& o = plan.settings.offload;
+  // A node's disk serves its devices one after the other: each moves 1/M of its rank's bytes.
+  const double node = plan.ranks_per_node;
+  const double param_read = plan.nvme_param_read_bytes * node / m.disk_read_bandwidth;
+  const double step_read = (plan.nvme_read_bytes - plan.nvme_param_read_bytes) * node / m.disk_read_bandwidth;
+  const double step_written = plan.nvme_written_bytes * node / m.disk_write_bandwidth;
+  const double whole = param_read + step_read + step_written;
+  if (whole <= 0) return {0, 0};
+  const OffloadSeconds h = offload_seconds(in, plan, m, busy);
+  // Forward and backward: the parameters' reads run ahead of their gathers while the units before
+  // them compute (with one buffer, which is the window, nothing reads ahead); the first unit's
+  // read has nothing before it. What the link's copies expose already is not counted twice.
+  const double largest_share = plan.padded_numel > 0 ? static_cast<double>(plan.largest_unit) / plan.padded_numel : 0;
+  const double reads = o.param_nvme.buffer_count <= 1 ? param_read : std::max(param_read * largest_share, param_read - busy);
+  const double under_compute = std::max(0.0, reads - h.gathered);
+  // The step: the optimizer's state streams through its buffers, sub-group by sub-group, the
+  // disk reading ahead and writing behind while the CPU updates one (a pipeline of S stages:
+  // max(disk, CPU) plus one stage of the other); the host optimizer with the parameters on disk
+  // writes each part after its Adam and waits for it.
+  const double disk = step_read + step_written, cpu = h.adam + h.up;
+  const double stages = std::max<double>(1, static_cast<double>(plan.nvme_sub_groups));
+  const double at_step = o.optimizer_nvme ? std::max(disk, cpu) + std::min(disk, cpu) / stages - cpu : disk;
+  return {whole, under_compute + at_step};
 }
 
 }  // namespace
@@ -130,18 +186,20 @@ StepTime predict_step_time(const PlanInput& in, const Plan& plan, const Machine&
                        : std::max(reduce * largest_share, under_backward - reduce_window) +
                              std::max(under_forward * largest_share / (stage == 3 ? G : 1), under_forward - forward_window);
   t.optimizer = optimizer_seconds(in, plan, m, reduce_window, busy);
-  t.step = busy + t.comm_exposed + t.optimizer;
+  std::tie(t.disk, t.disk_exposed) = disk_seconds(in, plan, m, busy);
+  t.step = busy + t.comm_exposed + t.optimizer + t.disk_exposed;
   t.tokens_per_second = t.tokens_per_step / t.step;
   t.tflops_per_device = t.flops_per_token * t.tokens_per_second / devices / 1e12;
   return t;
 }
 
-std::string describe_machine(const Machine& m) {
+std::string describe_machine(const Machine& m, bool with_disk) {
   const auto gbs = [](double b, const char* per) { return b > 0 ? cat(b / 1e9, " GB/s", per) : std::string("not given"); };
   std::string s = cat("peak ", m.peak_flops / 1e12, " TFLOP/s x ", m.achieved_fraction, " sustained by forward+backward; device memory ",
                       gbs(m.memory_bandwidth, ""), "; intra-node ", gbs(m.intra_node_bandwidth, " per device"), ", inter-node ",
                       gbs(m.inter_node_bandwidth, " per node"), "; latency ", m.latency * 1e6, " us per step");
   if (m.host_memory_bandwidth > 0) s += cat("; host memory ", gbs(m.host_memory_bandwidth, " per node"));
+  if (with_disk) s += cat("; NVMe ", gbs(m.disk_read_bandwidth, " read, "), gbs(m.disk_write_bandwidth, " written per node"));
   if (m.model_parallel > 1) s += cat("; ", m.model_parallel, "-way tensor parallelism inside a node");
   if (m.comm_on_compute_cores) s += "; collectives on the compute cores (no overlap)";
   return s;

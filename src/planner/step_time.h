@@ -37,7 +37,21 @@
 //              copy to the host under backward, then the updated parameters back (with
 //              offload_param Adam updates the host shard in place and the link's gathers run
 //              under compute). Without clipping Adam runs per unit as the gradients land, under
-//              backward; with the delayed update, under the next step.
+//              backward; with the delayed update, under the next step. On the NVMe tier (and with
+//              the parameters on it) Adam waits for the step.
+//   disk       the NVMe tier (the plan's swap-file bytes, engine-counted): a node's disk serves its
+//              ranks' bytes one after another, reads at the read bandwidth and writes at the write
+//              bandwidth, never both at once (one device: fio's mixed reads and writes on this
+//              machine took the sum of their times, bench/README.md). As the engine schedules it:
+//              the parameters' reads (offload_param "nvme") run ahead of their gathers under
+//              forward and backward (param_home.h), exposing what outlasts that window, or at
+//              least the first unit's read (with buffer_count 1 nothing reads ahead: all of it);
+//              at the step the optimizer streams its state through buffer_count buffers
+//              (optimizer_nvme.cpp), reading the next sub-groups and writing the last while the
+//              CPU updates one: a pipeline of S sub-groups takes max(disk, CPU) + min(disk, CPU)/S,
+//              the CPU being Adam and the copy to the device; host Adam with the parameters on
+//              disk waits for each part's write. The disk's exposed time is what it adds to the
+//              step beyond the rest.
 // One set of constants for every machine: the 28 bytes, the 1/3 forward share, 2·ceil(log2 N)
 // latency steps, the overlap rules above. Nothing is fitted per machine or per run.
 #pragma once
@@ -47,6 +61,12 @@
 #include "planner/planner.h"
 
 namespace zero {
+
+// One node's NVMe bandwidth assumed by default, bytes per second: one PCIe 4.0 x4 drive's rated
+// sequential rates (Samsung 980 PRO: 7,000 MB/s read, 5,000 MB/s write). Through a file system a
+// drive sustains less (this machine: zero bench io, bench/README.md): give measured figures.
+inline constexpr double kNvmeReadBandwidth = 7e9;
+inline constexpr double kNvmeWriteBandwidth = 5e9;
 
 // One device and the links around it. A figure of 0 is unknown: peak_flops and
 // achieved_fraction are needed for a prediction; the others, when 0, leave their part out (the
@@ -59,6 +79,8 @@ struct Machine {
   double inter_node_bandwidth = 0;  // bytes/s one node sends to the other nodes (all its NICs; one direction)
   double latency = 0;               // seconds per message step of a collective
   double host_memory_bandwidth = 0; // bytes/s of one node's host memory (CPU Adam with offload)
+  double disk_read_bandwidth = kNvmeReadBandwidth;    // bytes/s one node reads from its NVMe (its ranks share it)
+  double disk_write_bandwidth = kNvmeWriteBandwidth;  // bytes/s one node writes to its NVMe
   int model_parallel = 1;           // M-way tensor parallelism inside a node (see the top)
   // The collectives run on the compute cores (a CPU rank bound to one core: its communication
   // thread copies and sums on the core its kernels use), so they do not overlap compute.
@@ -72,7 +94,9 @@ struct StepTime {
   double comm = 0;             // s: the data-parallel collectives, as if alone
   double comm_exposed = 0;     // s: the part of comm not hidden behind compute
   double optimizer = 0;        // s: exposed optimizer time (device Adam, or host Adam and the host link)
-  double step = 0;             // s: compute + tensor_parallel + comm_exposed + optimizer
+  double disk = 0;             // s: the NVMe tier's bytes at the node's disk bandwidths, as if alone
+  double disk_exposed = 0;     // s: what the disk adds to the step (the rest overlaps compute or CPU Adam)
+  double step = 0;             // s: compute + tensor_parallel + comm_exposed + optimizer + disk_exposed
   double tokens_per_step = 0;  // all devices
   double flops_per_token = 0;  // counted as above
   double tokens_per_second = 0;
@@ -85,7 +109,8 @@ double flops_per_token(const ModelDescription& model, bool checkpointing);
 
 // What the step time of `plan` needs and `machine` lacks, in words ("the inter-node bandwidth"):
 // the peak and the achieved fraction, the model's shape, the intra-node bandwidth with more than
-// one device in a node, the inter-node one with more than one node, the host's with offload. ""
+// one device in a node, the inter-node one with more than one node, the host's with offload, the
+// disk's with bytes on the NVMe tier. ""
 // when nothing is missing.
 std::string step_time_missing(const PlanInput& in, const Plan& plan, const Machine& machine);
 
@@ -93,7 +118,8 @@ std::string step_time_missing(const PlanInput& in, const Plan& plan, const Machi
 // data-parallel groups of M devices). ConfigError ("[estimate] ...") when something is missing.
 StepTime predict_step_time(const PlanInput& in, const Plan& plan, const Machine& machine);
 
-// The machine's figures and the constants, in words, for the notes under the step-time table.
-std::string describe_machine(const Machine& machine);
+// The machine's figures and the constants, in words, for the notes under the step-time table;
+// the disk's with `with_disk` (a plan uses the NVMe tier).
+std::string describe_machine(const Machine& machine, bool with_disk = false);
 
 }  // namespace zero
