@@ -157,6 +157,10 @@ class HostMemoryDevice : public Device, private KernelMemory {
     ZERO_CHECK(s.empty() || s.dtype() == Dtype::kF32, "a kernel reads f32 memory, not ", dtype_label(s.dtype()));
     return static_cast<float*>(at(s));
   }
+  const std::uint16_t* address_bf16(const DeviceSpan& s) const override {
+    ZERO_CHECK(s.dtype() == Dtype::kBf16, "bf16 memory expected, not ", dtype_label(s.dtype()));
+    return static_cast<const std::uint16_t*>(at(s));
+  }
 
   bool strict_;
 };
