@@ -170,7 +170,8 @@ class Engine {
   void make_hpz_group();
   Traffic traffic_now() const;  // of every communicator the engine issues on
   void set_context(const std::string& context);
-  void run_kernel(int u, bool backward, const std::vector<DeviceSpan>& params, const std::vector<DeviceSpan>& grads);
+  void run_kernel(int u, bool backward, const std::vector<DeviceSpan>& params, const std::vector<DeviceSpan>& grads,
+                  const std::vector<DeviceSpan>& params_bf16);
   DeviceSpan state_span(StateTensor tensor, int u, std::size_t first, std::size_t count);
 
   EngineConfig config_;

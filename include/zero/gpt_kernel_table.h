@@ -74,6 +74,14 @@ class GptKernels {
   virtual void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) = 0;
   virtual void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
                                int N, int C, int OC) = 0;
+  // bf16 weights: w (OC,C) given as the engine holds a bf16 run's parameters. Only a table whose
+  // linear layers' products take bf16 operands as they are (takes_bf16_weights: the cpu table on a
+  // CPU with bf16 instructions) implements these; they give the bits of the f32 calls above given w
+  // widened, without the widening (the products round their operands to bf16 anyway).
+  virtual bool takes_bf16_weights() const { return false; }
+  virtual void matmul_forward_bf16(float* out, const float* inp, const std::uint16_t* w, const float* bias, int N, int C, int OC);
+  virtual void matmul_backward_bf16(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
+                                    const std::uint16_t* w, int N, int C, int OC);
   virtual void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) = 0;
   virtual void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
                                   const float* att, int B, int T, int C, int NH) = 0;

@@ -7,6 +7,7 @@
 // error instead of stale memory.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "zero/layout.h"
@@ -21,19 +22,24 @@ class UnitViews {
   const float* param(int unit, int index) const;
   // Its gradient accumulator; backward adds into it. Only in backward.
   float* grad(int unit, int index) const;
+  // The same parameter as the engine holds it in a bf16 run (bf16 values), or null: an f32 or
+  // fp16 unit, or a device whose kernels read f32 only. Where Module::reads_bf16 says true, a
+  // bf16 run's engine leaves that parameter's param() unwritten: read it through this one.
+  const std::uint16_t* param_bf16(int unit, int index) const;
 
   // The device's native stream this call's kernels issue to (a cudaStream_t on a cuda device;
   // null where kernels run on the calling thread): KernelMemory::stream_handle().
   void* stream() const { return stream_; }
 
   // For the engine: unit u's whole flat buffers (grads may be null in forward), and the stream.
-  void set(int unit, const float* params, float* grads);
+  void set(int unit, const float* params, float* grads, const std::uint16_t* params_bf16 = nullptr);
   void set_stream(void* stream) { stream_ = stream; }
 
  private:
   const FlatLayout* layout_;
   std::vector<const float*> params_;  // (num_units) start of each resident unit, or null
   std::vector<float*> grads_;         // (num_units)
+  std::vector<const std::uint16_t*> params_bf16_;  // (num_units) a bf16 run's own parameters, or null
   void* stream_ = nullptr;
 };
 
@@ -48,6 +54,11 @@ class Module {
   virtual void forward(int unit, const UnitViews& views) = 0;
   // Runs unit `unit` backward (units are called last to first), adding into the gradients.
   virtual void backward(int unit, const UnitViews& views) = 0;
+
+  // True where the model reads parameter `index` of unit `unit` only through
+  // UnitViews::param_bf16 whenever a view gives it (its matrix products take bf16 operands as they
+  // are), so that a bf16 run need not widen it into f32 for the kernels.
+  virtual bool reads_bf16(int /*unit*/, int /*index*/) const { return false; }
 
   // The mean loss over this rank's micro-batch, valid after the last unit's forward.
   virtual float loss() const = 0;

@@ -38,6 +38,14 @@ std::unique_ptr<Device> make_device(const std::string& name, Ledger& ledger) {
   return find_backend(name).make_device(ledger);
 }
 
+// Tables without bf16 weights (takes_bf16_weights false) are never given them (gpt.cpp asks first).
+void GptKernels::matmul_forward_bf16(float*, const float*, const std::uint16_t*, const float*, int, int, int) {
+  ZERO_CHECK(false, name(), "'s kernels given bf16 weights");
+}
+void GptKernels::matmul_backward_bf16(float*, float*, float*, const float*, const float*, const std::uint16_t*, int, int, int) {
+  ZERO_CHECK(false, name(), "'s kernels given bf16 weights");
+}
+
 std::unique_ptr<GptKernels> make_gpt_kernels(const GptCompute& compute) {
   return find_backend(compute.device, "[model]").make_gpt_kernels(compute);
 }

@@ -15,8 +15,8 @@ constexpr int kAttentionBlock = 64;  // gpt_kernels.cpp's query rows per block
 
 void add_linear(std::vector<ProductShape>& out, int N, int in, int outc) {
   // gpt::matmul_forward / matmul_backward: out = inp wᵀ; dinp = dout w; dw += doutᵀ inp.
-  out.push_back({ProductClass::kLinearForward, N, outc, in, false, true, in, in, outc, 1.0f, 0.0f});
-  out.push_back({ProductClass::kLinearInputGradient, N, in, outc, false, false, outc, in, in, 1.0f, 0.0f});
+  out.push_back({ProductClass::kLinearForward, N, outc, in, false, true, in, in, outc, 1.0f, 0.0f, true});
+  out.push_back({ProductClass::kLinearInputGradient, N, in, outc, false, false, outc, in, in, 1.0f, 0.0f, true});
   out.push_back({ProductClass::kLinearWeightGradient, outc, in, N, true, false, outc, in, in, 1.0f, 1.0f});
 }
 
@@ -75,6 +75,8 @@ ProductOperands::ProductOperands(const std::vector<ProductShape>& products) {
   c.assign(nc, 0.0f);
   for (std::size_t i = 0; i < na; ++i) a[i] = static_cast<float>(counter_uniform(1, i) - 0.5);
   for (std::size_t i = 0; i < nb; ++i) b[i] = static_cast<float>(counter_uniform(2, i) - 0.5);
+  b16.resize(nb);
+  round_rows_to_bf16(b16.data(), b.data(), 1, static_cast<int>(nb), static_cast<int>(nb));
 }
 
 double time_products(Matmul& mm, const std::vector<ProductShape>& products, ProductOperands& o, int repeats) {
@@ -82,7 +84,9 @@ double time_products(Matmul& mm, const std::vector<ProductShape>& products, Prod
   for (int pass = 0; pass <= repeats; ++pass) {
     const auto t0 = std::chrono::steady_clock::now();
     for (const ProductShape& s : products) {
-      mm.run(s.M, s.N, s.K, s.alpha, {o.a.data(), s.lda, s.ta}, {o.b.data(), s.ldb, s.tb}, s.beta, o.c.data(), s.ldc);
+      const MatmulOperand b = s.b_is_weight && mm.kind() == MatmulKind::kOnednnBf16 ? MatmulOperand{nullptr, s.ldb, s.tb, o.b16.data()}
+                                                                                    : MatmulOperand{o.b.data(), s.ldb, s.tb};
+      mm.run(s.M, s.N, s.K, s.alpha, {o.a.data(), s.lda, s.ta}, b, s.beta, o.c.data(), s.ldc);
     }
     const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (pass == 1 || (pass > 1 && t < best)) best = t;

@@ -4,6 +4,7 @@
 // zero_bench_matmul's per-class figures.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "backends/cpu/matmul.h"
@@ -20,6 +21,7 @@ struct ProductShape {
   bool ta, tb;
   int lda, ldb, ldc;
   float alpha, beta;
+  bool b_is_weight = false;  // b is a linear layer's weight: a bf16 product takes it in bf16 as it is
   double flops() const { return 2.0 * M * N * K; }
 };
 
@@ -36,6 +38,7 @@ double total_flops(const std::vector<ProductShape>& products);
 struct ProductOperands {
   explicit ProductOperands(const std::vector<ProductShape>& products);
   std::vector<float> a, b, c;
+  std::vector<std::uint16_t> b16;  // b rounded to bf16: the weights as a bf16 run's engine holds them
 };
 
 // Seconds to run every product of `products` once through `mm`, the fastest of `repeats` timed

@@ -117,6 +117,9 @@ class KernelMemory {
  public:
   virtual ~KernelMemory() = default;
   virtual float* address(const DeviceSpan& s) const = 0;
+  // A bf16 span's address, for kernels that read bf16 parameters as they are (Module::reads_bf16);
+  // null where the device's kernels read f32 only.
+  virtual const std::uint16_t* address_bf16(const DeviceSpan& /*s*/) const { return nullptr; }
   // The native stream the kernel must issue its work to, in the device's order (a GPU device:
   // its compute stream, a cudaStream_t); null where the kernel computes on the calling thread.
   virtual void* stream_handle() const { return nullptr; }

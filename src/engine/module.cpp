@@ -5,11 +5,13 @@
 namespace zero {
 
 UnitViews::UnitViews(const FlatLayout& layout)
-    : layout_(&layout), params_(layout.num_units(), nullptr), grads_(layout.num_units(), nullptr) {}
+    : layout_(&layout), params_(layout.num_units(), nullptr), grads_(layout.num_units(), nullptr),
+      params_bf16_(layout.num_units(), nullptr) {}
 
-void UnitViews::set(int unit, const float* params, float* grads) {
+void UnitViews::set(int unit, const float* params, float* grads, const std::uint16_t* params_bf16) {
   params_.at(unit) = params;
   grads_.at(unit) = grads;
+  params_bf16_.at(unit) = params_bf16;
 }
 
 const float* UnitViews::param(int unit, int index) const {
@@ -19,6 +21,11 @@ const float* UnitViews::param(int unit, int index) const {
                           "', which the running unit neither is nor borrows: declare it in UnitSpec::borrows"));
   }
   return params_[unit] + layout_->unit(unit).params.at(index).offset;
+}
+
+const std::uint16_t* UnitViews::param_bf16(int unit, int index) const {
+  if (params_bf16_.at(unit) == nullptr) return nullptr;
+  return params_bf16_[unit] + layout_->unit(unit).params.at(index).offset;
 }
 
 float* UnitViews::grad(int unit, int index) const {

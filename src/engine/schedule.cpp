@@ -34,6 +34,24 @@ class UnitsInUse {
   int fetched_ = 0;
 };
 
+// Widens unit v's 16-bit parameters into f32 `wide` for the kernels on the compute stream, all
+// but those the model reads in bf16 as they are (Module::reads_bf16), whose part of `wide` stays
+// unwritten (and, freshly allocated, untouched).
+void widen_for_compute(Device& dev, const Module& module, int v, const UnitPlace& place, DeviceSpan wide, DeviceSpan params) {
+  std::vector<bool> kept(place.params.size(), false);
+  bool all = true;
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    kept[i] = params.dtype() == Dtype::kBf16 && module.reads_bf16(v, static_cast<int>(i));
+    all = all && !kept[i];
+  }
+  if (all) return dev.convert(dev.compute(), wide, params);
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    if (kept[i]) continue;
+    const ParamPlace& p = place.params[i];
+    dev.convert(dev.compute(), wide.sub(p.offset, p.numel), params.sub(p.offset, p.numel));
+  }
+}
+
 }  // namespace
 
 // Runs unit u's forward or backward on the compute stream, with the views of the units it reads.
@@ -42,16 +60,20 @@ class UnitsInUse {
 // scratch (category activations) for the kernel, and backward's gradients are computed into
 // zeroed f32 scratch, multiplied by the loss scale (fp16; the same as scaling the loss, since the
 // scale is a power of two and backward is linear in it), and added into the 16-bit gradient
-// accumulator with one rounding. Parameters and gradients stay 16-bit between kernels.
+// accumulator with one rounding. Parameters and gradients stay 16-bit between kernels. A bf16
+// unit is also handed to the kernels as it is: the linear layers' bf16 products read their
+// weights from it (those are not widened: Module::reads_bf16), which gives the bits the widened
+// copy would, since the products round their operands to bf16 anyway.
 void Engine::run_unit(int u, bool backward) {
   const std::vector<int> read = layout_.units_read_by(u);
-  std::vector<DeviceSpan> params, grads;
+  std::vector<DeviceSpan> params, grads, params_bf16;
   for (int v : read) {
     params.push_back(stage_->params(v));
     grads.push_back(backward ? stage_->grads(v) : DeviceSpan());
+    params_bf16.push_back(params.back().dtype() == Dtype::kBf16 ? params.back() : DeviceSpan());
   }
   if (!config_.precision.mixed()) {
-    run_kernel(u, backward, params, grads);
+    run_kernel(u, backward, params, grads, params_bf16);
     return;
   }
   Device& dev = *device_;
@@ -59,7 +81,7 @@ void Engine::run_unit(int u, bool backward) {
   std::vector<DeviceSpan> wide_params, wide_grads;
   for (std::size_t i = 0; i < read.size(); ++i) {
     scratch.push_back(dev.alloc(Tier::kDevice, Category::kActivations, params[i].size(), "f32 parameters for compute", Dtype::kF32, false));
-    dev.convert(dev.compute(), scratch.back().span(), params[i]);
+    widen_for_compute(dev, module_, read[i], layout_.unit(read[i]), scratch.back().span(), params[i]);
     wide_params.push_back(scratch.back().span());
     if (backward) {
       scratch.push_back(dev.alloc(Tier::kDevice, Category::kActivations, grads[i].size(), "f32 gradients for compute"));
@@ -68,7 +90,7 @@ void Engine::run_unit(int u, bool backward) {
       wide_grads.emplace_back();
     }
   }
-  run_kernel(u, backward, wide_params, wide_grads);
+  run_kernel(u, backward, wide_params, wide_grads, params_bf16);
   if (!backward) return;
   const float scale = loss_scale();
   for (std::size_t i = 0; i < read.size(); ++i) {
@@ -77,13 +99,17 @@ void Engine::run_unit(int u, bool backward) {
   }
 }
 
-void Engine::run_kernel(int u, bool backward, const std::vector<DeviceSpan>& params, const std::vector<DeviceSpan>& grads) {
+void Engine::run_kernel(int u, bool backward, const std::vector<DeviceSpan>& params, const std::vector<DeviceSpan>& grads,
+                        const std::vector<DeviceSpan>& params_bf16) {
   const std::vector<int> read = layout_.units_read_by(u);
   TraceSpan span(config_.tracer, Lane::kCompute, cat(backward ? "backward " : "forward ", layout_.unit(u).name));
   device_->launch(device_->compute(), [&](const KernelMemory& mem) {
     UnitViews views(layout_);
     views.set_stream(mem.stream_handle());
-    for (std::size_t i = 0; i < read.size(); ++i) views.set(read[i], mem.address(params[i]), backward ? mem.address(grads[i]) : nullptr);
+    for (std::size_t i = 0; i < read.size(); ++i) {
+      const std::uint16_t* own = params_bf16[i].empty() ? nullptr : mem.address_bf16(params_bf16[i]);
+      views.set(read[i], mem.address(params[i]), backward ? mem.address(grads[i]) : nullptr, own);
+    }
     if (backward) module_.backward(u, views);
     else module_.forward(u, views);
   });

@@ -4,6 +4,7 @@
 
 #include "zero/error.h"
 #include "model/batch_tokens.h"
+#include "model/linear_layer.h"
 
 namespace zero {
 namespace {
@@ -55,6 +56,12 @@ const float* Gpt::block_input(int l) const {
   return l == 0 ? acts_[kEncoded] : acts_[kResidual3] + (l - 1) * BTC;
 }
 
+// The blocks' four weight matrices, read only by their linear layers' products.
+bool Gpt::reads_bf16(int unit, int index) const {
+  const bool block = unit >= 1 && unit <= shape_.layers;
+  return block && k_->takes_bf16_weights() && (index == kWQkv || index == kWAttProj || index == kWFc || index == kWMlpProj);
+}
+
 void Gpt::forward(int unit, const UnitViews& v) {
   k_->set_stream(v.stream());
   if (unit == 0) return embedding_forward(v);
@@ -95,14 +102,14 @@ void Gpt::block_forward(int l, const UnitViews& v, bool recompute) {
   float* fcproj = acts_[kFcproj] + k * BTC;
   const float* x = block_input(l);
   k_->layernorm_forward(ln1, acts_[kLn1Mean] + k * BT, acts_[kLn1Rstd] + k * BT, x, p(kLn1W), p(kLn1B), BT, C);
-  k_->matmul_forward(qkv, ln1, p(kWQkv), p(kBQkv), BT, C, 3 * C);
+  linear_forward(*k_, v, u, kWQkv, qkv, ln1, p(kBQkv), BT, C, 3 * C);
   k_->attention_forward(atty, acts_[kPreatt] + k * att, acts_[kAtt] + k * att, qkv, B_, T, C, NH);
-  k_->matmul_forward(attproj, atty, p(kWAttProj), p(kBAttProj), BT, C, C);
+  linear_forward(*k_, v, u, kWAttProj, attproj, atty, p(kBAttProj), BT, C, C);
   k_->residual_forward(residual2, x, attproj, BTC);
   k_->layernorm_forward(ln2, acts_[kLn2Mean] + k * BT, acts_[kLn2Rstd] + k * BT, residual2, p(kLn2W), p(kLn2B), BT, C);
-  k_->matmul_forward(fch, ln2, p(kWFc), p(kBFc), BT, C, 4 * C);
+  linear_forward(*k_, v, u, kWFc, fch, ln2, p(kBFc), BT, C, 4 * C);
   k_->gelu_forward(fch_gelu, fch, 4 * BTC);
-  k_->matmul_forward(fcproj, fch_gelu, p(kWMlpProj), p(kBMlpProj), BT, 4 * C, C);
+  linear_forward(*k_, v, u, kWMlpProj, fcproj, fch_gelu, p(kBMlpProj), BT, 4 * C, C);
   if (recompute) return;  // the output is the next block's kept input already
   float* out = acts_[kResidual3] + (ckpt_.cpu ? 0 : l) * BTC;
   k_->residual_forward(out, residual2, fcproj, BTC);
@@ -121,16 +128,16 @@ void Gpt::block_backward(int l, const UnitViews& v) {
   float* dres = acts_[kDResidual];
   float* dtmp = acts_[kDTmp];
   // residual3 = residual2 + mlp(ln2(residual2))
-  k_->matmul_backward(acts_[kDFchGelu], g(kWMlpProj), g(kBMlpProj), dres, acts_[kFchGelu] + k * 4 * BTC, p(kWMlpProj), BT, 4 * C, C);
+  linear_backward(*k_, v, u, kWMlpProj, acts_[kDFchGelu], g(kWMlpProj), g(kBMlpProj), dres, acts_[kFchGelu] + k * 4 * BTC, BT, 4 * C, C);
   k_->gelu_backward(acts_[kDFch], acts_[kFch] + k * 4 * BTC, acts_[kDFchGelu], 4 * BTC);
-  k_->matmul_backward(dtmp, g(kWFc), g(kBFc), acts_[kDFch], acts_[kLn2] + k * BTC, p(kWFc), BT, C, 4 * C);
+  linear_backward(*k_, v, u, kWFc, dtmp, g(kWFc), g(kBFc), acts_[kDFch], acts_[kLn2] + k * BTC, BT, C, 4 * C);
   k_->layernorm_backward(dres, g(kLn2W), g(kLn2B), dtmp, acts_[kResidual2] + k * BTC, p(kLn2W), acts_[kLn2Mean] + k * BT,
                           acts_[kLn2Rstd] + k * BT, BT, C);
   // residual2 = x + attn(ln1(x))
-  k_->matmul_backward(dtmp, g(kWAttProj), g(kBAttProj), dres, acts_[kAtty] + k * BTC, p(kWAttProj), BT, C, C);
+  linear_backward(*k_, v, u, kWAttProj, dtmp, g(kWAttProj), g(kBAttProj), dres, acts_[kAtty] + k * BTC, BT, C, C);
   k_->attention_backward(acts_[kDQkv], acts_[kDPreatt], acts_[kDAtt], dtmp, acts_[kQkv] + k * 3 * BTC, acts_[kAtt] + k * att,
                           B_, T, C, NH);
-  k_->matmul_backward(dtmp, g(kWQkv), g(kBQkv), acts_[kDQkv], acts_[kLn1] + k * BTC, p(kWQkv), BT, C, 3 * C);
+  linear_backward(*k_, v, u, kWQkv, dtmp, g(kWQkv), g(kBQkv), acts_[kDQkv], acts_[kLn1] + k * BTC, BT, C, 3 * C);
   k_->layernorm_backward(dres, g(kLn1W), g(kLn1B), dtmp, block_input(l), p(kLn1W), acts_[kLn1Mean] + k * BT,
                           acts_[kLn1Rstd] + k * BT, BT, C);
 }
@@ -140,7 +147,7 @@ void Gpt::head_forward(const UnitViews& v) {
   stage_block_input(shape_.layers);
   k_->layernorm_forward(acts_[kLnf], acts_[kLnfMean], acts_[kLnfRstd], block_input(shape_.layers), v.param(u, 0),
                          v.param(u, 1), BT, C);
-  k_->matmul_forward(acts_[kLogits], acts_[kLnf], v.param(0, 0), nullptr, BT, C, V);  // tied: logits = lnf wte^T
+  linear_forward(*k_, v, 0, 0, acts_[kLogits], acts_[kLnf], nullptr, BT, C, V);  // tied: logits = lnf wte^T
   loss_ = k_->softmax_crossentropy_forward(acts_[kProbs], acts_[kLosses], acts_[kLogits], tokens_.targets, BT, V);
 }
 
@@ -149,7 +156,7 @@ void Gpt::head_backward(const UnitViews& v) {
   stage_block_input(shape_.layers);
   float* dlogits = acts_[kLogits];  // the logits are not needed any more: reuse their memory
   k_->softmax_crossentropy_backward(dlogits, acts_[kProbs], tokens_.targets, BT, V);
-  k_->matmul_backward(acts_[kDLnf], v.grad(0, 0), nullptr, dlogits, acts_[kLnf], v.param(0, 0), BT, C, V);
+  linear_backward(*k_, v, 0, 0, acts_[kDLnf], v.grad(0, 0), nullptr, dlogits, acts_[kLnf], BT, C, V);
   k_->zero(acts_[kDResidual], static_cast<std::int64_t>(BT) * C);
   k_->layernorm_backward(acts_[kDResidual], v.grad(u, 0), v.grad(u, 1), acts_[kDLnf], block_input(shape_.layers),
                           v.param(u, 0), acts_[kLnfMean], acts_[kLnfRstd], BT, C);

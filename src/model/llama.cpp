@@ -5,6 +5,7 @@
 
 #include "zero/error.h"
 #include "model/batch_tokens.h"
+#include "model/linear_layer.h"
 
 namespace zero {
 namespace {
@@ -58,6 +59,13 @@ const float* Llama::block_input(int l) const {
   return l == 0 ? acts_[kEmbedded] : acts_[kResidual3] + (l - 1) * BTC;
 }
 
+// The blocks' seven weight matrices and an untied lm_head, read only by their linear layers' products.
+bool Llama::reads_bf16(int unit, int index) const {
+  if (!k_->takes_bf16_weights()) return false;
+  if (unit >= 1 && unit <= shape_.layers) return index != kInputNorm && index != kPostNorm;
+  return unit == shape_.layers + 1 && index == 1;
+}
+
 void Llama::forward(int unit, const UnitViews& v) {
   k_->set_stream(v.stream());
   const int BT = B_ * shape_.seq_len;
@@ -93,19 +101,19 @@ void Llama::block_forward(int l, const UnitViews& v, bool recompute) {
   float* up = acts_[kUp] + k * BTF;
   float* swiglu = acts_[kSwiglu] + k * BTF;
   lk_->rmsnorm_forward(rms1, acts_[kRstd1] + k * BT, x, p(kInputNorm), s.rms_norm_eps, BT, C);
-  k_->matmul_forward(acts_[kQ], rms1, p(kWq), nullptr, BT, C, C);
-  k_->matmul_forward(acts_[kK], rms1, p(kWk), nullptr, BT, C, KV);
-  k_->matmul_forward(acts_[kV], rms1, p(kWv), nullptr, BT, C, KV);
+  linear_forward(*k_, v, u, kWq, acts_[kQ], rms1, nullptr, BT, C, C);
+  linear_forward(*k_, v, u, kWk, acts_[kK], rms1, nullptr, BT, C, KV);
+  linear_forward(*k_, v, u, kWv, acts_[kV], rms1, nullptr, BT, C, KV);
   lk_->rope_pack_forward(qkv, acts_[kQ], acts_[kK], acts_[kV], acts_[kCos], acts_[kSin], BT, T, s.heads, s.kv_heads, s.head_dim());
   k_->attention_forward(atty, acts_[kPreatt], acts_[kAtt] + k * att, qkv, B_, T, C, s.heads);
-  k_->matmul_forward(acts_[kTmp], atty, p(kWo), nullptr, BT, C, C);
+  linear_forward(*k_, v, u, kWo, acts_[kTmp], atty, nullptr, BT, C, C);
   k_->residual_forward(residual2, x, acts_[kTmp], BTC);
   lk_->rmsnorm_forward(rms2, acts_[kRstd2] + k * BT, residual2, p(kPostNorm), s.rms_norm_eps, BT, C);
-  k_->matmul_forward(gate, rms2, p(kWGate), nullptr, BT, C, F);
-  k_->matmul_forward(up, rms2, p(kWUp), nullptr, BT, C, F);
+  linear_forward(*k_, v, u, kWGate, gate, rms2, nullptr, BT, C, F);
+  linear_forward(*k_, v, u, kWUp, up, rms2, nullptr, BT, C, F);
   lk_->swiglu_forward(swiglu, gate, up, BTF);
   if (recompute) return;  // the output is the next block's kept input already
-  k_->matmul_forward(acts_[kTmp], swiglu, p(kWDown), nullptr, BT, F, C);
+  linear_forward(*k_, v, u, kWDown, acts_[kTmp], swiglu, nullptr, BT, F, C);
   k_->residual_forward(acts_[kResidual3] + l * BTC, residual2, acts_[kTmp], BTC);
 }
 
@@ -123,10 +131,10 @@ void Llama::block_backward(int l, const UnitViews& v) {
   float* dres = acts_[kDResidual];
   float* rms2 = acts_[kRms2] + k * BTC;
   // out = residual2 + down(swiglu): rms2's gradient is the sum of gate's and up's
-  k_->matmul_backward(acts_[kDSwiglu], g(kWDown), nullptr, dres, acts_[kSwiglu] + k * BTF, p(kWDown), BT, F, C);
+  linear_backward(*k_, v, u, kWDown, acts_[kDSwiglu], g(kWDown), nullptr, dres, acts_[kSwiglu] + k * BTF, BT, F, C);
   lk_->swiglu_backward(acts_[kDGate], acts_[kDUp], acts_[kDSwiglu], acts_[kGate] + k * BTF, acts_[kUp] + k * BTF, BTF);
-  k_->matmul_backward(acts_[kDTmp], g(kWGate), nullptr, acts_[kDGate], rms2, p(kWGate), BT, C, F);
-  k_->matmul_backward(acts_[kDTmp2], g(kWUp), nullptr, acts_[kDUp], rms2, p(kWUp), BT, C, F);
+  linear_backward(*k_, v, u, kWGate, acts_[kDTmp], g(kWGate), nullptr, acts_[kDGate], rms2, BT, C, F);
+  linear_backward(*k_, v, u, kWUp, acts_[kDTmp2], g(kWUp), nullptr, acts_[kDUp], rms2, BT, C, F);
   k_->residual_forward(acts_[kDTmp], acts_[kDTmp], acts_[kDTmp2], BTC);
   lk_->rmsnorm_backward(dres, g(kPostNorm), acts_[kDTmp], acts_[kResidual2] + k * BTC, p(kPostNorm), acts_[kRstd2] + k * BT,
                         BT, C);
@@ -143,16 +151,16 @@ void Llama::attention_backward(int l, const UnitViews& v) {
   const int k = slot(l);
   float* dres = acts_[kDResidual];
   float* rms1 = acts_[kRms1] + k * BTC;
-  k_->matmul_backward(acts_[kDTmp], g(kWo), nullptr, dres, acts_[kAtty] + k * BTC, p(kWo), BT, C, C);
+  linear_backward(*k_, v, u, kWo, acts_[kDTmp], g(kWo), nullptr, dres, acts_[kAtty] + k * BTC, BT, C, C);
   k_->attention_backward(acts_[kDQkv], acts_[kDPreatt], acts_[kDAtt], acts_[kDTmp], acts_[kQkv] + k * 3 * BTC,
                          acts_[kAtt] + k * att, B_, T, C, s.heads);
   lk_->rope_pack_backward(acts_[kDQ], acts_[kDK], acts_[kDV], acts_[kDQkv], acts_[kCos], acts_[kSin], BT, T, s.heads,
                           s.kv_heads, s.head_dim());
   // rms1's gradient: the sum of q's, k's and v's, in that order
-  k_->matmul_backward(acts_[kDTmp], g(kWq), nullptr, acts_[kDQ], rms1, p(kWq), BT, C, C);
-  k_->matmul_backward(acts_[kDTmp2], g(kWk), nullptr, acts_[kDK], rms1, p(kWk), BT, C, KV);
+  linear_backward(*k_, v, u, kWq, acts_[kDTmp], g(kWq), nullptr, acts_[kDQ], rms1, BT, C, C);
+  linear_backward(*k_, v, u, kWk, acts_[kDTmp2], g(kWk), nullptr, acts_[kDK], rms1, BT, C, KV);
   k_->residual_forward(acts_[kDTmp], acts_[kDTmp], acts_[kDTmp2], BTC);
-  k_->matmul_backward(acts_[kDTmp2], g(kWv), nullptr, acts_[kDV], rms1, p(kWv), BT, C, KV);
+  linear_backward(*k_, v, u, kWv, acts_[kDTmp2], g(kWv), nullptr, acts_[kDV], rms1, BT, C, KV);
   k_->residual_forward(acts_[kDTmp], acts_[kDTmp], acts_[kDTmp2], BTC);
   lk_->rmsnorm_backward(dres, g(kInputNorm), acts_[kDTmp], block_input(l), p(kInputNorm), acts_[kRstd1] + k * BT, BT, C);
 }
@@ -160,9 +168,9 @@ void Llama::attention_backward(int l, const UnitViews& v) {
 // The LM head's weight: lm_head.weight, or the embedding's when tied.
 void Llama::head_forward(const UnitViews& v) {
   const int C = shape_.hidden, V = shape_.vocab_size, BT = B_ * shape_.seq_len, u = shape_.layers + 1;
-  const float* w = shape_.tie_word_embeddings ? v.param(0, 0) : v.param(u, 1);
+  const bool tied = shape_.tie_word_embeddings;
   lk_->rmsnorm_forward(acts_[kRmsf], acts_[kRstdf], block_input(shape_.layers), v.param(u, 0), shape_.rms_norm_eps, BT, C);
-  k_->matmul_forward(acts_[kLogits], acts_[kRmsf], w, nullptr, BT, C, V);
+  linear_forward(*k_, v, tied ? 0 : u, tied ? 0 : 1, acts_[kLogits], acts_[kRmsf], nullptr, BT, C, V);
   loss_ = k_->softmax_crossentropy_forward(acts_[kProbs], acts_[kLosses], acts_[kLogits], tokens_.targets, BT, V);
 }
 
@@ -171,8 +179,8 @@ void Llama::head_backward(const UnitViews& v) {
   const bool tied = shape_.tie_word_embeddings;
   float* dlogits = acts_[kLogits];  // the logits are not needed any more: reuse their memory
   k_->softmax_crossentropy_backward(dlogits, acts_[kProbs], tokens_.targets, BT, V);
-  k_->matmul_backward(acts_[kDRmsf], tied ? v.grad(0, 0) : v.grad(u, 1), nullptr, dlogits, acts_[kRmsf],
-                      tied ? v.param(0, 0) : v.param(u, 1), BT, C, V);
+  linear_backward(*k_, v, tied ? 0 : u, tied ? 0 : 1, acts_[kDRmsf], tied ? v.grad(0, 0) : v.grad(u, 1), nullptr, dlogits,
+                  acts_[kRmsf], BT, C, V);
   k_->zero(acts_[kDResidual], static_cast<std::int64_t>(BT) * C);
   lk_->rmsnorm_backward(acts_[kDResidual], v.grad(u, 0), acts_[kDRmsf], block_input(shape_.layers), v.param(u, 0),
                         acts_[kRstdf], BT, C);

@@ -40,6 +40,7 @@ class Llama final : public LanguageModel {
   std::vector<UnitSpec> units() const override { return shape_.units(); }
   void forward(int unit, const UnitViews& views) override;
   void backward(int unit, const UnitViews& views) override;
+  bool reads_bf16(int unit, int index) const override;
   float loss() const override { return loss_; }
 
   // After a forward: the logits and the next-token distribution at sequence b, position t, (V)

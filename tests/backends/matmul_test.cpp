@@ -1,6 +1,7 @@
 // The CPU's matrix products (backends/cpu/matmul.h) against plain loops written here: the f32
 // products (OpenBLAS, oneDNN) against a double reference, oneDNN's bf16 products against the
-// same sums in f32 over operands rounded to bf16 here, over a sweep of shapes (tiny, odd, the
+// same sums in f32 over operands rounded to bf16 here (and, given in bf16, against themselves
+// given in f32: the same bits), over a sweep of shapes (tiny, odd, the
 // GPT's), all four transposes, padded leading dimensions, alpha and beta. Each reports its
 // largest difference relative to the size of the terms summed, sum_k |alpha a_ik b_kj| +
 // |beta c_ij|, which bounds what a reordered sum can change.
@@ -156,6 +157,46 @@ TEST(Matmul, RoundingOperandsGivesFloatToBf16Bits) {
   for (std::size_t i = 0; i < got.size(); ++i) {
     const float x = src[i / cols * ld + i % cols];
     ASSERT_EQ(got[i], float_to_bf16(x)) << "input bits 0x" << std::hex << __builtin_bit_cast(std::uint32_t, x);
+  }
+}
+
+// A bf16 run's weights reach the products in bf16, as the engine holds them (MatmulOperand::bf16),
+// instead of widened to f32 and rounded back: the same bits, for either operand given so (the
+// weight is b in forward and the input gradient), over the sweep's unpadded shapes and every
+// transpose, alpha and beta. The bf16 values are the f32 operand's rounded here (a bf16 value
+// widened rounds back to itself), so each pair of runs computes from the same bf16 numbers.
+TEST(Matmul, Bf16OperandsGivenInBf16GiveTheBitsOfTheirF32Widening) {
+  if (!bf16_products_available()) GTEST_SKIP() << "this CPU has no bf16 instructions for oneDNN";
+  const auto mm = make_matmul(MatmulKind::kOnednnBf16);
+  std::uint64_t seed = 900;
+  int compared = 0;
+  for (const Case& k : sweep()) {
+    if (k.pad != 0) continue;
+    zero::Run r(k, seed += 3);  // (gtest's Test::Run hides the name here)
+    std::vector<std::uint16_t> a16(r.a.size()), b16(r.b.size());
+    for (std::size_t i = 0; i < r.a.size(); ++i) a16[i] = float_to_bf16(r.a[i]), r.a[i] = bf16_to_float(a16[i]);
+    for (std::size_t i = 0; i < r.b.size(); ++i) b16[i] = float_to_bf16(r.b[i]), r.b[i] = bf16_to_float(b16[i]);
+    r.compute(*mm, k);  // both operands f32 (widened bf16 values), rounded inside
+    for (int which = 0; which < 3; ++which) {  // a in bf16, b in bf16, both
+      std::vector<float> c = r.c0;
+      const MatmulOperand a{which == 0 || which == 2 ? nullptr : r.a.data(), r.lda, k.ta, which == 0 || which == 2 ? a16.data() : nullptr};
+      const MatmulOperand b{which == 1 || which == 2 ? nullptr : r.b.data(), r.ldb, k.tb, which == 1 || which == 2 ? b16.data() : nullptr};
+      mm->run(k.M, k.N, k.K, k.alpha, a, b, k.beta, c.data(), r.ldc);
+      ASSERT_EQ(std::memcmp(c.data(), r.c.data(), c.size() * sizeof(float)), 0) << describe(k) << ", operand(s) in bf16: " << which;
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 3 * 10 * 4 * 2);  // 10 shapes, 4 transposes, 2 unpadded alpha/beta cases each
+}
+
+// The f32 products refuse a bf16 operand (only a bf16 product reads one).
+TEST(Matmul, F32ProductsRefuseBf16Operands) {
+  const float x = 1.0f;
+  const std::uint16_t x16 = float_to_bf16(x);
+  float c = 0;
+  for (MatmulKind kind : {MatmulKind::kOpenblasF32, MatmulKind::kOnednnF32}) {
+    const auto mm = make_matmul(kind);
+    EXPECT_ANY_THROW(mm->run(1, 1, 1, 1.0f, {&x, 1, false}, {nullptr, 1, false, &x16}, 0.0f, &c, 1)) << matmul_label(kind);
   }
 }
 

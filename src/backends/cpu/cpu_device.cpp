@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "common/error.h"
 #include "common/trace.h"
@@ -17,6 +19,52 @@
 
 namespace zero {
 namespace {
+
+// Freed device-tier blocks kept for the next allocation of the same size. Fresh memory costs a
+// page fault per 4 KiB page on first touch (the kernel zeroes each page), and a mixed-precision
+// step allocates and frees each unit's f32 compute scratch (engine/schedule.cpp) for every unit,
+// forward and backward: measured at the 50m bench model, those faults took 100-170 ms of a bf16
+// step's 290 ms "rest" (bench/README.md). The ledger counts the bytes in use, as before; the blocks
+// kept are freed memory the process still holds, as a heap's free list is: at most kBlocks of
+// them, each at least kMinBytes (smaller ones the heap reuses itself), released with the device.
+class KeptBlocks {
+ public:
+  ~KeptBlocks() {
+    for (const Block& b : blocks_) std::free(b.p);
+  }
+  // A kept block of exactly `bytes`, or null.
+  void* take(std::size_t bytes) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
+      if (it->bytes != bytes) continue;
+      void* p = it->p;
+      blocks_.erase(it);
+      return p;
+    }
+    return nullptr;
+  }
+  // Keeps p (of `bytes`) if it is large enough; returns what the caller must free: p where it is
+  // not kept, else the oldest block kept beyond kBlocks (or null).
+  void* keep(void* p, std::size_t bytes) {
+    if (bytes < kMinBytes) return p;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    blocks_.push_back({p, bytes});
+    if (blocks_.size() <= kBlocks) return nullptr;
+    void* oldest = blocks_.front().p;
+    blocks_.erase(blocks_.begin());
+    return oldest;
+  }
+
+ private:
+  static constexpr std::size_t kBlocks = 4;  // a unit's parameters and gradients, and a borrowed unit's
+  static constexpr std::size_t kMinBytes = std::size_t{1} << 20;
+  struct Block {
+    void* p;
+    std::size_t bytes;
+  };
+  std::mutex mutex_;  // allocations come from the compute, copy and optimizer threads
+  std::vector<Block> blocks_;  // oldest first
+};
 
 class HostMemoryDevice : public Device, private KernelMemory {
  public:
@@ -132,12 +180,17 @@ class HostMemoryDevice : public Device, private KernelMemory {
     // through the page cache instead, and the disk's time was the page cache's.
     const std::size_t align = tier == Tier::kHost && bytes >= kPage ? kPage : 64;
     const std::size_t rounded = (bytes + align - 1) / align * align;
-    void* p = std::aligned_alloc(align, rounded);
+    void* p = tier == Tier::kDevice ? kept_.take(rounded) : nullptr;
+    if (p == nullptr) p = std::aligned_alloc(align, rounded);
     if (p == nullptr) return nullptr;
     if (zeroed) std::memset(p, 0, rounded);
     return tag(tier, p);
   }
-  void deallocate(Tier tier, void* p, std::size_t) override { std::free(untag(tier, p)); }
+  void deallocate(Tier tier, void* p, std::size_t bytes) override {
+    void* block = untag(tier, p);
+    if (tier == Tier::kDevice) block = kept_.keep(block, (bytes + 63) / 64 * 64);
+    std::free(block);
+  }
   bool lock(Tier tier, void* p, std::size_t bytes) override { return mlock(untag(tier, p), bytes) == 0; }
   void unlock(Tier tier, void* p, std::size_t bytes) override { munlock(untag(tier, p), bytes); }
 
@@ -162,8 +215,13 @@ class HostMemoryDevice : public Device, private KernelMemory {
     ZERO_CHECK(s.empty() || s.dtype() == Dtype::kF32, "a kernel reads f32 memory, not ", dtype_label(s.dtype()));
     return static_cast<float*>(at(s));
   }
+  const std::uint16_t* address_bf16(const DeviceSpan& s) const override {
+    ZERO_CHECK(s.dtype() == Dtype::kBf16, "bf16 memory expected, not ", dtype_label(s.dtype()));
+    return static_cast<const std::uint16_t*>(at(s));
+  }
 
   bool strict_;
+  KeptBlocks kept_;
 };
 
 }  // namespace

@@ -64,6 +64,17 @@ class CpuGptKernels final : public GptKernels {
     WorkSpan span(Work::kMatmul);
     gpt::matmul_backward(*matmul_, dinp, dw, dbias, dout, inp, w, N, C, OC);
   }
+  bool takes_bf16_weights() const override { return matmul_->kind() == MatmulKind::kOnednnBf16; }
+  void matmul_forward_bf16(float* out, const float* inp, const std::uint16_t* w, const float* bias, int N, int C,
+                           int OC) override {
+    WorkSpan span(Work::kMatmul);
+    gpt::matmul_forward(*matmul_, out, inp, w, bias, N, C, OC);
+  }
+  void matmul_backward_bf16(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const std::uint16_t* w,
+                            int N, int C, int OC) override {
+    WorkSpan span(Work::kMatmul);
+    gpt::matmul_backward(*matmul_, dinp, dw, dbias, dout, inp, w, N, C, OC);
+  }
   void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) override {
     WorkSpan span(Work::kAttention);
     gpt::attention_forward(*attention_matmul_, out, preatt, att, qkv, B, T, C, NH);

@@ -183,17 +183,21 @@ void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, co
   }
 }
 
-void matmul_forward(Matmul& mm, float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
-  mm.run(N, OC, C, 1.0f, {inp, C, false}, {w, C, true}, 0.0f, out, OC);
+namespace {
+
+// out (N,OC) = inp (N,C) @ op(w)^T + bias; w (OC,C), f32 or bf16 (MatmulOperand).
+void linear_forward(Matmul& mm, float* out, const float* inp, MatmulOperand w, const float* bias, int N, int C, int OC) {
+  mm.run(N, OC, C, 1.0f, {inp, C, false}, w, 0.0f, out, OC);
   if (bias == nullptr) return;
   constexpr int kRows = 16;
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; n += kRows) bias_rows(out + static_cast<std::int64_t>(n) * OC, bias, std::min(kRows, N - n), OC);
 }
 
-void matmul_backward(Matmul& mm, float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
+// w: (OC,C) as stored, untransposed (the input gradient's dout @ w).
+void linear_backward(Matmul& mm, float* dinp, float* dw, float* dbias, const float* dout, const float* inp, MatmulOperand w,
                      int N, int C, int OC) {
-  mm.run(N, C, OC, 1.0f, {dout, OC, false}, {w, C, false}, 0.0f, dinp, C);
+  mm.run(N, C, OC, 1.0f, {dout, OC, false}, w, 0.0f, dinp, C);
   mm.run(OC, C, N, 1.0f, {dout, OC, true}, {inp, C, false}, 1.0f, dw, C);
   if (dbias == nullptr) return;
   // Column sums: chunks of columns per thread, rows in order.
@@ -203,6 +207,26 @@ void matmul_backward(Matmul& mm, float* dinp, float* dw, float* dbias, const flo
     const int j0 = c * kChannelChunk;
     column_sums_chunk(dbias, dout, N, OC, j0, std::min(OC - j0, kChannelChunk));
   }
+}
+
+}  // namespace
+
+void matmul_forward(Matmul& mm, float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
+  linear_forward(mm, out, inp, {w, C, true}, bias, N, C, OC);
+}
+
+void matmul_forward(Matmul& mm, float* out, const float* inp, const std::uint16_t* w, const float* bias, int N, int C, int OC) {
+  linear_forward(mm, out, inp, {nullptr, C, true, w}, bias, N, C, OC);
+}
+
+void matmul_backward(Matmul& mm, float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
+                     int N, int C, int OC) {
+  linear_backward(mm, dinp, dw, dbias, dout, inp, {w, C, false}, N, C, OC);
+}
+
+void matmul_backward(Matmul& mm, float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
+                     const std::uint16_t* w, int N, int C, int OC) {
+  linear_backward(mm, dinp, dw, dbias, dout, inp, {nullptr, C, false, w}, N, C, OC);
 }
 
 // Causal attention as matrix products per (batch, head), through the given Matmul (the cpu table

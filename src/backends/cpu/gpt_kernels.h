@@ -30,6 +30,11 @@ void matmul_forward(Matmul& mm, float* out, const float* inp, const float* w, co
 // dinp (N,C) = dout @ w (overwritten); dw (OC,C) += dout^T @ inp; dbias (OC) += column sums of dout
 void matmul_backward(Matmul& mm, float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
                      int N, int C, int OC);
+// The same with w given in bf16 (a bf16 run's weights as the engine holds them), for a
+// kOnednnBf16 mm: the bits of the calls above given w widened to f32.
+void matmul_forward(Matmul& mm, float* out, const float* inp, const std::uint16_t* w, const float* bias, int N, int C, int OC);
+void matmul_backward(Matmul& mm, float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
+                     const std::uint16_t* w, int N, int C, int OC);
 
 // Causal self-attention. qkv (B,T,3C) holds q, k, v; preatt, att (B,NH,T,T); out (B,T,C).
 void attention_forward(Matmul& mm, float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH);

@@ -35,11 +35,15 @@
 
 namespace zero {
 
-// A row-major operand: op(X) = X^T where `trans`; `ld` elements between the stored rows.
+// A row-major operand: op(X) = X^T where `trans`; `ld` elements between the stored rows. Either
+// f32 values (`p`), or, for a kOnednnBf16 product only, values already in bf16 (`bf16`, p null):
+// a bf16 run's weights as the engine holds them, which oneDNN then reads as they are. Rounding a
+// bf16 value widened to f32 gives it back exactly, so both give the same product, bit for bit.
 struct MatmulOperand {
   const float* p;
   int ld;
   bool trans;
+  const std::uint16_t* bf16 = nullptr;
 };
 
 enum class MatmulKind : std::uint8_t { kOpenblasF32, kOnednnF32, kOnednnBf16 };

@@ -12,8 +12,8 @@
 // where the cores are shared (measured: 22 ms with one thread against 1.1 s with two for the
 // kernel test's attention on this loaded 2-core machine).
 //
-// bf16: each operand is rounded into a dense bf16 copy of op(X)'s stored rows (round_rows_to_bf16,
-// matmul.h); the primitive then reads the copies.
+// bf16: each f32 operand is rounded into a dense bf16 copy of op(X)'s stored rows
+// (round_rows_to_bf16, matmul.h); an operand given in bf16 (a bf16 run's weights) is read as it is.
 // The copies and oneDNN's scratchpad (kernel workspace: packed blocks) are this object's and grow
 // to the largest product seen; like OpenBLAS's own packing buffers they are not in the ledger
 // (at most half the bytes of the product's two f32 operands).
@@ -100,16 +100,13 @@ class OnednnMatmul final : public Matmul {
     const void *a_data = a.p, *b_data = b.p;
     if (type_ == memory::data_type::bf16) {
       // op(a) is (M,K): stored as (K,M) when transposed; likewise op(b) (K,N).
-      const int a_rows = a.trans ? K : M, a_cols = a.trans ? M : K;
-      const int b_rows = b.trans ? N : K, b_cols = b.trans ? K : N;
-      const std::size_t a_numel = static_cast<std::size_t>(a_rows) * a_cols;
-      bf16_.resize(std::max(bf16_.size(), a_numel + static_cast<std::size_t>(b_rows) * b_cols));
-      round_rows_to_bf16(bf16_.data(), a.p, a_rows, a_cols, a.ld);
-      round_rows_to_bf16(bf16_.data() + a_numel, b.p, b_rows, b_cols, b.ld);
-      a = {nullptr, a_cols, a.trans};  // the dense copies' leading dimensions
-      b = {nullptr, b_cols, b.trans};
-      a_data = bf16_.data();
-      b_data = bf16_.data() + a_numel;
+      bf16_.resize(std::max(bf16_.size(), rounded_numel(a, a.trans ? K : M, a.trans ? M : K) +
+                                              rounded_numel(b, b.trans ? N : K, b.trans ? K : N)));
+      std::uint16_t* copies = bf16_.data();
+      a_data = as_bf16(a, a.trans ? K : M, a.trans ? M : K, copies);
+      b_data = as_bf16(b, b.trans ? N : K, b.trans ? K : N, copies);
+    } else {
+      ZERO_CHECK(a.bf16 == nullptr && b.bf16 == nullptr, matmul_label(kind_), " given a bf16 operand");
     }
     Cached& p = primitive(M, N, K, alpha, a, b, beta, ldc);
     if (p.scratchpad_bytes + kScratchpadAlign > scratchpad_.size()) scratchpad_.resize(p.scratchpad_bytes + kScratchpadAlign);
@@ -125,6 +122,21 @@ class OnednnMatmul final : public Matmul {
   }
 
  private:
+  // The bf16 copy an operand of rows x cols stored values needs: none where it is bf16 already.
+  static std::size_t rounded_numel(const MatmulOperand& x, int rows, int cols) {
+    return x.bf16 != nullptr ? 0 : static_cast<std::size_t>(rows) * cols;
+  }
+  // The operand's bf16 values: its own where given (x keeps its leading dimension), else rounded
+  // into a dense copy at `copies` (advanced past it; x's leading dimension becomes the copy's).
+  static const std::uint16_t* as_bf16(MatmulOperand& x, int rows, int cols, std::uint16_t*& copies) {
+    if (x.bf16 != nullptr) return x.bf16;
+    std::uint16_t* copy = copies;
+    round_rows_to_bf16(copy, x.p, rows, cols, x.ld);
+    copies += static_cast<std::size_t>(rows) * cols;
+    x = {nullptr, cols, x.trans};
+    return copy;
+  }
+
   Cached& primitive(int M, int N, int K, float alpha, MatmulOperand a, MatmulOperand b, float beta, int ldc) {
     const Key key{M, N, K, a.ld, b.ld, ldc, a.trans, b.trans, __builtin_bit_cast(std::uint32_t, alpha),
                   __builtin_bit_cast(std::uint32_t, beta), omp_get_max_threads()};

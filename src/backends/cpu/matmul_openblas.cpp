@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include "backends/cpu/matmul.h"
+#include "common/error.h"
 
 namespace zero {
 namespace {
@@ -14,6 +15,7 @@ class OpenblasMatmul final : public Matmul {
  public:
   MatmulKind kind() const override { return MatmulKind::kOpenblasF32; }
   void run(int M, int N, int K, float alpha, MatmulOperand a, MatmulOperand b, float beta, float* c, int ldc) override {
+    ZERO_CHECK(a.bf16 == nullptr && b.bf16 == nullptr, "OpenBLAS's f32 products given a bf16 operand");
     cblas_sgemm(CblasRowMajor, op(a.trans), op(b.trans), M, N, K, alpha, a.p, a.ld, b.p, b.ld, beta, c, ldc);
   }
 };
