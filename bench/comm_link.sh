@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# zero's all-reduce bandwidth (zero bench comm) beside MPI_Allreduce's own loop
-# (bench/allreduce_reference.cpp, the OSU-style loop with nothing of zero's in between), on the same
-# link in the same run, alternated ROUNDS times: 2 ranks on one host (Open MPI's shared memory), and
-# 2 "hosts" (network namespaces joined by a veth pair, TCP only, as tests/cli/two_hosts.sh makes
-# them; add RATE=1gbit to throttle the link with tc). Prints each size's median over the rounds and
-# zero's ratio to the reference. Needs root and iproute2 for the two-host part. MPI_ARGS adds mpirun
-# options to every launch, e.g. UCX instead of Open MPI's ob1:
+# zero's all-reduce bandwidth beside MPI_Allreduce's on the same link: `zero bench comm --reference`
+# times, per size and determinism mode, 5 rounds of zero's calls each followed by a round of the
+# plain blocking MPI_Allreduce (an OSU-style loop with nothing of zero's in between) in the same
+# processes, and takes the ratio round by round; this runs it ROUNDS times on 2 ranks on one host
+# (Open MPI's shared memory) and on 2 "hosts" (network namespaces joined by a veth pair, TCP only,
+# as tests/cli/two_hosts.sh makes them; add RATE=1gbit to throttle the link with tc), and prints
+# each size's medians over the launches. Needs root and iproute2 for the two-host part. MPI_ARGS
+# adds mpirun options to every launch, e.g. UCX instead of Open MPI's ob1:
 #   MPI_ARGS='--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any' bash bench/comm_link.sh
 #   bash bench/comm_link.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 rounds=${2:-3}
 here=$(cd "$(dirname "$0")/.." && pwd)
-zero=$build/zero ref=$build/tests/allreduce_reference
-[ -x "$ref" ] || { echo "build the reference first: cmake --build $build --target allreduce_reference zero_cli"; exit 2; }
+zero=$build/zero
+[ -x "$zero" ] || { echo "build zero first: bash scripts/build.sh zero_cli"; exit 2; }
 sizes=(65536 1048576 4194304 16777216 67108864)
 csv=$(IFS=,; echo "${sizes[*]}")
 work=$(mktemp -d)
@@ -30,22 +31,21 @@ two_hosts() {
     --mca btl_tcp_if_include 10.201.0.0/24 --mca oob_tcp_if_include 10.201.0.0/24 -x OMP_NUM_THREADS "$@"
 }
 
-# run LAUNCHER: ROUNDS alternations of zero and the reference; rows "bytes mode GB/s" into $work/rows
+# run LAUNCHER: ROUNDS launches of zero bench comm --reference; rows "bytes mode zero_busbw mpi_busbw ratio"
 measure() {
   local launcher=$1; : >"$work/rows"
   for r in $(seq "$rounds"); do
-    $launcher "$zero" bench comm --comm mpi --sizes "$csv" --iters 10 | awk '$1 ~ /^[0-9]+$/ {print $1, $2, $5}' >>"$work/rows"
-    $launcher "$ref" 10 "${sizes[@]}" | awk '{print $1, $2, $5}' >>"$work/rows"
+    $launcher "$zero" bench comm --comm mpi --sizes "$csv" --iters 10 --reference | awk '$1 ~ /^[0-9]+$/ {print $1, $2, $5, $6, $7}' >>"$work/rows"
   done
   python3 - "$work/rows" <<'PY'
 import collections, statistics, sys
 rows = collections.defaultdict(list)
 for line in open(sys.argv[1]):
-    b, mode, bw = line.split(); rows[(int(b), mode)].append(float(bw))
-print(f"{'bytes':>10} {'MPI_Allreduce':>14} {'deterministic':>14} {'ratio':>6} {'fast':>8} {'ratio':>6}   (busbw GB/s, median of rounds)")
-for b in sorted({k[0] for k in rows}):
-    ref = statistics.median(rows[(b, 'MPI_Allreduce')]); det = statistics.median(rows[(b, 'deterministic')]); fast = statistics.median(rows[(b, 'fast')])
-    print(f"{b:>10} {ref:>14.3f} {det:>14.3f} {det / ref:>6.2f} {fast:>8.3f} {fast / ref:>6.2f}")
+    b, mode, zero, mpi, ratio = line.split(); rows[(int(b), mode)].append((float(zero), float(mpi), float(ratio)))
+print(f"{'bytes':>10} {'mode':>14} {'zero busbw':>11} {'MPI busbw':>10} {'ratio':>6}   (GB/s; medians over the launches; ratio: of each launch's round-by-round ratios)")
+for (b, mode), r in sorted(rows.items()):
+    med = [statistics.median(x[i] for x in r) for i in range(3)]
+    print(f"{b:>10} {mode:>14} {med[0]:>11.3f} {med[1]:>10.3f} {med[2]:>6.2f}   ratios {' '.join(f'{x[2]:.2f}' for x in r)}")
 PY
 }
 

@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -75,6 +77,19 @@ int thread_ranks_per_node(const Flags& flags, int n) {
   return static_cast<int>(flags.get_int("ranks-per-node", 1, n));
 }
 
+// OMP_NUM_THREADS as the user set it (its first number: a list sets nested levels), or none.
+// A value that is not a positive number is refused: OpenMP would ignore it with a warning.
+std::optional<int> user_omp_threads() {
+  const char* v = std::getenv("OMP_NUM_THREADS");
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (end == v || (*end != '\0' && *end != ',') || n < 1 || n > 4096) {
+    throw ConfigError(cat("[cli] OMP_NUM_THREADS is '", v, "': give a positive number of OpenMP threads per rank, or unset it"));
+  }
+  return static_cast<int>(n);
+}
+
 }  // namespace
 
 int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&)>& per_rank) {
@@ -86,12 +101,14 @@ int run_ranks(const Flags& flags, const std::function<int(Communicator&, Ledger&
     const int n = static_cast<int>(flags.get_int("ranks", 1, 1024));
     std::vector<int> codes(n, 0);
     ThreadWorld world(n, {}, thread_ranks_per_node(flags, n));
-    // The ranks share this process's cores: split them, and keep OpenBLAS (one pool for the
-    // whole process) single-threaded, or the ranks' threads would oversubscribe the cores.
+    // The ranks share this process's cores: each takes the user's OMP_NUM_THREADS where set (as
+    // each process does under mpirun), else an equal share of the cores; OpenBLAS (one pool for
+    // the whole process) stays single-threaded, or the ranks' threads would oversubscribe the cores.
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads = user_omp_threads().value_or(std::max(1, cores / n));
     if (n > 1) openblas_set_num_threads(1);
     world.run([&](int r) {
-      omp_set_num_threads(std::max(1, cores / n));
+      omp_set_num_threads(threads);
       Ledger ledger;
       auto comm = world.communicator(r, &ledger);
       codes[r] = per_rank(*comm, ledger);
