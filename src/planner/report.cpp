@@ -149,7 +149,7 @@ std::string notes(const EstimateReport& r) {
   s += "  device: by category at the moment of the peak of one step (transient unit gradients count as grads;\n"
        "    gathered: stage 3's whole units, the current and the prefetched one, or a unit and the one it borrows)\n";
   s += in.comm_scratch && in.ranks > 1
-           ? "  comm: the MPI backend's reduce-scatter scratch (one whole unit, one call at a time) and reduced slices in flight\n"
+           ? "  comm: the MPI backend's reduce-scatter scratch (4 chunks of 1 MiB per peer at most, one call at a time) and reduced slices in flight\n"
            : "  comm: no reduce-scatter scratch (threads/self backend); reduced slices in flight only\n";
   if (!r.plans.front().activations_modelled) {
     s += "  activ.: n/m = not modelled for this model: the total excludes activations; leave room for them\n";

@@ -1,10 +1,10 @@
 // The planner against the engine over real MPI processes (mpirun -np 2 and 4), where every
-// reduce-scatter allocates a whole-unit scratch in the ledger, for a GPT in every stage and
+// reduce-scatter allocates its receives' scratch in the ledger, for a GPT in every stage and
 // offload configuration, with and without gradient accumulation. The planner holds a scratch
 // until its reduction is waited for; the comm thread frees it as soon as the reduction is done,
 // which may be before the compute thread's next allocation, or not: a race the planner cannot
 // see. So the predicted peak device bytes per rank may exceed the ledger's by at most one scratch
-// (the largest unit's gradient), and must never be under it by more than 1%; with hybrid sharding
+// (bounded here by the largest unit's gradient), and must never be under it by more than 1%; with hybrid sharding
 // by at most two (the replicas' all-reduce has a scratch and a thread of its own).
 #include <gtest/gtest.h>
 
