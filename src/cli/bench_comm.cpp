@@ -43,8 +43,11 @@ void checked_all_reduce(Communicator& comm, std::vector<float>& data, bool refer
   const float mine = static_cast<float>(comm.rank() + 1);
   const float want = static_cast<float>(comm.size() * (comm.size() + 1) / 2);
   std::fill(data.begin(), data.end(), mine);
-  if (reference) comm.reference_all_reduce(data);
-  else comm.all_reduce(data);
+  if (!reference) {
+    comm.all_reduce(data);
+  } else if (!comm.reference_all_reduce(data)) {
+    throw ConfigError(cat("[cli] --reference: the ", comm.backend(), " backend has no library all-reduce to time; run under mpirun (--comm mpi)"));
+  }
   if (data.front() != want || data.back() != want || data[data.size() / 2] != want) {
     throw Error(cat("[bench] ", reference ? "the reference " : "", "all_reduce of ", data.size(), " floats gave ", data.front(),
                     " where the ranks' sum is ", want));

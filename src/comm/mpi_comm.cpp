@@ -178,8 +178,9 @@ class MpiTransport final : public Transport {
   // chunks and each chunk is summed in rank order as soon as every peer's part of it has arrived,
   // while the later chunks are on the wire. Receives go into a ring of a few chunks per peer (the
   // scratch, bounded whatever k is: backends.h, mpi_reduce_scatter_ring), the next chunk's receive
-  // posted into a slot as soon as its sum is done; the sends are all posted at once, from `send`. This rank's own piece is read where it lies in `send` (recv may be that piece:
-  // the sum reads a tile before writing it).
+  // posted into a slot as soon as its sum is done; the sends are all posted at once, from `send`.
+  // This rank's own piece is read where it lies in `send` (recv may be that piece: the sum reads a
+  // tile before writing it).
   void reduce_scatter(const void* send, void* recv, std::size_t k, Dtype dtype) override {
     const std::size_t eb = dtype_bytes(dtype);
     const std::string what = op_label("reduce_scatter", k * eb * size());
@@ -399,7 +400,7 @@ class MpiTransport final : public Transport {
     char* allocate(Ledger* ledger, std::size_t bytes) {
       const std::size_t floats = (bytes + sizeof(float) - 1) / sizeof(float);
       if (ledger) {
-        owned = Buffer(*ledger, Tier::kDevice, Category::kCommBuffers, floats, "reduce_scatter scratch", false);
+        owned = Buffer(*ledger, Tier::kDevice, Category::kCommBuffers, floats, "collective scratch", false);
         return reinterpret_cast<char*>(owned.data());
       }
       unaccounted = std::make_unique_for_overwrite<float[]>(floats);

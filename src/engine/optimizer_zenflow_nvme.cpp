@@ -83,7 +83,9 @@ class ZenflowNvmeOptimizer final : public HostGradientOptimizer {
   // The CPU's last result (overlap_step) reaches the parameters now rather than at the next update.
   bool synchronize() override {
     if (!in_flight_) return false;
-    stream_.run(dev_, kState, 0, [&](const SubGroup& g, std::size_t i) { merge(g, i); }, traffic_);
+    // Written back: take() put the device's columns into the masters, as host ZenFlow's master_
+    // keeps them for the next CPU update.
+    stream_.run(dev_, kState, kState, [&](const SubGroup& g, std::size_t i) { merge(g, i); }, traffic_);
     in_flight_ = false;
     return true;
   }

@@ -36,7 +36,7 @@ class UnitsInUse {
 
 // Widens unit v's 16-bit parameters into f32 `wide` for the kernels on the compute stream, all
 // but those the model reads in bf16 as they are (Module::reads_bf16), whose part of `wide` stays
-// unwritten (and, freshly allocated, untouched).
+// unwritten (never read: the products take those weights in bf16).
 void widen_for_compute(Device& dev, const Module& module, int v, const UnitPlace& place, DeviceSpan wide, DeviceSpan params) {
   std::vector<bool> kept(place.params.size(), false);
   bool all = true;

@@ -43,6 +43,7 @@ struct MlpRun {
   // Which rank's rows of the global batch each rank trains on (empty: its own); a permutation
   // changes only the order in which the same gradients are summed.
   std::vector<int> rows_of_rank;
+  int synchronize_every = 0;  // > 0: engine.synchronize() after every that many steps (a read-out mid-run)
   OneBitAdamConfig onebit;  // OptimizerKind::kOneBitAdam
   ZeroOneAdamConfig zero_one;  // OptimizerKind::kZeroOneAdam
 
@@ -117,6 +118,7 @@ inline RankResult train_mlp(const MlpRun& run, Communicator& comm, Ledger& ledge
     out.loss_scales.push_back(report.loss_scale);
     out.skipped.push_back(report.skipped);
     out.losses.push_back(loss);
+    if (run.synchronize_every > 0 && (s + 1) % run.synchronize_every == 0) engine.synchronize();
   }
   engine.synchronize();
   out.device = ledger.usage(Tier::kDevice);

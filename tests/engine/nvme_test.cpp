@@ -221,6 +221,26 @@ TEST(NvmeZenflow, BitIdenticalToZenflowOnTheHost) {
   EXPECT_TRUE(fs::is_empty(folder.path)) << "a swap folder outlived its run";
 }
 
+// overlap_step with a read-out mid-run (Engine::synchronize, as full_parameters does): the CPU's
+// result reaches the parameters early and the device's columns enter the masters, which the next
+// CPU update starts from, on the disk as in host memory (the selection changes after each sync).
+TEST(NvmeZenflow, MidRunSynchronizeKeepsHostZenflowsBits) {
+  const NvmeFolder folder("zenflow-sync");
+  const ZenflowOptions z{true, 0.3, 2, 2, 0, true};
+  MlpRun run;
+  run.steps = 9;
+  run.stage = 2;
+  run.synchronize_every = 3;
+  run.offload = {};
+  run.offload.optimizer = true;
+  run.offload.zenflow = z;
+  const auto host = run_threads(run, 2)[0].params;
+  run.offload = with_zenflow(nvme_offload(folder.path, 7, 3), z);
+  EXPECT_TRUE(same_bits(run_threads(run, 2)[0].params, host)) << "ZenFlow on NVMe with a synchronize every 3 steps";
+  run.synchronize_every = 0;
+  EXPECT_FALSE(same_bits(run_threads(run, 2)[0].params, host)) << "the mid-run synchronize must matter here, or this tests nothing";
+}
+
 // The ledger: the swap file holds the CPU's state, masters (the parameters' category in f32), the
 // moments and the summed gradient (4 + 8 + 4 bytes an element); host memory holds the step's
 // gradient shard and the buffers alone: 3 * 4 bytes and 4 bytes (the sum's) a sub-group element

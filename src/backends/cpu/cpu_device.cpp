@@ -26,7 +26,8 @@ namespace {
 // forward and backward: measured at the 50m bench model, those faults took 100-170 ms of a bf16
 // step's 290 ms "rest" (bench/README.md). The ledger counts the bytes in use, as before; the blocks
 // kept are freed memory the process still holds, as a heap's free list is: at most kBlocks of
-// them, each at least kMinBytes (smaller ones the heap reuses itself), released with the device.
+// them, each at least kMinBytes (smaller ones the heap reuses itself), kMaxBytes in all,
+// released with the device or when the system refuses an allocation.
 class KeptBlocks {
  public:
   ~KeptBlocks() {
@@ -43,27 +44,39 @@ class KeptBlocks {
     }
     return nullptr;
   }
-  // Keeps p (of `bytes`) if it is large enough; returns what the caller must free: p where it is
-  // not kept, else the oldest block kept beyond kBlocks (or null).
-  void* keep(void* p, std::size_t bytes) {
-    if (bytes < kMinBytes) return p;
+  // Keeps p (of `bytes`) if it is large enough and the kept bytes stay within kMaxBytes; frees
+  // the oldest blocks beyond kBlocks, and p itself where it is not kept.
+  void keep(void* p, std::size_t bytes) {
+    if (bytes < kMinBytes || bytes > kMaxBytes) return std::free(p);
     const std::lock_guard<std::mutex> lock(mutex_);
     blocks_.push_back({p, bytes});
-    if (blocks_.size() <= kBlocks) return nullptr;
-    void* oldest = blocks_.front().p;
-    blocks_.erase(blocks_.begin());
-    return oldest;
+    kept_ += bytes;
+    while (blocks_.size() > kBlocks || kept_ > kMaxBytes) {
+      std::free(blocks_.front().p);
+      kept_ -= blocks_.front().bytes;
+      blocks_.erase(blocks_.begin());
+    }
+  }
+  // Frees every kept block (the system refused an allocation: give it back what is held).
+  void release() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (const Block& b : blocks_) std::free(b.p);
+    blocks_.clear();
+    kept_ = 0;
   }
 
  private:
   static constexpr std::size_t kBlocks = 4;  // a unit's parameters and gradients, and a borrowed unit's
   static constexpr std::size_t kMinBytes = std::size_t{1} << 20;
+  // What the ledger does not see: freed memory the process still holds, bounded.
+  static constexpr std::size_t kMaxBytes = std::size_t{256} << 20;
   struct Block {
     void* p;
     std::size_t bytes;
   };
   std::mutex mutex_;  // allocations come from the compute, copy and optimizer threads
   std::vector<Block> blocks_;  // oldest first
+  std::size_t kept_ = 0;       // their bytes
 };
 
 class HostMemoryDevice : public Device, private KernelMemory {
@@ -182,13 +195,17 @@ class HostMemoryDevice : public Device, private KernelMemory {
     const std::size_t rounded = (bytes + align - 1) / align * align;
     void* p = tier == Tier::kDevice ? kept_.take(rounded) : nullptr;
     if (p == nullptr) p = std::aligned_alloc(align, rounded);
+    if (p == nullptr) {
+      kept_.release();
+      p = std::aligned_alloc(align, rounded);
+    }
     if (p == nullptr) return nullptr;
     if (zeroed) std::memset(p, 0, rounded);
     return tag(tier, p);
   }
   void deallocate(Tier tier, void* p, std::size_t bytes) override {
     void* block = untag(tier, p);
-    if (tier == Tier::kDevice) block = kept_.keep(block, (bytes + 63) / 64 * 64);
+    if (tier == Tier::kDevice) return kept_.keep(block, (bytes + 63) / 64 * 64);
     std::free(block);
   }
   bool lock(Tier tier, void* p, std::size_t bytes) override { return mlock(untag(tier, p), bytes) == 0; }
