@@ -122,15 +122,16 @@ int bench_comm_main(const std::vector<std::string>& args) {
   if (modes == "both") runs = {Determinism::kDeterministic, Determinism::kFast};
   else runs = {parse_determinism(modes, "--determinism")};
   const bool reference = flags.has("reference");
-  if (reference && flags.get("comm") == "threads") {
-    throw ConfigError("[cli] --reference times MPI_Allreduce beside zero's all-reduce: it needs MPI ranks (--comm mpi under mpirun), not --comm threads");
+  int launched = 1;
+  const std::string comm_flag = flags.get("comm");
+  const bool on_mpi = comm_flag == "mpi" || (comm_flag == "auto" && launched_by_mpi(&launched) && launched > 1);
+  if (reference && !on_mpi) {
+    throw ConfigError(cat("[cli] --reference times MPI_Allreduce beside zero's all-reduce: it needs MPI ranks (--comm mpi under mpirun), not ",
+                          comm_flag == "auto" ? "thread ranks (--comm auto outside mpirun)" : "--comm " + comm_flag));
   }
   planned_world(flags, false);
   return run_ranks(flags, [&](Communicator& comm, Ledger&) {
     const std::vector<RankPlace> places = gather_places(comm);
-    if (reference && comm.backend() != "mpi") {
-      throw ConfigError(cat("[cli] --reference times MPI_Allreduce beside zero's all-reduce: it needs --comm mpi (this run is on ", comm.backend(), ")"));
-    }
     if (comm.rank() == 0) {
       std::printf("zero bench comm: all_reduce of f32 on %d ranks (%s), %d calls a round, median of 5 rounds%s\n%s", comm.size(),
                   comm.backend().c_str(), iters, reference ? ", each followed by a round of MPI_Allreduce" : "",
