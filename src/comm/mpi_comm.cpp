@@ -446,10 +446,10 @@ class MpiTransport final : public Transport {
       return std::all_of(requests.begin() + first, requests.begin() + last, [](MPI_Request r) { return r == MPI_REQUEST_NULL; });
     };
     poll_until(what, [&] {
-      if (complete()) return true;
+      if (complete()) return Poll{true, false};
       int finished = 0;
       check(locked([&] { return MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &finished, indices.data(), MPI_STATUSES_IGNORE); }), what);
-      return complete();
+      return Poll{complete(), finished != MPI_UNDEFINED && finished > 0};
     });
   }
 
@@ -458,28 +458,38 @@ class MpiTransport final : public Transport {
     poll_until(what, [&] {
       int done = 0;
       check(locked([&] { return MPI_Test(&req, &done, MPI_STATUS_IGNORE); }), what);
-      return done != 0;
+      return Poll{done != 0, false};
     });
   }
+
+  struct Poll {
+    bool done;
+    bool progressed;  // a request completed in this poll: bytes are moving
+  };
 
   // Open MPI moves a transfer on only inside MPI calls, so a wait that sleeps between polls
   // stalls the link: each sleep (20 us asked, 60-80 us taken) leaves the socket's buffers full
   // or empty and each rendezvous hand-off waits it out. So the wait polls without sleeping while
-  // a thread of this process is blocked on a Handle (its core is idle: polling takes nothing
-  // from compute) and this node's ranks do not outnumber its cores. Otherwise, after the first
-  // 100 polls, it sleeps between polls, so a rank still computing keeps its core, and a rank
-  // sharing a core with others leaves it to them.
+  // the bytes are moving (for kSpin after it starts and after each poll that completed a
+  // request: a chunk of 1 MiB (backends.h) takes ~1 ms at 1 GB/s, 5 at 0.2) and a thread of this
+  // process is blocked on a Handle (its core is idle: polling takes nothing from compute), unless
+  // this node's ranks outnumber its cores. Otherwise, after the first 100 polls, it sleeps
+  // between polls, so a waiting rank leaves its core to compute, and a peer still computing or
+  // far behind costs no core after kSpin.
   template <class Test>
   void poll_until(const std::string& what, Test&& test) {
     const auto start = std::chrono::steady_clock::now();
+    auto moved = start;
     for (int polls = 0;; ++polls) {
-      if (test()) return;
+      const Poll p = test();
+      if (p.done) return;
       const auto now = std::chrono::steady_clock::now();
+      if (p.progressed) moved = now;
       if (now - start > timeout()) {
         fail(cat("[comm] ", what, " on rank ", rank(), " did not complete within ", timeout().count(), " ms; ",
                  missing_ranks(), ": they died, are stuck, or issued a different sequence of collectives"));
       }
-      const bool spin = polls <= 100 || (may_spin_ && g_threads_waiting > 0);
+      const bool spin = polls <= 100 || (may_spin_ && g_threads_waiting > 0 && now - moved < kSpin);
       if (!spin) std::this_thread::sleep_for(std::chrono::microseconds(polls > 10000 ? 500 : 20));
     }
   }
@@ -525,6 +535,7 @@ class MpiTransport final : public Transport {
   static constexpr int kReduceScatterTag = 7002;
   static constexpr int kAllGatherTag = 7003;
   static constexpr int kExchangeTag = 7004;
+  static constexpr std::chrono::milliseconds kSpin{5};
   bool may_spin_ = false;  // this node's ranks do not outnumber its cores (set once, in adopt)
   MPI_Comm comm_;
   MPI_Comm roll_call_;
