@@ -197,7 +197,7 @@ std::string step_table(const EstimateReport& r) {
   if (r.step_times.empty()) return "";
   const bool disk = shows_nvme(r);
   std::string s = cat("\nseconds per optimizer step, per device (", describe_machine(r.machine, disk), "):\n");
-  char buf[240];
+  char buf[320];
   std::snprintf(buf, sizeof buf, "%-12s %10s %10s %21s %10s%s %10s %12s %15s\n", "stage", "compute", "tensor-par", "comm (whole/exposed)",
                 "optimizer", disk ? "   disk (whole/exposed, share)" : "", "step", "tokens/s", "TFLOP/s/device");
   s += buf;
@@ -219,7 +219,7 @@ std::string step_table(const EstimateReport& r) {
                 per_token, r.input.checkpointing.enabled ? ", + the recomputed forward" : "",
                 static_cast<double>(r.plans.front().ranks) * r.input.micro_batch * r.input.gradient_accumulation_steps *
                     (r.input.model.gpt ? r.input.model.gpt->seq_len : r.input.model.llama ? r.input.model.llama->seq_len : 0),
-                r.machine.memory_bandwidth > 0 ? "" : "; device Adam not counted (--memory-bandwidth)");
+                r.machine.memory_bandwidth > 0 ? "" : "; device Adam and ZeRO++'s quantisation passes not counted (--memory-bandwidth)");
   s += buf;
   double quantize = 0;
   for (std::size_t i = 0; i < r.step_times.size(); ++i) quantize = std::max(quantize, r.step_times_missing[i].empty() ? r.step_times[i].quantize : 0);

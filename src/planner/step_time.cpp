@@ -71,19 +71,24 @@ LinkBytes reductions(const Plan& plan) {
   return {all_reduce + scatter - across, all_reduce + plan.ranks_per_node * across, calls_ar * ring_steps(plan) + calls_rs * 2};
 }
 
-LinkBytes gathers(const Plan& plan) {
+// The gathers' seconds, split as they overlap: stage 3's before forward and before backward (half
+// each; with hpZ the spanning ones and the node's own, as many calls each), the others' all under
+// the next forward.
+std::pair<double, double> gather_seconds(const Plan& plan, const Machine& m) {
   const auto at = [](Collective c) { return static_cast<int>(c); };
   const StepTraffic& t = plan.traffic;
   const double sent = double(t.sent[at(Collective::kAllGather)] + t.sent[at(Collective::kBroadcast)]);
   const double steps = double(t.calls[at(Collective::kAllGather)] + t.calls[at(Collective::kBroadcast)]) * ring_steps(plan);
-  if (!hpz_runs(plan)) return {sent, sent, steps};
+  const double whole = collective_seconds({sent, sent, steps}, plan, m);
+  if (plan.settings.stage != 3) return {whole, 0};
+  if (!hpz_runs(plan)) return {whole / 2, whole / 2};
   // hpZ: the backward gathers read the secondary partition inside the node and never cross. The
-  // others span all N ranks, and zero hands each peer its piece, so (N-L)/(N-1) of their bytes
-  // go to other nodes: from the across bytes, the spanning gathers' whole, which a ring sends
-  // out of the node; the rest stayed inside it.
+  // forward ones span all N ranks, and zero hands each peer its piece, so (N-L)/(N-1) of their
+  // bytes go to other nodes: from the across bytes, their whole, which a ring sends out of the
+  // node; the rest stayed inside it.
   const double N = plan.ranks, L = plan.ranks_per_node;
   const double spanning = double(t.sent_across[at(Collective::kAllGather)] + t.sent_across[at(Collective::kBroadcast)]) * (N - 1) / (N - L);
-  return {sent, spanning, steps};
+  return {collective_seconds({spanning, spanning, steps / 2}, plan, m), collective_seconds({sent - spanning, 0, steps / 2}, plan, m)};
 }
 
 }  // namespace
@@ -229,12 +234,11 @@ StepTime predict_step_time(const PlanInput& in, const Plan& plan, const Machine&
   const double forward = busy * forward_share / G, backward = busy * (1 - forward_share) / G;
 
   const double reduce = collective_seconds(reductions(plan), plan, m);
-  const double gather = collective_seconds(gathers(plan), plan, m);
-  t.comm = reduce + gather;
-  // Stages 0 and 1 reduce at the last micro-batch only; stage 3 gathers half its bytes before backward.
+  const auto [before_forward, before_backward] = gather_seconds(plan, m);
+  t.comm = reduce + before_forward + before_backward;
+  // Stages 0 and 1 reduce at the last micro-batch only; stage 3 gathers before backward too.
   const double reduce_window = stage <= 1 ? backward : G * backward;
-  const double under_backward = reduce + (stage == 3 ? gather / 2 : 0);
-  const double under_forward = stage == 3 ? gather / 2 : gather;
+  const double under_backward = reduce + before_backward, under_forward = before_forward;
   const double forward_window = stage == 3 ? G * forward : forward;
   // The last unit's reduction has no backward left to hide behind, nor the first unit's gather
   // any forward before it: a window exposes its excess or that unit, whichever is longer.

@@ -21,9 +21,9 @@
 //              rank sends, all its rings together): time = max(bytes / intra, node bytes /
 //              inter) + calls x 2·ceil(log2 N) x latency.
 //   ZeRO++     (stage 3, docs/zeropp.md) qwZ's int8 gathers are in the plan's bytes. hpZ: the
-//              backward gathers stay in the node: the gathers' node bytes are only those of the
-//              gathers over all ranks (zero sends each peer its piece, so those are the across
-//              bytes x (N-1)/(N-L)). qgZ: the reduce-scatter is an all-to-all, inside the node on
+//              backward gathers stay in the node (their bytes over the intra-node link, under
+//              backward); the forward ones span all ranks (zero sends each peer its piece, so they
+//              are the across bytes x (N-1)/(N-L), which a node sends whole, under forward). qgZ: the reduce-scatter is an all-to-all, inside the node on
 //              the devices' links, then across: a node sends all its L ranks' across bytes at once,
 //              2 latency steps a pair exchange. On one node both are as plain stage 3.
 //   quantize   ZeRO++'s quantisation passes on the device, not overlapped (they run between the
@@ -38,7 +38,7 @@
 //              units before it (stages 0 and 1: only at the last micro-batch; 2 and 3: every
 //              one); stages 1 and 2 all-gather the updated parameters under the next step's
 //              first forward; stage 3 gathers each unit before its forward and its backward, half
-//              of its gathers under forward, half under backward. A window's comm beyond its
+//              of its gathers under forward, half under backward (hpZ: see ZeRO++). A window's comm beyond its
 //              compute is exposed, or if longer the last unit's reduction (no backward left to hide it)
 //              and the first unit's gather (no forward before it). On a device whose cores also
 //              run the collectives (Machine::comm_on_compute_cores: a CPU rank) nothing overlaps.

@@ -5,9 +5,10 @@ A GPT of 4 units on 2 nodes of 2 ranks, stage 3, fp16, 2 micro-batches a step, n
   - qgZ's bytes from its own formula: per unit slice of k elements, Q(k) = 4 ceil(k/64) + ceil(k/2),
     (M-1) Q(k) to the other nodes and (L-1) M Q(k) inside the node, every micro-batch;
   - hpZ's backward gathers never cross: with it, half of qwZ's across bytes;
-  - the links: gathers' node bytes = across x (N-1)/(N-L) (the gathers over all ranks; hpZ's stay
-    inside), reductions' = L x across (an all-to-all), device bytes = all (qgZ: less its across),
-    each class max(device / intra, node / inter) + latency steps (2 a pair exchange);
+  - the links: the forward gathers' bytes = across x (N-1)/(N-L), through the node's network whole;
+    hpZ's backward gathers (the rest) through the intra-node link alone; the reductions' node bytes
+    = L x across (an all-to-all), device bytes all but the across; each part max(device / intra,
+    node / inter), + latency steps (2 a pair exchange);
   - the quantisation passes at the device's memory bandwidth;
   - with nothing overlapping (--comm-on-compute-cores), the whole step."""
 import atexit, math, shutil, sys, tempfile
@@ -55,8 +56,8 @@ check(abs(2 * across["all_gather"] - qwz["traffic_across_bytes_per_step"]["all_g
 check(sent["all_gather"] > across["all_gather"] * (N - 1) / (N - L), "hpZ: some gathers stay inside the node")
 
 # The links, each class as alone, then the quantisation passes.
-gather_node = across["all_gather"] * (N - 1) / (N - L)
-gather = max(sent["all_gather"] / INTRA, gather_node / INTER) + calls["all_gather"] * ring * LATENCY
+spanning = across["all_gather"] * (N - 1) / (N - L)  # the forward gathers; hpZ's backward ones stay inside
+gather = max(spanning / INTRA, spanning / INTER) + (sent["all_gather"] - spanning) / INTRA + calls["all_gather"] * ring * LATENCY
 reduce = max((sent["reduce_scatter"] - across["reduce_scatter"]) / INTRA, L * across["reduce_scatter"] / INTER) + calls["reduce_scatter"] * 2 * LATENCY
 t = full["step_time"]
 close(t["comm"], gather + reduce, "comm: the gathers and the all-to-all")
