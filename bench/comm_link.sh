@@ -4,7 +4,8 @@
 # plain blocking MPI_Allreduce (an OSU-style loop with nothing of zero's in between) in the same
 # processes, and takes the ratio round by round; this runs it ROUNDS times on 2 ranks on one host
 # (Open MPI's shared memory) and on 2 "hosts" (network namespaces joined by a veth pair, TCP only,
-# as tests/cli/two_hosts.sh makes them; add RATE=1gbit to throttle the link with tc), and prints
+# as tests/cli/two_hosts.sh makes them, each on a core of its own; add RATE=1gbit to throttle the
+# link with tc), and prints
 # each size's medians over the launches. Needs root and iproute2 for the two-host part. MPI_ARGS
 # adds mpirun options to every launch, e.g. UCX instead of Open MPI's ob1:
 #   MPI_ARGS='--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any' bash bench/comm_link.sh
@@ -25,9 +26,12 @@ export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
 
 read -r -a extra <<<"${MPI_ARGS:-}"
 one_host() { mpirun --allow-run-as-root -np 2 "${extra[@]}" "$@"; }
+# Each "host" on a core of its own (ZERO_NETNS_CPUS; Open MPI's binding off, or it would bind
+# each host's rank to core 0: both ranks on one core, the other idle, as no two hosts are).
+export ZERO_NETNS_CPUS="$a=0 $b=$(( $(nproc) > 1 ? 1 : 0 ))"
 two_hosts() {
   "$here/tests/cli/netns_host.sh" "$a" env OMPI_MCA_plm_rsh_agent="$here/tests/cli/netns_rsh.sh" ZERO_NETNS_HOSTS="10.201.0.1=$a 10.201.0.2=$b" \
-    mpirun --allow-run-as-root --host 10.201.0.1:1,10.201.0.2:1 -np 2 "${extra[@]}" --mca btl tcp,self \
+    mpirun --allow-run-as-root --host 10.201.0.1:1,10.201.0.2:1 -np 2 --bind-to none "${extra[@]}" --mca btl tcp,self \
     --mca btl_tcp_if_include 10.201.0.0/24 --mca oob_tcp_if_include 10.201.0.0/24 -x OMP_NUM_THREADS "$@"
 }
 

@@ -21,11 +21,15 @@ bool built_with_mpi();
 inline std::size_t mpi_max_transport_elements(std::size_t element_bytes) {
   return max_segment_elements(element_bytes, INT_MAX);
 }
-// Its reduce-scatter receives every peer's piece in chunks of kMpiChunkBytes, into a ring of
-// kMpiChunksInFlight chunks per peer (the chunk: small enough that summing one overlaps the next
-// ones' arrival, large enough that its requests cost little next to its bytes; the ring: enough
-// chunks on the wire to keep a link busy while one is summed, and a scratch bounded whatever k).
+// Its reduce-scatter receives every peer's piece in chunks of at most kMpiChunkBytes, into a ring
+// of kMpiChunksInFlight chunks per peer (the chunk: small enough that summing one overlaps the
+// next ones' arrival, large enough that its requests cost little next to its bytes; the ring:
+// enough chunks on the wire to keep a link busy while one is summed, and a scratch bounded
+// whatever k). A piece under kMpiChunksInFlight full chunks is cut into that many chunks of at
+// least kMpiMinChunkBytes, so that its sums overlap its transfer too (summing 1 MiB takes 0.1-0.25
+// ms here, a tenth or more of moving it) in the same scratch as one chunk of it would take.
 inline constexpr std::size_t kMpiChunkBytes = std::size_t{1} << 20;
+inline constexpr std::size_t kMpiMinChunkBytes = std::size_t{64} << 10;
 inline constexpr std::size_t kMpiChunksInFlight = 4;
 struct MpiRing {
   std::size_t chunk = 0;   // elements per chunk (the last one may be shorter)
@@ -34,8 +38,10 @@ struct MpiRing {
 };
 inline MpiRing mpi_reduce_scatter_ring(std::size_t k, std::size_t element_bytes) {
   const std::size_t most = std::max<std::size_t>(1, kMpiChunkBytes / element_bytes);
-  const std::size_t chunks = k == 0 ? 0 : (k - 1) / most + 1;
-  return {std::min(k, most), chunks, std::min(chunks, kMpiChunksInFlight)};
+  const std::size_t least = std::max<std::size_t>(1, kMpiMinChunkBytes / element_bytes);
+  const std::size_t chunk = std::min(k, std::min(most, std::max(least, (k + kMpiChunksInFlight - 1) / kMpiChunksInFlight)));
+  const std::size_t chunks = k == 0 ? 0 : (k - 1) / chunk + 1;
+  return {chunk, chunks, std::min(chunks, kMpiChunksInFlight)};
 }
 // Between 2 ranks its deterministic all-reduce is one exchange of the whole buffer (each rank sends
 // all of it and sums both in rank order as the peer's chunks arrive, into the same ring): the

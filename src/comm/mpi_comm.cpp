@@ -468,12 +468,14 @@ class MpiTransport final : public Transport {
   };
 
   // Open MPI moves a transfer on only inside MPI calls, so a wait that sleeps between polls
-  // stalls the link: each hand-off between the ranks waits out a sleep. So the wait polls without
-  // sleeping while the bytes are moving (for kSpin after it starts and after each poll that
-  // completed a request) and a thread of this process is blocked on a Handle (its core is idle:
-  // polling takes nothing from compute), unless this node's ranks outnumber its cores. Otherwise,
-  // after the first 100 polls, it sleeps between polls, so a waiting rank leaves its core to
-  // compute, and a peer still computing or far behind costs no core.
+  // stalls the link: each sleep (20 us asked, 60-80 us taken) leaves the socket's buffers full
+  // or empty and each rendezvous hand-off waits it out. So the wait polls without sleeping while
+  // the bytes are moving (for kSpin after it starts and after each poll that completed a
+  // request: a chunk of 1 MiB (backends.h) takes ~1 ms at 1 GB/s, 5 at 0.2) and a thread of this
+  // process is blocked on a Handle (its core is idle: polling takes nothing from compute), unless
+  // this node's ranks outnumber its cores. Otherwise, after the first 100 polls, it sleeps
+  // between polls, so a waiting rank leaves its core to compute, and a peer still computing or
+  // far behind costs no core after kSpin.
   template <class Test>
   void poll_until(const std::string& what, Test&& test) {
     const auto start = std::chrono::steady_clock::now();
@@ -533,7 +535,7 @@ class MpiTransport final : public Transport {
   static constexpr int kReduceScatterTag = 7002;
   static constexpr int kAllGatherTag = 7003;
   static constexpr int kExchangeTag = 7004;
-  static constexpr std::chrono::microseconds kSpin{200};
+  static constexpr std::chrono::milliseconds kSpin{5};
   bool may_spin_ = false;  // this node's ranks do not outnumber its cores (set once, in adopt)
   MPI_Comm comm_;
   MPI_Comm roll_call_;

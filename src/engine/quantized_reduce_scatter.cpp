@@ -100,8 +100,8 @@ void QuantizedReduceScatter::exchange(Group& group, const std::uint8_t* send, st
     const int p = group.partner[t];
     if (p < 0) continue;
     const auto at = static_cast<std::size_t>(p);
-    if (!computes_) {  // counted only: any b bytes will do
-      group.pairs[t]->all_gather_bytes(dry_.data(), b, dry_.data() + b);
+    if (!computes_) {  // counted only: any b bytes will do, and none copied (all_gather_bytes would fill both slots)
+      group.pairs[t]->all_gather_bytes_async(dry_.data(), b, dry_.data() + b, 0).wait();
       continue;
     }
     group.pairs[t]->all_gather_bytes(send + at * b, b, both_);

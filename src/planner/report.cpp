@@ -197,7 +197,7 @@ std::string step_table(const EstimateReport& r) {
   if (r.step_times.empty()) return "";
   const bool disk = shows_nvme(r);
   std::string s = cat("\nseconds per optimizer step, per device (", describe_machine(r.machine, disk), "):\n");
-  char buf[240];
+  char buf[320];
   std::snprintf(buf, sizeof buf, "%-12s %10s %10s %21s %10s%s %10s %12s %15s\n", "stage", "compute", "tensor-par", "comm (whole/exposed)",
                 "optimizer", disk ? "   disk (whole/exposed, share)" : "", "step", "tokens/s", "TFLOP/s/device");
   s += buf;
@@ -219,8 +219,13 @@ std::string step_table(const EstimateReport& r) {
                 per_token, r.input.checkpointing.enabled ? ", + the recomputed forward" : "",
                 static_cast<double>(r.plans.front().ranks) * r.input.micro_batch * r.input.gradient_accumulation_steps *
                     (r.input.model.gpt ? r.input.model.gpt->seq_len : r.input.model.llama ? r.input.model.llama->seq_len : 0),
-                r.machine.memory_bandwidth > 0 ? "" : "; device Adam not counted (--memory-bandwidth)");
+                r.machine.memory_bandwidth > 0 ? "" : "; device Adam and ZeRO++'s quantisation passes not counted (--memory-bandwidth)");
   s += buf;
+  double quantize = 0;
+  for (std::size_t i = 0; i < r.step_times.size(); ++i) quantize = std::max(quantize, r.step_times_missing[i].empty() ? r.step_times[i].quantize : 0);
+  if (quantize > 0) {
+    s += cat("  step: with ZeRO++'s quantisation passes on the device (up to ", quantize, " s; JSON: quantize), which no column shows\n");
+  }
   if (disk) {
     s += "  disk: the swap files' bytes a step at the NVMe bandwidths (--disk-read-bandwidth, --disk-write-bandwidth); exposed:\n"
          "    what the disk adds to the step, the rest overlapping forward, backward or CPU Adam (docs/estimate.md), and its share\n";
@@ -298,15 +303,17 @@ nlohmann::json plan_json(const EstimateReport& r, std::size_t i) {
   j["model_state_bytes"] = {{"device", p.persistent_device.model_states()}, {"host", p.host.model_states()}};
   j["padded_parameters"] = p.padded_numel;
   j["shard_parameters"] = p.shard_numel;
-  nlohmann::json traffic, calls;
+  nlohmann::json traffic, calls, across;
   for (int c = 0; c < kNumCollectives; ++c) {
     traffic[collective_name(static_cast<Collective>(c))] = p.traffic.sent[c];
     calls[collective_name(static_cast<Collective>(c))] = p.traffic.calls[c];
+    across[collective_name(static_cast<Collective>(c))] = p.traffic.sent_across[c];
   }
   traffic["total"] = p.traffic.total();
   traffic["across_nodes"] = p.traffic.total_across();
   j["traffic_bytes_per_step"] = traffic;
   j["collective_calls_per_step"] = calls;
+  j["traffic_across_bytes_per_step"] = across;
   j["host_link"] = {{"host_to_device_bytes", p.host_to_device_bytes},
                     {"device_to_host_bytes", p.device_to_host_bytes},
                     {"seconds", p.link_seconds}};
@@ -315,7 +322,7 @@ nlohmann::json plan_json(const EstimateReport& r, std::size_t i) {
     const StepTime& t = r.step_times[i];
     j["step_time"] = {{"compute", t.compute}, {"tensor_parallel", t.tensor_parallel}, {"comm", t.comm}, {"comm_exposed", t.comm_exposed},
                       {"optimizer", t.optimizer}, {"disk", t.disk}, {"disk_exposed", t.disk_exposed},
-                      {"disk_exposed_share", t.step > 0 ? t.disk_exposed / t.step : 0.0}, {"step", t.step}, {"tokens_per_step", t.tokens_per_step},
+                      {"disk_exposed_share", t.step > 0 ? t.disk_exposed / t.step : 0.0}, {"quantize", t.quantize}, {"step", t.step}, {"tokens_per_step", t.tokens_per_step},
                       {"flops_per_token", t.flops_per_token}, {"tokens_per_second", t.tokens_per_second},
                       {"tflops_per_device", t.tflops_per_device}};
   }

@@ -31,15 +31,64 @@ Shape shape_of(const ModelDescription& m) {
   return s;
 }
 
-// Seconds for `bytes` (per data-parallel rank) in `calls` collectives over the machine's links:
-// every device sends its 1/M through its intra-node link; a node sends one rank's bytes over
-// its network (see step_time.h).
-double collective_seconds(double bytes, double calls, const Plan& plan, const Machine& m) {
-  if (bytes <= 0) return 0;
+// One class of collectives (the reductions, or the gathers) as the links carry it, per step.
+struct LinkBytes {
+  double device = 0;  // bytes a rank sends through its device's intra-node link
+  double node = 0;    // bytes its node sends over the network (with more than one node)
+  double steps = 0;   // latency steps: calls x message steps per call
+};
+
+// Seconds for one class over the machine's links: every device sends its 1/M through its
+// intra-node link; a node sends `node` bytes over its network (see step_time.h).
+double collective_seconds(const LinkBytes& b, const Plan& plan, const Machine& m) {
+  if (b.device <= 0 && b.node <= 0) return 0;
   double s = 0;
-  if (plan.ranks_per_node * m.model_parallel > 1) s = bytes / m.model_parallel / m.intra_node_bandwidth;
-  if (plan.nodes > 1) s = std::max(s, bytes / m.inter_node_bandwidth);
-  return s + calls * 2 * std::ceil(std::log2(static_cast<double>(plan.ranks))) * m.latency;
+  if (plan.ranks_per_node * m.model_parallel > 1) s = b.device / m.model_parallel / m.intra_node_bandwidth;
+  if (plan.nodes > 1) s = std::max(s, b.node / m.inter_node_bandwidth);
+  return s + b.steps * m.latency;
+}
+
+// A ring or tree collective over N ranks: 2 ceil(log2 N) message steps, and a node sends what one
+// rank sends (its rings cross the node's boundary with one rank's bytes).
+double ring_steps(const Plan& plan) { return 2 * std::ceil(std::log2(static_cast<double>(plan.ranks))); }
+
+// Whether ZeRO++'s options change how the links see a class (stage 3 on more than one node).
+bool qgz_runs(const Plan& plan) { return plan.settings.stage == 3 && plan.settings.zero_quantized_gradients && plan.nodes > 1; }
+bool hpz_runs(const Plan& plan) {
+  return plan.settings.stage == 3 && plan.settings.hpz_partition_size > 1 && plan.nodes > 1 && plan.settings.mics_shard_size <= 0;
+}
+
+LinkBytes reductions(const Plan& plan) {
+  const auto at = [](Collective c) { return static_cast<int>(c); };
+  const StepTraffic& t = plan.traffic;
+  const double all_reduce = double(t.sent[at(Collective::kAllReduce)]), scatter = double(t.sent[at(Collective::kReduceScatter)]);
+  const double calls_ar = double(t.calls[at(Collective::kAllReduce)]), calls_rs = double(t.calls[at(Collective::kReduceScatter)]);
+  if (!qgz_runs(plan)) return {all_reduce + scatter, all_reduce + scatter, (calls_ar + calls_rs) * ring_steps(plan)};
+  // qgZ: a hierarchical all-to-all of pair exchanges (engine/quantized_reduce_scatter.h). Its
+  // intra-node bytes stay on the devices' links; every rank of a node sends its across share
+  // through the node's network at once (an all-to-all, not a ring); a pair exchange is 2 steps.
+  const double across = double(t.sent_across[at(Collective::kReduceScatter)]);
+  return {all_reduce + scatter - across, all_reduce + plan.ranks_per_node * across, calls_ar * ring_steps(plan) + calls_rs * 2};
+}
+
+// The gathers' seconds, split as they overlap: stage 3's before forward and before backward (half
+// each; with hpZ the spanning ones and the node's own, as many calls each), the others' all under
+// the next forward.
+std::pair<double, double> gather_seconds(const Plan& plan, const Machine& m) {
+  const auto at = [](Collective c) { return static_cast<int>(c); };
+  const StepTraffic& t = plan.traffic;
+  const double sent = double(t.sent[at(Collective::kAllGather)] + t.sent[at(Collective::kBroadcast)]);
+  const double steps = double(t.calls[at(Collective::kAllGather)] + t.calls[at(Collective::kBroadcast)]) * ring_steps(plan);
+  const double whole = collective_seconds({sent, sent, steps}, plan, m);
+  if (plan.settings.stage != 3) return {whole, 0};
+  if (!hpz_runs(plan)) return {whole / 2, whole / 2};
+  // hpZ: the backward gathers read the secondary partition inside the node and never cross. The
+  // forward ones span all N ranks, and zero hands each peer its piece, so (N-L)/(N-1) of their
+  // bytes go to other nodes: from the across bytes, their whole, which a ring sends out of the
+  // node; the rest stayed inside it.
+  const double N = plan.ranks, L = plan.ranks_per_node;
+  const double spanning = double(t.sent_across[at(Collective::kAllGather)] + t.sent_across[at(Collective::kBroadcast)]) * (N - 1) / (N - L);
+  return {collective_seconds({spanning, spanning, steps / 2}, plan, m), collective_seconds({sent - spanning, 0, steps / 2}, plan, m)};
 }
 
 }  // namespace
@@ -138,6 +187,25 @@ std::pair<double, double> disk_seconds(const PlanInput& in, const Plan& plan, co
   return {whole, under_compute + at_step};
 }
 
+// ZeRO++'s quantisation passes on the device, seconds per step (see step_time.h): each pass
+// reads its input and writes its output once at the device's memory bandwidth. q = 0.5625 bytes
+// an element: 4 bits and a 4-byte scale a block of 64 (engine/gradient_quantize.h); int8 weights
+// are 1 byte (their scale a block of 2048 left out).
+double quantize_seconds(const PlanInput& in, const Plan& plan, const Machine& m) {
+  const EngineSettings& z = plan.settings;
+  if (z.stage != 3 || !(m.memory_bandwidth > 0)) return 0;
+  const double e = z.precision.mixed() ? 2 : 4, q = 0.5625, P = double(plan.padded_numel) / m.model_parallel;
+  const double N = plan.ranks, L = plan.ranks_per_node;
+  double bytes = 0;
+  // qwZ: each quantised gather quantises this rank's slice and dequantises the whole unit; every
+  // gather is quantised but hpZ's backward ones, which read the secondary partition.
+  if (z.quantized_weights) bytes += (z.hpz_partition_size > 1 ? 1 : 2) * P * (1 + e) * (1 + 1 / N);
+  // qgZ: quantise the unit's gradient, dequantise and sum it in f32 inside the node, quantise the
+  // node sums (1/L of it), dequantise and sum them across the nodes.
+  if (qgz_runs(plan)) bytes += P * ((e + q) + (q + 4) + 2 * (4 + q) / L);
+  return bytes * in.gradient_accumulation_steps / m.memory_bandwidth;
+}
+
 }  // namespace
 
 double flops_per_token(const ModelDescription& model, bool checkpointing) {
@@ -165,18 +233,12 @@ StepTime predict_step_time(const PlanInput& in, const Plan& plan, const Machine&
   const double busy = t.compute + t.tensor_parallel, forward_share = ckpt ? 0.25 : 1.0 / 3;
   const double forward = busy * forward_share / G, backward = busy * (1 - forward_share) / G;
 
-  const auto& sent = plan.traffic.sent;
-  const auto& calls = plan.traffic.calls;
-  const auto at = [](Collective c) { return static_cast<int>(c); };
-  const double reduce = collective_seconds(double(sent[at(Collective::kAllReduce)] + sent[at(Collective::kReduceScatter)]),
-                                           double(calls[at(Collective::kAllReduce)] + calls[at(Collective::kReduceScatter)]), plan, m);
-  const double gather = collective_seconds(double(sent[at(Collective::kAllGather)] + sent[at(Collective::kBroadcast)]),
-                                           double(calls[at(Collective::kAllGather)] + calls[at(Collective::kBroadcast)]), plan, m);
-  t.comm = reduce + gather;
-  // Stages 0 and 1 reduce at the last micro-batch only; stage 3 gathers half its bytes before backward.
+  const double reduce = collective_seconds(reductions(plan), plan, m);
+  const auto [before_forward, before_backward] = gather_seconds(plan, m);
+  t.comm = reduce + before_forward + before_backward;
+  // Stages 0 and 1 reduce at the last micro-batch only; stage 3 gathers before backward too.
   const double reduce_window = stage <= 1 ? backward : G * backward;
-  const double under_backward = reduce + (stage == 3 ? gather / 2 : 0);
-  const double under_forward = stage == 3 ? gather / 2 : gather;
+  const double under_backward = reduce + before_backward, under_forward = before_forward;
   const double forward_window = stage == 3 ? G * forward : forward;
   // The last unit's reduction has no backward left to hide behind, nor the first unit's gather
   // any forward before it: a window exposes its excess or that unit, whichever is longer.
@@ -187,7 +249,8 @@ StepTime predict_step_time(const PlanInput& in, const Plan& plan, const Machine&
                              std::max(under_forward * largest_share / (stage == 3 ? G : 1), under_forward - forward_window);
   t.optimizer = optimizer_seconds(in, plan, m, reduce_window, busy);
   std::tie(t.disk, t.disk_exposed) = disk_seconds(in, plan, m, busy);
-  t.step = busy + t.comm_exposed + t.optimizer + t.disk_exposed;
+  t.quantize = quantize_seconds(in, plan, m);
+  t.step = busy + t.comm_exposed + t.optimizer + t.disk_exposed + t.quantize;
   t.tokens_per_second = t.tokens_per_step / t.step;
   t.tflops_per_device = t.flops_per_token * t.tokens_per_second / devices / 1e12;
   return t;

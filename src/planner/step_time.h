@@ -20,12 +20,25 @@
 //              across nodes, through each node's network (a node sends what one data-parallel
 //              rank sends, all its rings together): time = max(bytes / intra, node bytes /
 //              inter) + calls x 2·ceil(log2 N) x latency.
+//   ZeRO++     (stage 3, docs/zeropp.md) qwZ's int8 gathers are in the plan's bytes. hpZ: the
+//              backward gathers stay in the node (their bytes over the intra-node link, under
+//              backward); the forward ones span all ranks (zero sends each peer its piece, so they
+//              are the across bytes x (N-1)/(N-L), which a node sends whole, under forward). qgZ: the reduce-scatter is an all-to-all, inside the node on
+//              the devices' links, then across: a node sends all its L ranks' across bytes at once,
+//              2 latency steps a pair exchange. On one node both are as plain stage 3.
+//   quantize   ZeRO++'s quantisation passes on the device, not overlapped (they run between the
+//              products; the paper gives no kernel times, so this is this model's assumption):
+//              each reads its input and writes its output once at the device's memory bandwidth.
+//              qwZ: per quantised gather (both per micro-batch, the forward's alone with hpZ) the
+//              rank's slice quantised and the unit dequantised, (1 + e)(1 + 1/N) bytes an element
+//              (e: the training type's bytes); qgZ: (e + q) + (q + 4) + 2(4 + q)/L bytes an
+//              element per micro-batch (q = 0.5625: int4 and a scale a 64-block; f32 sums).
 //   overlap    as the engine schedules it (src/engine/stage*.cpp, schedule.cpp): a unit's
 //              reduction starts when backward has produced it and overlaps the backward of the
 //              units before it (stages 0 and 1: only at the last micro-batch; 2 and 3: every
 //              one); stages 1 and 2 all-gather the updated parameters under the next step's
 //              first forward; stage 3 gathers each unit before its forward and its backward, half
-//              of its gathers under forward, half under backward. A window's comm beyond its
+//              of its gathers under forward, half under backward (hpZ: see ZeRO++). A window's comm beyond its
 //              compute is exposed, or if longer the last unit's reduction (no backward left to hide it)
 //              and the first unit's gather (no forward before it). On a device whose cores also
 //              run the collectives (Machine::comm_on_compute_cores: a CPU rank) nothing overlaps.
@@ -96,7 +109,8 @@ struct StepTime {
   double optimizer = 0;        // s: exposed optimizer time (device Adam, or host Adam and the host link)
   double disk = 0;             // s: the NVMe tier's bytes at the node's disk bandwidths, as if alone
   double disk_exposed = 0;     // s: what the disk adds to the step (the rest overlaps compute or CPU Adam)
-  double step = 0;             // s: compute + tensor_parallel + comm_exposed + optimizer + disk_exposed
+  double quantize = 0;         // s: ZeRO++'s quantisation passes on the device (qwZ, qgZ)
+  double step = 0;             // s: compute + tensor_parallel + comm_exposed + optimizer + disk_exposed + quantize
   double tokens_per_step = 0;  // all devices
   double flops_per_token = 0;  // counted as above
   double tokens_per_second = 0;

@@ -17,9 +17,15 @@ while [ $# -gt 0 ]; do
 done
 host=$1
 shift
+# netns_cpus NAMESPACE: "taskset -c LIST" where ZERO_NETNS_CPUS gives the namespace cores, else nothing
+netns_cpus() {
+  for c in $ZERO_NETNS_CPUS; do
+    if [ "${c%%=*}" = "$1" ]; then echo "taskset -c ${c#*=}"; return; fi
+  done
+}
 for pair in $ZERO_NETNS_HOSTS; do
   if [ "${pair%%=*}" = "$host" ]; then
-    exec ip netns exec "${pair#*=}" unshare --uts /bin/sh -c "hostname '$(echo "${pair#*=}" | tr _ -)' && $*"
+    exec $(netns_cpus "${pair#*=}") ip netns exec "${pair#*=}" unshare --uts /bin/sh -c "hostname '$(echo "${pair#*=}" | tr _ -)' && $*"
   fi
 done
 echo "netns_rsh.sh: no namespace for host '$host' in ZERO_NETNS_HOSTS='$ZERO_NETNS_HOSTS'" >&2

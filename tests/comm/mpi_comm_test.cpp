@@ -104,13 +104,15 @@ TEST(MpiComm, AllReduceEqualsRankOrderSumAndTheThreadsBackend) {
   }
 }
 
-// The transport's reduce-scatter receives in chunks of 1 MiB into a ring of 4 per peer and sums
-// each as it arrives (between 2 ranks the all-reduce is one exchange of the whole buffer, into the
-// same ring): a slice of one chunk and one element more, and of four chunks and one more (the ring
-// wraps), in place (the sum overwriting this rank's own piece, which it also reads) and not.
+// The transport's reduce-scatter receives in chunks of at most 1 MiB into a ring of 4 per peer
+// and sums each as it arrives (between 2 ranks the all-reduce is one exchange of the whole buffer,
+// into the same ring); a slice under 4 MiB is cut into up to 4 chunks of at least 64 KiB: slices of
+// one 64 KiB chunk and one element more (2 chunks), of 4 uneven chunks, of one 1 MiB chunk and one
+// element more, and of four and one more (the ring wraps), in place (the sum overwriting this
+// rank's own piece, which it also reads) and not.
 TEST(MpiComm, ChunkedReduceScatterSumsInRankOrderInPlace) {
   const std::size_t n = world();
-  for (std::size_t k : {262145, 1048577}) {
+  for (std::size_t k : {16385, 100003, 262145, 1048577}) {
     SCOPED_TRACE(::testing::Message() << "k = " << k);
     const auto expected = sum_in_rank_order(n, n * k, 11);
     auto data = rank_input(rank(), n * k, 11);

@@ -12,7 +12,10 @@ the docs state, not by zero's code:
     (exposed: what outlasts them), or with buffer_count 1 all exposed; their writes wait after Adam.
   - every row: step = compute + tensor-parallel + exposed comm + optimizer + exposed disk.
 Then the new flags' bad values are refused with a message naming the flag."""
-import atexit, json, math, os, shutil, subprocess, sys, tempfile
+import atexit, shutil, subprocess, sys, tempfile
+
+import rule_checks
+from rule_checks import check, close, failures
 
 zero = sys.argv[1]
 work = tempfile.mkdtemp(prefix="disk_time.")
@@ -21,27 +24,10 @@ V, T, C, L, N = 256, 64, 64, 2, 2
 GPT = ["--vocab", str(V), "--seq-len", str(T), "--n-embd", str(C), "--n-layer", str(L), "--n-head", "4"]
 MACHINE = ["--peak-tflops", "0.01", "--achieved-fraction", "0.5", "--intra-node-bandwidth", "1GB/s",
            "--host-memory-bandwidth", "2GB/s", "--comm", "threads"]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-
-
-def close(a, b, what):
-    check(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), f"{what}: zero says {a!r}, the rule {b!r}")
 
 
 def estimate(name, config, *flags):
-    cfg, out = os.path.join(work, name + ".config.json"), os.path.join(work, name + ".json")
-    json.dump(config, open(cfg, "w"))
-    subprocess.run([zero, "estimate", *GPT, "--config", cfg, *MACHINE, *flags, "--json", out],
-                   check=True, capture_output=True, text=True)
-    report = json.load(open(out))
-    rows = [p for p in report["plans"] if p["configured"]]
-    check(len(rows) == 1, f"{name}: one row of the config, not {len(rows)}")
-    return report, rows[0]
+    return rule_checks.estimate(zero, work, name, config, *GPT, *MACHINE, *flags)
 
 
 def bandwidth(text):  # "0.05GB/s" -> bytes/s

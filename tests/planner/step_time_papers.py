@@ -6,7 +6,8 @@ table) in a temporary directory, reads each row's JSON (ROW.json), and checks, r
     difference column is predicted / published - 1 (to the percent);
   - the prediction is within the row's bound of the published figure.
 Quantities: "TFLOP/s per GPU (PLAN)", "ms per step (PLAN)", "speedup per GPU over `ROW` (PLAN)"
-(this row's TFLOP/s per device over ROW's), PLAN being the label of the plan in zero estimate's table.
+(this row's TFLOP/s per device over ROW's), PLAN being the label of the plan in zero estimate's table;
+"speedup per GPU over `ROW` (PLAN over BASE)": this row's PLAN over ROW's BASE (ZeRO++ over ZeRO-3).
 Deterministic: the measured figures are the table's, nothing is timed here."""
 import json, os, re, subprocess, sys, tempfile
 
@@ -38,12 +39,12 @@ def plan_of(row, label):
 failures = []
 for name, _run, quantity, published, predicted, difference, bound in rows:
     row = name.strip("`")
-    m = re.fullmatch(r"(TFLOP/s per GPU|ms per step|speedup per GPU over `([\w-]+)`) \((\S+)\)", quantity)
+    m = re.fullmatch(r"(TFLOP/s per GPU|ms per step|speedup per GPU over `([\w-]+)`) \((\S+)(?: over (\S+))?\)", quantity)
     assert m, f"{row}: quantity {quantity!r} is not one this test knows"
-    kind, base, label = m.group(1), m.group(2), m.group(3)
+    kind, base, label, base_label = m.group(1), m.group(2), m.group(3), m.group(4) or m.group(3)
     t = plan_of(row, label)
     value = {"TFLOP/s per GPU": lambda: t["tflops_per_device"], "ms per step": lambda: t["step"] * 1e3}.get(
-        kind, lambda: t["tflops_per_device"] / plan_of(base, label)["tflops_per_device"])()
+        kind, lambda: t["tflops_per_device"] / plan_of(base, base_label)["tflops_per_device"])()
     shown = predicted.replace(",", "")
     digits = len(shown.split(".")[1]) if "." in shown else 0
     off = value / number(published) - 1
