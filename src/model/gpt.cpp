@@ -103,7 +103,7 @@ void Gpt::block_forward(int l, const UnitViews& v, bool recompute) {
   const float* x = block_input(l);
   k_->layernorm_forward(ln1, acts_[kLn1Mean] + k * BT, acts_[kLn1Rstd] + k * BT, x, p(kLn1W), p(kLn1B), BT, C);
   linear_forward(*k_, v, u, kWQkv, qkv, ln1, p(kBQkv), BT, C, 3 * C);
-  k_->attention_forward(atty, acts_[kPreatt] + k * att, acts_[kAtt] + k * att, qkv, B_, T, C, NH);
+  k_->attention_forward(atty, acts_[kPreatt], acts_[kAtt] + k * att, qkv, B_, T, C, NH);
   linear_forward(*k_, v, u, kWAttProj, attproj, atty, p(kBAttProj), BT, C, C);
   k_->residual_forward(residual2, x, attproj, BTC);
   k_->layernorm_forward(ln2, acts_[kLn2Mean] + k * BT, acts_[kLn2Rstd] + k * BT, residual2, p(kLn2W), p(kLn2B), BT, C);

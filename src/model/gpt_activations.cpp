@@ -15,7 +15,8 @@ std::vector<ActivationEntry> activation_plan(const GptShape& s, int B, const Gpt
   std::vector<ActivationEntry> n(kNumActs);
   n[kEncoded].numel = BTC;
   n[kLn1].numel = D * BTC, n[kLn1Mean].numel = D * BT, n[kLn1Rstd].numel = D * BT, n[kQkv].numel = D * 3 * BTC;
-  n[kAtty].numel = D * BTC, n[kPreatt].numel = D * att, n[kAtt].numel = D * att;
+  // preatt: the device tables' scratch for the scores, one layer's (the CPU's kernels use none).
+  n[kAtty].numel = D * BTC, n[kPreatt].numel = att, n[kAtt].numel = D * att;
   n[kAttproj].numel = D * BTC, n[kResidual2].numel = D * BTC, n[kLn2].numel = D * BTC;
   n[kLn2Mean].numel = D * BT, n[kLn2Rstd].numel = D * BT;
   n[kFch].numel = D * 4 * BTC, n[kFchGelu].numel = D * 4 * BTC, n[kFcproj].numel = D * BTC;

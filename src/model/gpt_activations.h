@@ -37,7 +37,8 @@ namespace gpt {
 // The activation tensors. Per-layer ones are (D, ...) with D = L, or 1 under checkpointing.
 enum Act : int {
   kEncoded,                                                 // (B,T,C); cpu: the current block's input
-  kLn1, kLn1Mean, kLn1Rstd, kQkv, kAtty, kPreatt, kAtt,     // (D,B,T,C) (D,B,T) (D,B,T) (D,B,T,3C) (D,B,T,C) (D,B,NH,T,T) x2
+  kLn1, kLn1Mean, kLn1Rstd, kQkv, kAtty, kPreatt, kAtt,     // (D,B,T,C) (D,B,T) (D,B,T) (D,B,T,3C) (D,B,T,C);
+                                                            // (B,NH,T,T) forward scratch, (D,B,NH,T,T)
   kAttproj, kResidual2, kLn2, kLn2Mean, kLn2Rstd,           // (D,B,T,C) x3, (D,B,T) x2
   kFch, kFchGelu, kFcproj,                                  // (D,B,T,4C) x2, (D,B,T,C)
   kResidual3,                                               // (L,B,T,C): block outputs = inputs kept; cpu: (B,T,C)

@@ -60,10 +60,10 @@ TEST(GptCheckpointing, SameGradientBitsAndPredictedBytes) {
       EXPECT_TRUE(same_bits(gradients(shape, B, c, &held), plain)) << shape.describe() << " " << mode_name(c);
       EXPECT_EQ(held, Gpt::activation_bytes(shape, B, c)) << shape.describe() << " " << mode_name(c);
       // What checkpointing saves: L-1 blocks' internals (all but the kept block output), each
-      // 4 bytes x (B*T*(17C + 4) + 2*B*H*T*T); cpu checkpointing moves L-1 kept inputs to the
-      // host and adds the head's kept input there.
+      // 4 bytes x (B*T*(17C + 4) + B*H*T*T: att; the scores' scratch is one layer's either way);
+      // cpu checkpointing moves L-1 kept inputs to the host and adds the head's kept input there.
       const std::uint64_t BT = static_cast<std::uint64_t>(B) * shape.seq_len, C = shape.channels, L = shape.layers;
-      const std::uint64_t internals = 4 * (BT * (17 * C + 4) + 2ull * B * shape.heads * shape.seq_len * shape.seq_len);
+      const std::uint64_t internals = 4 * (BT * (17 * C + 4) + 1ull * B * shape.heads * shape.seq_len * shape.seq_len);
       std::uint64_t want_device = plain_held.device - (L - 1) * internals, want_host = 0;
       if (c.cpu) want_device -= (L - 1) * 4 * BT * C, want_host = (L + 1) * 4 * BT * C;
       EXPECT_EQ(held.device, want_device) << shape.describe() << " " << mode_name(c);

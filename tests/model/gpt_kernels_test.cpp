@@ -1,7 +1,8 @@
 // The GPT's fast CPU kernels against plain scalar twins: blocked-GEMM attention (f32 and bf16
-// products) against the per-element loops it replaced, the vectorised exp/tanh/GELU against libm
-// and against the same formula in a scalar loop (bit for bit), and every kernel's bits
-// independent of the OpenMP thread count.
+// products) against the per-element loops it replaced and, at odd shapes, against NumPy
+// (attention_reference.py, run with Debian's /usr/bin/python3), the vectorised exp/tanh/GELU
+// against libm and against the same formula in a scalar loop (bit for bit), and every kernel's
+// bits independent of the OpenMP thread count.
 #include "backends/cpu/gpt_kernels.h"
 
 #include <cblas.h>
@@ -9,7 +10,11 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/vector_math.h"
@@ -118,6 +123,46 @@ TEST(GptKernels, AttentionMatchesPerQueryReference) { check_attention(MatmulKind
 TEST(GptKernels, AttentionWithBf16ProductsStaysNearReference) {
   if (!bf16_products_available()) GTEST_SKIP() << "this CPU has no bf16 instructions for oneDNN";
   check_attention(MatmulKind::kOnednnBf16, 1e-2, 1e-2);
+}
+
+void write_raw(const std::filesystem::path& path, const std::vector<float>& v) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+  ASSERT_TRUE(out.good()) << path;
+}
+
+// The fused attention (each block's softmax in place after its product) against float64 NumPy at
+// T not a multiple of the 64-row block (1, 63, 65, 129, 130) and at 64, head sizes 4 to 96: att,
+// out and dqkv. att and datt start as NaN, so an entry a product reads before the kernels write
+// it shows; preatt and dpreatt must come back untouched.
+TEST(GptKernels, AttentionMatchesNumpyAtOddShapes) {
+  struct Shape {
+    const char* name;
+    int B, T, C, NH;
+  };
+  const Shape shapes[] = {{"t1", 1, 1, 8, 2},    {"t63", 2, 63, 48, 3},  {"t64", 1, 64, 32, 2},
+                          {"t65", 1, 65, 64, 4}, {"t130", 2, 130, 40, 5}, {"t129_hs96", 1, 129, 96, 1},
+                          {"t70_hs4", 1, 70, 32, 8}};
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "attention_reference";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream cases(dir / "cases.txt");
+  const auto mm = make_matmul(MatmulKind::kOpenblasF32);
+  for (const Shape& s : shapes) {
+    const std::size_t btc = static_cast<std::size_t>(s.B) * s.T * s.C, tt = static_cast<std::size_t>(s.B) * s.NH * s.T * s.T;
+    const auto qkv = random_vector(3 * btc, 21, 1.5f), dout = random_vector(btc, 22, 1.0f);
+    std::vector<float> out(btc), att(tt, NAN), datt(tt, NAN), preatt(tt, 5.0f), dpreatt(tt, 5.0f), dqkv(3 * btc, NAN);
+    attention_forward(*mm, out.data(), preatt.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+    attention_backward(*mm, dqkv.data(), dpreatt.data(), datt.data(), dout.data(), qkv.data(), att.data(), s.B, s.T, s.C, s.NH);
+    for (std::size_t i = 0; i < tt; ++i) ASSERT_TRUE(preatt[i] == 5.0f && dpreatt[i] == 5.0f) << s.name << " wrote preatt";
+    const std::string name = s.name;
+    write_raw(dir / (name + ".qkv"), qkv), write_raw(dir / (name + ".dout"), dout), write_raw(dir / (name + ".out"), out);
+    write_raw(dir / (name + ".att"), att), write_raw(dir / (name + ".dqkv"), dqkv);
+    cases << name << ' ' << s.B << ' ' << s.T << ' ' << s.C << ' ' << s.NH << '\n';
+  }
+  cases.close();
+  const std::string command = std::string("/usr/bin/python3 ") + ZERO_TEST_SOURCE_DIR + "/model/attention_reference.py " + dir.string();
+  EXPECT_EQ(std::system(command.c_str()), 0) << "the NumPy reference disagrees (its output above says where)";
 }
 
 TEST(GptKernels, ExpAndGeluMatchLibm) {

@@ -105,21 +105,21 @@ ZERO_VECTOR_CLONES void bias_rows(float* out, const float* bias, int n_rows, int
   }
 }
 
-// a[0..n) = softmax(pre[0..n)), a[n..T) = 0: query t = n - 1 sees keys 0..t.
-ZERO_VECTOR_CLONES void softmax_causal_row(float* a, const float* pre, int n, int T) {
-  const float maxv = max_lanes(pre, n);
-  for (int i = 0; i < n; ++i) a[i] = exp_approx(pre[i] - maxv);
+// In place: a[0..n) = softmax(a[0..n)), a[n..end) = 0: query t = n - 1 sees keys 0..t.
+ZERO_VECTOR_CLONES void softmax_causal_row(float* a, int n, int end) {
+  const float maxv = max_lanes(a, n);
+  for (int i = 0; i < n; ++i) a[i] = exp_approx(a[i] - maxv);
   const float sum = sum_lanes(a, n);
   const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
   for (int i = 0; i < n; ++i) a[i] *= inv;
-  for (int i = n; i < T; ++i) a[i] = 0.0f;
+  for (int i = n; i < end; ++i) a[i] = 0.0f;
 }
 
-// dpre[i] = a[i] (da[i] - sum_j a[j] da[j]) for i < n, 0 beyond.
-ZERO_VECTOR_CLONES void softmax_causal_row_backward(float* dpre, const float* a, const float* da, int n, int T) {
-  const float dot = dot_lanes(a, da, n);
-  for (int i = 0; i < n; ++i) dpre[i] = a[i] * (da[i] - dot);
-  for (int i = n; i < T; ++i) dpre[i] = 0.0f;
+// In place, d = datt on entry: d[i] = a[i] (d[i] - sum_j a[j] d[j]) for i < n, 0 in [n, end).
+ZERO_VECTOR_CLONES void softmax_causal_row_backward(float* d, const float* a, int n, int end) {
+  const float dot = dot_lanes(a, d, n);
+  for (int i = 0; i < n; ++i) d[i] = a[i] * (d[i] - dot);
+  for (int i = n; i < end; ++i) d[i] = 0.0f;
 }
 
 }  // namespace
@@ -229,87 +229,88 @@ void matmul_backward(Matmul& mm, float* dinp, float* dw, float* dbias, const flo
   linear_backward(mm, dinp, dw, dbias, dout, inp, {nullptr, C, false, w}, N, C, OC);
 }
 
+namespace {
+
+// Rows of a block at least this many elements in all are spread over the OpenMP threads.
+constexpr std::int64_t kParallelBlock = 4096;
+
+// Query rows [t0, t0 + m) of one head, their scores in a (rows T apart, keys [0, t0 + m) written):
+// each row's softmax in place, zeros up to `end`.
+void softmax_block(float* a, int t0, int m, int T, int end) {
+#pragma omp parallel for schedule(static) if (static_cast<std::int64_t>(m) * (t0 + m) >= kParallelBlock)
+  for (int r = 0; r < m; ++r) softmax_causal_row(a + static_cast<std::int64_t>(r) * T, t0 + r + 1, end);
+}
+
+// d (rows T apart) holds datt for query rows [t0, t0 + m), keys [0, t0 + m): dpre in place.
+void softmax_backward_block(float* d, const float* a, int t0, int m, int T) {
+#pragma omp parallel for schedule(static) if (static_cast<std::int64_t>(m) * (t0 + m) >= kParallelBlock)
+  for (int r = 0; r < m; ++r) {
+    const std::int64_t row = static_cast<std::int64_t>(r) * T;
+    softmax_causal_row_backward(d + row, a + row, t0 + r + 1, t0 + m);
+  }
+}
+
+}  // namespace
+
 // Causal attention as matrix products per (batch, head), through the given Matmul (the cpu table
-// gives OpenBLAS's f32 in every run: matmul.h); the softmax and its
-// backward run in between, one row per thread. Query rows are taken in blocks of
-// kAttentionBlock, and a block's products stop at its last key, so they skip most of the masked
-// upper triangle (at T = 4 blocks, 5/8 of the full T x T work). The few masked entries inside a
-// diagonal block are computed but never read (forward), or multiplied by att or dpreatt, which
-// are zero above the diagonal (backward).
+// gives OpenBLAS's f32 in every run: matmul.h). Query rows are taken in blocks of kAttentionBlock,
+// and a block's products stop at its last key, so they skip most of the masked upper triangle (at
+// T = 4 blocks, 5/8 of the full T x T work). Each block's softmax (and in backward its gradient)
+// runs in place right after the product that wrote it, while the block is in cache, and the next
+// product reads it from there: one pass over att instead of three separate ones over preatt, att
+// and datt (the CPU writes neither preatt nor dpreatt). The masked entries inside a diagonal block
+// are zeroed before a product reads them.
 //
-// The products run outside OpenMP regions (oneDNN takes the calling thread's OpenMP threads).
-void attention_forward(Matmul& mm, float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
+// The products run outside OpenMP regions (oneDNN takes the calling thread's OpenMP threads); a
+// block's rows are spread over the threads between them.
+void attention_forward(Matmul& mm, float* out, float*, float* att, const float* qkv, int B, int T, int C, int NH) {
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const std::int64_t TT = static_cast<std::int64_t>(T) * T, C3 = 3 * static_cast<std::int64_t>(C);
   const int ld3 = 3 * C;  // qkv's rows
-  // preatt = scale q k^T: query rows [i0, i0 + m) against keys [0, i0 + m)
   for (int b = 0; b < B; ++b) {
     for (int h = 0; h < NH; ++h) {
-      const float* q = qkv + b * T * C3 + h * hs;  // k = q + C
-      float* pre = preatt + (static_cast<std::int64_t>(b) * NH + h) * TT;
-      for (int i0 = 0; i0 < T; i0 += kAttentionBlock) {
-        const int m = std::min(kAttentionBlock, T - i0);
-        mm.run(m, i0 + m, hs, scale, {q + i0 * C3, ld3, false}, {q + C, ld3, true}, 0.0f, pre + i0 * T, T);
-      }
-    }
-  }
-  const std::int64_t rows = static_cast<std::int64_t>(B) * NH * T;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < rows; ++r) softmax_causal_row(att + r * T, preatt + r * T, static_cast<int>(r % T) + 1, T);
-  // out = att v
-  for (int b = 0; b < B; ++b) {
-    for (int h = 0; h < NH; ++h) {
-      const float* v = qkv + b * T * C3 + h * hs + 2 * C;
-      const float* a = att + (static_cast<std::int64_t>(b) * NH + h) * TT;
+      const float* q = qkv + b * T * C3 + h * hs;  // k = q + C, v = q + 2C
+      float* a = att + (static_cast<std::int64_t>(b) * NH + h) * TT;
       float* o = out + static_cast<std::int64_t>(b) * T * C + h * hs;
       for (int i0 = 0; i0 < T; i0 += kAttentionBlock) {
         const int m = std::min(kAttentionBlock, T - i0);
-        mm.run(m, hs, i0 + m, 1.0f, {a + i0 * T, T, false}, {v, ld3, false}, 0.0f, o + static_cast<std::int64_t>(i0) * C, C);
+        float* ai = a + static_cast<std::int64_t>(i0) * T;
+        // scores = scale q k^T: query rows [i0, i0 + m) against keys [0, i0 + m); then att; out = att v
+        mm.run(m, i0 + m, hs, scale, {q + i0 * C3, ld3, false}, {q + C, ld3, true}, 0.0f, ai, T);
+        softmax_block(ai, i0, m, T, T);
+        mm.run(m, hs, i0 + m, 1.0f, {ai, T, false}, {q + 2 * C, ld3, false}, 0.0f, o + static_cast<std::int64_t>(i0) * C, C);
       }
     }
   }
 }
 
-void attention_backward(Matmul& mm, float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+// Blocks from the last: dk's block i0 sums over the queries t >= i0, whose dpre rows are then done.
+void attention_backward(Matmul& mm, float* dqkv, float*, float* datt, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH) {
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const std::int64_t TT = static_cast<std::int64_t>(T) * T, C3 = 3 * static_cast<std::int64_t>(C);
   const int ld3 = 3 * C;  // qkv's rows
-  // datt = dout v^T (query rows [i0, i0 + m) against keys [0, i0 + m));
-  // dv = att^T dout (key rows [i0, i0 + m), summed over the queries t >= i0 that see them)
+  const int last = (T - 1) / kAttentionBlock * kAttentionBlock;
   for (int b = 0; b < B; ++b) {
     for (int h = 0; h < NH; ++h) {
-      const float* v = qkv + b * T * C3 + h * hs + 2 * C;
-      float* dv = dqkv + b * T * C3 + h * hs + 2 * C;
+      const float* q = qkv + b * T * C3 + h * hs;  // k = q + C, v = q + 2C
+      float* dq = dqkv + b * T * C3 + h * hs;      // dk = dq + C, dv = dq + 2C
       const float* d = dout + static_cast<std::int64_t>(b) * T * C + h * hs;
       const float* a = att + (static_cast<std::int64_t>(b) * NH + h) * TT;
-      float* da = datt + (static_cast<std::int64_t>(b) * NH + h) * TT;
-      for (int i0 = 0; i0 < T; i0 += kAttentionBlock) {
+      float* dp = datt + (static_cast<std::int64_t>(b) * NH + h) * TT;  // datt, then dpre in place
+      for (int i0 = last; i0 >= 0; i0 -= kAttentionBlock) {
         const int m = std::min(kAttentionBlock, T - i0);
-        const std::int64_t di = static_cast<std::int64_t>(i0) * C;
-        mm.run(m, i0 + m, hs, 1.0f, {d + di, C, false}, {v, ld3, true}, 0.0f, da + i0 * T, T);
-        mm.run(m, hs, T - i0, 1.0f, {a + i0 * T + i0, T, true}, {d + di, C, false}, 0.0f, dv + i0 * C3, ld3);
-      }
-    }
-  }
-  const std::int64_t rows = static_cast<std::int64_t>(B) * NH * T;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    softmax_causal_row_backward(dpreatt + r * T, att + r * T, datt + r * T, static_cast<int>(r % T) + 1, T);
-  }
-  // preatt = scale q k^T: dq = scale dpre k (keys [0, i0 + m)); dk = scale dpre^T q (queries t >= i0)
-  for (int b = 0; b < B; ++b) {
-    for (int h = 0; h < NH; ++h) {
-      const float* q = qkv + b * T * C3 + h * hs;  // k = q + C
-      float* dq = dqkv + b * T * C3 + h * hs;      // dk = dq + C
-      const float* dpre = dpreatt + (static_cast<std::int64_t>(b) * NH + h) * TT;
-      for (int i0 = 0; i0 < T; i0 += kAttentionBlock) {
-        const int m = std::min(kAttentionBlock, T - i0);
-        mm.run(m, hs, i0 + m, scale, {dpre + i0 * T, T, false}, {q + C, ld3, false}, 0.0f, dq + i0 * C3, ld3);
-        mm.run(m, hs, T - i0, scale, {dpre + i0 * T + i0, T, true}, {q + i0 * C3, ld3, false}, 0.0f, dq + C + i0 * C3,
-               ld3);
+        const std::int64_t di = static_cast<std::int64_t>(i0) * C, ri = static_cast<std::int64_t>(i0) * T;
+        // datt = dout v^T (query rows [i0, i0 + m) against keys [0, i0 + m)), then dpre
+        mm.run(m, i0 + m, hs, 1.0f, {d + di, C, false}, {q + 2 * C, ld3, true}, 0.0f, dp + ri, T);
+        softmax_backward_block(dp + ri, a + ri, i0, m, T);
+        // dv = att^T dout (key rows [i0, i0 + m), summed over the queries t >= i0 that see them)
+        mm.run(m, hs, T - i0, 1.0f, {a + ri + i0, T, true}, {d + di, C, false}, 0.0f, dq + 2 * C + i0 * C3, ld3);
+        // pre = scale q k^T: dq = scale dpre k (keys [0, i0 + m)); dk = scale dpre^T q (queries t >= i0)
+        mm.run(m, hs, i0 + m, scale, {dp + ri, T, false}, {q + C, ld3, false}, 0.0f, dq + i0 * C3, ld3);
+        mm.run(m, hs, T - i0, scale, {dp + ri + i0, T, true}, {q + i0 * C3, ld3, false}, 0.0f, dq + C + i0 * C3, ld3);
       }
     }
   }

@@ -36,9 +36,11 @@ void matmul_forward(Matmul& mm, float* out, const float* inp, const std::uint16_
 void matmul_backward(Matmul& mm, float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
                      const std::uint16_t* w, int N, int C, int OC);
 
-// Causal self-attention. qkv (B,T,3C) holds q, k, v; preatt, att (B,NH,T,T); out (B,T,C).
+// Causal self-attention. qkv (B,T,3C) holds q, k, v; att (B,NH,T,T), zero above the diagonal;
+// out (B,T,C). preatt (the device tables' scratch for the scores) is neither read nor written.
 void attention_forward(Matmul& mm, float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH);
-// dqkv (B,T,3C) = ... (overwritten); datt, dpreatt (B,NH,T,T) scratch
+// dqkv (B,T,3C) = ... (overwritten); datt (B,NH,T,T) scratch (its entries past each row's 64-key
+// block are not written); dpreatt, as preatt above, untouched.
 void attention_backward(Matmul& mm, float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH);
 

@@ -84,13 +84,16 @@ inline float dot_lanes(const float* x, const float* y, int n) {
   return combine_sums(acc);
 }
 
-// max of x[0..n), n >= 1 (a NaN element is skipped, as by `if (x > m) m = x`).
+// max of x[0..n), n >= 1 (a NaN element is skipped, as by `if (x > m) m = x`). The main loop's
+// float ?: compiles to one maxss a lane (whose NaN and signed-zero rules are exactly this ?:), no
+// branch: twice as fast as the bit select there (measured, softmax rows of 1-256); GCC vectorises
+// neither without -ffinite-math-only.
 inline float max_lanes(const float* x, int n) {
   float acc[kLanes];
   for (int j = 0; j < kLanes; ++j) acc[j] = x[0];
   int i = 0;
   for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] = select(x[i + j] > acc[j], x[i + j], acc[j]);
+    for (int j = 0; j < kLanes; ++j) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
   for (int j = 0; i + j < n; ++j) acc[j] = select(x[i + j] > acc[j], x[i + j], acc[j]);
   for (int w = kLanes / 2; w > 0; w /= 2)
     for (int j = 0; j < w; ++j) acc[j] = select(acc[j + w] > acc[j], acc[j + w], acc[j]);
