@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "common/half.h"
 #include "backends/registry.h"
 #include "device/device.h"
 #include "optim/adamw.h"
@@ -179,6 +180,47 @@ TEST_P(Devices, SixteenBitOperationsAreTheF32OnesRoundedOnce) {
       dev->copy(dev->compute(), h.span(), a.span());
       EXPECT_EQ(std::vector<std::uint16_t>(host16, host16 + n), bits(std::vector<float>(n, 0.1f), d));
     }
+}
+
+// The conversions and the one-pass add of f32 into 16-bit run vectorised (AVX-512, AVX2 or the
+// baseline: common/vector_clones.h); over whole arrays they give, bit for bit, the element-wise
+// reference conversions of common/half.h: every 16-bit pattern widened (NaNs, infinities,
+// subnormals, -0), and narrowed from floats around every pattern (ties, overflow, NaN payloads).
+TEST(SixteenBitArrays, VectorisedConversionsAndAddAreTheElementwiseReference) {
+  for (Dtype d : {Dtype::kBf16, Dtype::kF16}) {
+    SCOPED_TRACE(dtype_label(d));
+    const bool bf = d == Dtype::kBf16;
+    std::vector<std::uint16_t> all(65536);
+    std::iota(all.begin(), all.end(), 0);
+    std::vector<float> wide(all.size());
+    widen_to_f32(all.data(), d, wide.data(), all.size());
+    std::vector<float> floats;  // each pattern's value, and just above and below it in f32
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const float want = bf ? bf16_to_float(all[i]) : fp16_to_float(all[i]);
+      ASSERT_EQ(__builtin_bit_cast(std::uint32_t, wide[i]), __builtin_bit_cast(std::uint32_t, want)) << "pattern " << i;
+      const std::uint32_t u = __builtin_bit_cast(std::uint32_t, want);
+      for (std::uint32_t b : {u, u + 1, u - 1, u + 0x1000u, u + 0x8000u}) floats.push_back(__builtin_bit_cast(float, b));
+    }
+    std::vector<std::uint16_t> narrow(floats.size());
+    narrow_from_f32(floats.data(), d, narrow.data(), floats.size());
+    for (std::size_t i = 0; i < floats.size(); ++i)
+      ASSERT_EQ(narrow[i], bf ? float_to_bf16(floats[i]) : float_to_fp16(floats[i])) << "float bits " << std::hex
+                                                                                   << __builtin_bit_cast(std::uint32_t, floats[i]);
+    // The add: every pattern plus an f32 from the list above, through the cpu device.
+    Ledger ledger;
+    auto dev = make_device("cpu", ledger);
+    DeviceBuffer a = dev->alloc(Tier::kDevice, Category::kOther, all.size(), "a", d);
+    DeviceBuffer f = dev->alloc(Tier::kDevice, Category::kOther, all.size(), "f");
+    auto* a16 = static_cast<std::uint16_t*>(dev->transport(a.span()));
+    auto* f32 = static_cast<float*>(dev->transport(f.span()));
+    std::copy(all.begin(), all.end(), a16);
+    for (std::size_t i = 0; i < all.size(); ++i) f32[i] = floats[(i * 7919) % floats.size()];
+    dev->add(dev->compute(), a.span(), f.span());
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const std::uint16_t want = bf ? float_to_bf16(bf16_to_float(all[i]) + f32[i]) : float_to_fp16(fp16_to_float(all[i]) + f32[i]);
+      ASSERT_EQ(a16[i], want) << "pattern " << i << " + f32 bits " << std::hex << __builtin_bit_cast(std::uint32_t, f32[i]);
+    }
+  }
 }
 
 TEST_P(Devices, AdamReadsSixteenBitGradientsAndWritesTheSixteenBitCopy) {
