@@ -155,7 +155,9 @@ struct StageRun {
 // linear layers' products as timed inside the steps.
 struct Breakdown {
   double step = 0, matmul = 0, attention = 0, norm = 0, pointwise = 0, loss = 0, embedding = 0, optimizer = 0;
-  double wait_fb = 0, wait_step = 0, rest = 0;
+  double wait_fb = 0, wait_step = 0;
+  double copy = 0, allocate = 0;   // the device's copies and casts, its allocations (Work::kCopy, kAllocate)
+  double rest = 0;                 // the remainder: the engine's own loops, packing, scheduling
   double gemm_limit_in_step = 0;   // tokens/s, all ranks
   double other_kernels() const { return attention + norm + pointwise + loss + embedding; }
 };
@@ -256,7 +258,9 @@ Breakdown breakdown_of(const StageRun& run, int steps, double tokens_per_step) {
   b.optimizer = ms(f[Work::kOptimizer] + run.step_work[Work::kOptimizer]);
   b.wait_fb = ms(f[Work::kWait]);
   b.wait_step = ms(run.step_work[Work::kWait]);
-  b.rest = b.step - b.matmul - b.other_kernels() - b.optimizer - b.wait_fb - b.wait_step;
+  b.copy = ms(f[Work::kCopy] + run.step_work[Work::kCopy]);
+  b.allocate = ms(f[Work::kAllocate] + run.step_work[Work::kAllocate]);
+  b.rest = b.step - b.matmul - b.other_kernels() - b.optimizer - b.wait_fb - b.wait_step - b.copy - b.allocate;
   b.gemm_limit_in_step = b.matmul > 0 ? tokens_per_step / (b.matmul / 1e3) : 0;
   return b;
 }
@@ -426,14 +430,15 @@ void print_breakdown(const ModelResult& m) {
                 m.gemm_limit, m.gemm_flops / 1e9, m.gemm_seconds * 1e3, m.gemm_flops / m.gemm_seconds / 1e9);
   }
   std::printf("  where rank 0's step went (ms per step on its compute thread; waiting = on a collective or a copy not yet done; "
-              "rest = the engine's copies, casts, packing):\n");
+              "copies = the device's copies, casts and adds between kernels; allocating = its allocations and zeroing; "
+              "rest = the engine's other work):\n");
   for (const StageResult& r : m.stages) {
     const Breakdown& b = r.breakdown;
     const auto pct = [&](double x) { return b.step > 0 ? 100 * x / b.step : 0.0; };
     std::printf("    %s: %.0f ms = matmul %.0f (%.0f%%) + other kernels %.0f (attention %.0f, norm %.0f, pointwise %.0f, loss %.0f, "
-                "embedding %.0f) + optimizer %.0f + waiting %.0f (forward+backward %.0f, step %.0f) + rest %.0f",
+                "embedding %.0f) + optimizer %.0f + waiting %.0f (forward+backward %.0f, step %.0f) + copies %.0f + allocating %.0f + rest %.0f",
                 run_name(r).c_str(), b.step, b.matmul, pct(b.matmul), b.other_kernels(), b.attention, b.norm, b.pointwise, b.loss,
-                b.embedding, b.optimizer, b.wait_fb + b.wait_step, b.wait_fb, b.wait_step, b.rest);
+                b.embedding, b.optimizer, b.wait_fb + b.wait_step, b.wait_fb, b.wait_step, b.copy, b.allocate, b.rest);
     if (m.gemm_limit > 0) std::printf(" | at %.2f of the GEMM-bound limit", r.tokens_per_second / m.gemm_limit);
     std::printf("\n");
   }
@@ -505,7 +510,7 @@ void print_precision_ratios(const std::vector<ModelResult>& by_dtype) {
 nlohmann::json breakdown_json(const Breakdown& b) {
   return {{"step", b.step}, {"matmul", b.matmul}, {"attention", b.attention}, {"norm", b.norm}, {"pointwise", b.pointwise},
           {"loss", b.loss}, {"embedding", b.embedding}, {"optimizer", b.optimizer}, {"wait_forward_backward", b.wait_fb},
-          {"wait_step", b.wait_step}, {"rest", b.rest}};
+          {"wait_step", b.wait_step}, {"copy", b.copy}, {"allocate", b.allocate}, {"rest", b.rest}};
 }
 
 // A flat list, one entry per (model, stage), so that a single-stage run's results[0] reads as before.

@@ -26,6 +26,8 @@ const char* work_name(Work w) {
     case Work::kEmbedding: return "embedding";
     case Work::kOptimizer: return "optimizer";
     case Work::kWait: return "wait";
+    case Work::kCopy: return "copy";
+    case Work::kAllocate: return "allocate";
   }
   return "?";
 }

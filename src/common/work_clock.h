@@ -21,8 +21,10 @@ enum class Work : int {
   kEmbedding,   // token and position embeddings
   kOptimizer,   // Adam / Lamb over the shard
   kWait,        // blocked on a Handle: a collective or a device stream not yet done
+  kCopy,        // the device's copies, casts and element-wise adds, fills and scales between the kernels
+  kAllocate,    // the device's allocations: the system's, and zeroing (first touch faults each page in)
 };
-inline constexpr int kNumWork = 8;
+inline constexpr int kNumWork = 10;
 const char* work_name(Work w);  // "matmul", "attention", ...
 
 struct WorkSeconds {

@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "common/half.h"
+#include "common/vector_clones.h"
 #include "optim/cpu_adam.h"
 #include "optim/cpu_lamb.h"
 #include "partition/init.h"
@@ -52,9 +54,24 @@ void read_tiles(Run x, Fn fn) {
 
 HalfFormat half_format(Dtype d) { return d == Dtype::kBf16 ? HalfFormat::kBf16 : HalfFormat::kFp16; }
 
+// d[i] = round(d[i] + x[i]) in one pass: mixed precision's f32 gradients added into the 16-bit
+// accumulator, every unit every step. The bits update_tiles' widen, add, narrow give.
+ZERO_VECTOR_CLONES void add_f32_into_bf16(std::uint16_t* d, const float* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) d[i] = float_to_bf16(bf16_to_float(d[i]) + x[i]);
+}
+ZERO_VECTOR_CLONES void add_f32_into_fp16(std::uint16_t* d, const float* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) d[i] = float_to_fp16(fp16_to_float(d[i]) + x[i]);
+}
+
 }  // namespace
 
 void fill(Run dst, float value) {
+  if (is_16bit(dst.dtype)) {  // every element gets value's 16 bits: narrowed once
+    std::uint16_t bits = 0;
+    narrow_from_f32(&value, dst.dtype, &bits, 1);
+    std::fill_n(static_cast<std::uint16_t*>(dst.p), dst.n, bits);
+    return;
+  }
   update_tiles(dst, [value](float* p, std::size_t n, std::size_t) {
     for (std::size_t i = 0; i < n; ++i) p[i] = value;
   });
@@ -63,6 +80,11 @@ void fill(Run dst, float value) {
 void add(Run dst, Run src) {
   ZERO_CHECK(src.dtype == dst.dtype || src.dtype == Dtype::kF32, "add of ", dtype_label(src.dtype), " into ",
              dtype_label(dst.dtype));
+  if (is_16bit(dst.dtype) && src.dtype == Dtype::kF32) {
+    auto* d = static_cast<std::uint16_t*>(dst.p);
+    const auto* x = static_cast<const float*>(src.p);
+    return dst.dtype == Dtype::kBf16 ? add_f32_into_bf16(d, x, dst.n) : add_f32_into_fp16(d, x, dst.n);
+  }
   float other[kTile];
   update_tiles(dst, [&](float* d, std::size_t n, std::size_t base) {
     const float* x = nullptr;

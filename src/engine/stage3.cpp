@@ -198,15 +198,17 @@ class Stage3 final : public Stage {
     if (gathered_.at(u)) return;  // already whole or on its way
     const UnitPlace& unit = ctx_.layout.unit(u);
     Device& dev = ctx_.device;
-    // Allocate first: a refused allocation must not leave the unit marked as gathered.
+    // Allocate first: a refused allocation must not leave the unit marked as gathered. Not zeroed:
+    // the gather writes every element (zeroing 28 MiB a unit at the 50m bench model cost more
+    // than the gather's copies).
     DeviceBuffer whole = dev.alloc(Tier::kDevice, Category::kGatheredParameters, unit.padded,
-                                   cat("gathered parameters of unit '", unit.name, "'"), ctx_.dtype);
+                                   cat("gathered parameters of unit '", unit.name, "'"), ctx_.dtype, false);
     DeviceBuffer staging;
     const bool backward = next_use_is_backward(u);
     const bool secondary = gather_.from_secondary(backward);  // hpZ's backward reads the node's copy, not this slice
     DeviceSpan source = home_.on_disk() && !secondary ? home_.host_slice(u) : my_params(u);
     if (source.tier() != Tier::kDevice && !secondary) {  // collectives read device memory: bring the slice over first
-      staging = dev.alloc(Tier::kDevice, Category::kCommBuffers, unit.slice, "parameter slice from the host", ctx_.dtype);
+      staging = dev.alloc(Tier::kDevice, Category::kCommBuffers, unit.slice, "parameter slice from the host", ctx_.dtype, false);
       dev.copy(dev.copies(), staging.span(), source);
       dev.copies().synchronize();
       source = staging.span();

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "common/half.h"
 #include "backends/registry.h"
 #include "device/device.h"
 #include "optim/adamw.h"
@@ -181,6 +182,47 @@ TEST_P(Devices, SixteenBitOperationsAreTheF32OnesRoundedOnce) {
     }
 }
 
+// The conversions and the one-pass add of f32 into 16-bit run vectorised (AVX-512, AVX2 or the
+// baseline: common/vector_clones.h); over whole arrays they give, bit for bit, the element-wise
+// reference conversions of common/half.h: every 16-bit pattern widened (NaNs, infinities,
+// subnormals, -0), and narrowed from floats around every pattern (ties, overflow, NaN payloads).
+TEST(SixteenBitArrays, VectorisedConversionsAndAddAreTheElementwiseReference) {
+  for (Dtype d : {Dtype::kBf16, Dtype::kF16}) {
+    SCOPED_TRACE(dtype_label(d));
+    const bool bf = d == Dtype::kBf16;
+    std::vector<std::uint16_t> all(65536);
+    std::iota(all.begin(), all.end(), 0);
+    std::vector<float> wide(all.size());
+    widen_to_f32(all.data(), d, wide.data(), all.size());
+    std::vector<float> floats;  // each pattern's value, and just above and below it in f32
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const float want = bf ? bf16_to_float(all[i]) : fp16_to_float(all[i]);
+      ASSERT_EQ(__builtin_bit_cast(std::uint32_t, wide[i]), __builtin_bit_cast(std::uint32_t, want)) << "pattern " << i;
+      const std::uint32_t u = __builtin_bit_cast(std::uint32_t, want);
+      for (std::uint32_t b : {u, u + 1, u - 1, u + 0x1000u, u + 0x8000u}) floats.push_back(__builtin_bit_cast(float, b));
+    }
+    std::vector<std::uint16_t> narrow(floats.size());
+    narrow_from_f32(floats.data(), d, narrow.data(), floats.size());
+    for (std::size_t i = 0; i < floats.size(); ++i)
+      ASSERT_EQ(narrow[i], bf ? float_to_bf16(floats[i]) : float_to_fp16(floats[i])) << "float bits " << std::hex
+                                                                                   << __builtin_bit_cast(std::uint32_t, floats[i]);
+    // The add: every pattern plus an f32 from the list above, through the cpu device.
+    Ledger ledger;
+    auto dev = make_device("cpu", ledger);
+    DeviceBuffer a = dev->alloc(Tier::kDevice, Category::kOther, all.size(), "a", d);
+    DeviceBuffer f = dev->alloc(Tier::kDevice, Category::kOther, all.size(), "f");
+    auto* a16 = static_cast<std::uint16_t*>(dev->transport(a.span()));
+    auto* f32 = static_cast<float*>(dev->transport(f.span()));
+    std::copy(all.begin(), all.end(), a16);
+    for (std::size_t i = 0; i < all.size(); ++i) f32[i] = floats[(i * 7919) % floats.size()];
+    dev->add(dev->compute(), a.span(), f.span());
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const std::uint16_t want = bf ? float_to_bf16(bf16_to_float(all[i]) + f32[i]) : float_to_fp16(fp16_to_float(all[i]) + f32[i]);
+      ASSERT_EQ(a16[i], want) << "pattern " << i << " + f32 bits " << std::hex << __builtin_bit_cast(std::uint32_t, f32[i]);
+    }
+  }
+}
+
 TEST_P(Devices, AdamReadsSixteenBitGradientsAndWritesTheSixteenBitCopy) {
   for (Dtype d : {Dtype::kBf16, Dtype::kF16}) {
     const std::size_t n = 5000;
@@ -219,6 +261,23 @@ INSTANTIATE_TEST_SUITE_P(All, Devices, ::testing::Values("cpu", "strict"));
 
 // The counting device computes nothing but accounts every allocation by dtype: 2 bytes an
 // element for bf16 and f16, 4 for f32; its operations, the new ones included, do nothing.
+// The cpu device keeps freed blocks for the next allocation of their size (page faults cost a
+// stage 3 step 100+ ms otherwise). A block past glibc's mmap threshold (32 MiB) comes back from
+// the system zeroed, so a byte written before the free that is there again proves the block was
+// kept. Taking a block must return its bytes to the budget: it once did not, and after 256 MiB
+// of reuse every freed block went back to the system.
+TEST(CpuDevice, KeepsFreedBlocksForReuseRoundAfterRound) {
+  Ledger ledger;
+  auto dev = make_device("cpu", ledger);
+  const std::size_t n = std::size_t{40} << 18;  // 40 MiB of f32
+  for (int round = 0; round < 20; ++round) {
+    DeviceBuffer b = dev->alloc(Tier::kDevice, Category::kOther, n, "block", Dtype::kF32, false);
+    auto* p = static_cast<unsigned char*>(dev->transport(b.span()));
+    if (round > 0) ASSERT_EQ(p[n * 2], 0xAB) << "round " << round << ": the freed block was not reused";
+    p[n * 2] = 0xAB;
+  }
+}
+
 TEST(CountingDevice, CountsBytesByDtypeAndComputesNothing) {
   Ledger ledger;
   auto dev = make_device("counting", ledger);

@@ -39,6 +39,7 @@ class KeptBlocks {
     for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
       if (it->bytes != bytes) continue;
       void* p = it->p;
+      kept_ -= it->bytes;
       blocks_.erase(it);
       return p;
     }
@@ -66,7 +67,7 @@ class KeptBlocks {
   }
 
  private:
-  static constexpr std::size_t kBlocks = 4;  // a unit's parameters and gradients, and a borrowed unit's
+  static constexpr std::size_t kBlocks = 6;  // stage 3 mixed precision: two units gathered, their f32 copies, gradients
   static constexpr std::size_t kMinBytes = std::size_t{1} << 20;
   // What the ledger does not see: freed memory the process still holds, bounded.
   static constexpr std::size_t kMaxBytes = std::size_t{256} << 20;
@@ -94,25 +95,41 @@ class HostMemoryDevice : public Device, private KernelMemory {
     s.run([this, dst, src] {
       const Lane lane = dst.tier() != src.tier() ? Lane::kCopy : Lane::kCompute;
       TraceSpan span(lane == Lane::kCopy ? tracer() : nullptr, lane, dst.tier() == Tier::kHost ? "to host" : "to device");
+      WorkSpan work(Work::kCopy);
       std::memcpy(at(dst), at(src), dst.bytes());
     });
   }
   void convert(Stream& s, DeviceSpan dst, DeviceSpan src) override {
     same_size(dst, src, "convert");
-    s.run([this, dst, src] { host_ops::convert(run_of(dst), run_of(src)); });
+    s.run([this, dst, src] {
+      WorkSpan work(Work::kCopy);
+      host_ops::convert(run_of(dst), run_of(src));
+    });
   }
   void fill(Stream& s, DeviceSpan dst, float value) override {
-    s.run([this, dst, value] { host_ops::fill(run_of(dst), value); });
+    s.run([this, dst, value] {
+      WorkSpan work(Work::kCopy);
+      host_ops::fill(run_of(dst), value);
+    });
   }
   void add(Stream& s, DeviceSpan dst, DeviceSpan src) override {
     same_size(dst, src, "add");
-    s.run([this, dst, src] { host_ops::add(run_of(dst), run_of(src)); });
+    s.run([this, dst, src] {
+      WorkSpan work(Work::kCopy);
+      host_ops::add(run_of(dst), run_of(src));
+    });
   }
   void divide(Stream& s, DeviceSpan x, float d) override {
-    s.run([this, x, d] { host_ops::divide(run_of(x), d); });
+    s.run([this, x, d] {
+      WorkSpan work(Work::kCopy);
+      host_ops::divide(run_of(x), d);
+    });
   }
   void scale(Stream& s, DeviceSpan x, float c) override {
-    s.run([this, x, c] { host_ops::scale(run_of(x), c); });
+    s.run([this, x, c] {
+      WorkSpan work(Work::kCopy);
+      host_ops::scale(run_of(x), c);
+    });
   }
   double sum_squares(Stream& s, DeviceSpan x, double acc) override {
     double out = acc;
@@ -188,6 +205,7 @@ class HostMemoryDevice : public Device, private KernelMemory {
 
  protected:
   void* allocate(Tier tier, std::size_t bytes, bool zeroed) override {
+    WorkSpan work(Work::kAllocate);
     // Host buffers of a page or more start on a page: the NVMe tier reads and writes them with
     // O_DIRECT, which wants 4096-byte addresses (io/async_file.h); at 64 bytes every chunk went
     // through the page cache instead, and the disk's time was the page cache's.
@@ -204,6 +222,7 @@ class HostMemoryDevice : public Device, private KernelMemory {
     return tag(tier, p);
   }
   void deallocate(Tier tier, void* p, std::size_t bytes) override {
+    WorkSpan work(Work::kAllocate);
     void* block = untag(tier, p);
     if (tier == Tier::kDevice) return kept_.keep(block, (bytes + 63) / 64 * 64);
     std::free(block);
