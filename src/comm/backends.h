@@ -25,9 +25,11 @@ inline std::size_t mpi_max_transport_elements(std::size_t element_bytes) {
 // of kMpiChunksInFlight chunks per peer (the chunk: small enough that summing one overlaps the
 // next ones' arrival, large enough that its requests cost little next to its bytes; the ring:
 // enough chunks on the wire to keep a link busy while one is summed, and a scratch bounded
-// whatever k). A piece under kMpiChunksInFlight full chunks is cut into that many chunks of at
-// least kMpiMinChunkBytes, so that its sums overlap its transfer too (summing 1 MiB takes 0.1-0.25
-// ms here, a tenth or more of moving it) in the same scratch as one chunk of it would take.
+// whatever k). A piece under kMpiChunksInFlight full chunks is cut into up to that many chunks of
+// at least kMpiMinChunkBytes, so that summing one can overlap the next ones' transfer (summing
+// 1 MiB takes 0.1-0.25 ms here, a tenth or more of moving it; the gain was within the noise of
+// this machine's measurements: bench/README.md); its scratch is the piece rounded up to whole
+// chunks (at most one chunk more than the piece, and never more than 4 MiB a peer).
 inline constexpr std::size_t kMpiChunkBytes = std::size_t{1} << 20;
 inline constexpr std::size_t kMpiMinChunkBytes = std::size_t{64} << 10;
 inline constexpr std::size_t kMpiChunksInFlight = 4;

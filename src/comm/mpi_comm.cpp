@@ -32,6 +32,7 @@
 // MPI_Finalize (which would progress the orphan, or wait for peers that are gone). The process
 // should end the job with abort(), as the CLI does.
 #include <mpi.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -382,7 +383,9 @@ class MpiTransport final : public Transport {
     const NodeTopology topology = topology_of(comm, rank, size);
     std::unique_ptr<MpiTransport> c(new MpiTransport(comm, roll_call, rank, size, std::move(session)));
     c->set_topology(topology);
-    c->may_spin_ = topology.local_size <= std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+    // The node's ranks and their OpenMP threads within its cores: a spinning wait then takes no
+    // core that another rank's threads compute on.
+    c->may_spin_ = static_cast<long>(topology.local_size) * std::max(1, omp_get_max_threads()) <= std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
     return c;
   }
 
@@ -473,9 +476,9 @@ class MpiTransport final : public Transport {
   // the bytes are moving (for kSpin after it starts and after each poll that completed a
   // request: a chunk of 1 MiB (backends.h) takes ~1 ms at 1 GB/s, 5 at 0.2) and a thread of this
   // process is blocked on a Handle (its core is idle: polling takes nothing from compute), unless
-  // this node's ranks outnumber its cores. Otherwise, after the first 100 polls, it sleeps
-  // between polls, so a waiting rank leaves its core to compute, and a peer still computing or
-  // far behind costs no core after kSpin.
+  // this node's ranks and their OpenMP threads outnumber its cores. Otherwise, after the first
+  // 100 polls, it sleeps between polls, so a waiting rank leaves its core to compute, and a peer
+  // still computing or far behind costs no core after kSpin.
   template <class Test>
   void poll_until(const std::string& what, Test&& test) {
     const auto start = std::chrono::steady_clock::now();
@@ -536,7 +539,7 @@ class MpiTransport final : public Transport {
   static constexpr int kAllGatherTag = 7003;
   static constexpr int kExchangeTag = 7004;
   static constexpr std::chrono::milliseconds kSpin{5};
-  bool may_spin_ = false;  // this node's ranks do not outnumber its cores (set once, in adopt)
+  bool may_spin_ = false;  // this node's ranks x OpenMP threads do not outnumber its cores (set once, in adopt)
   MPI_Comm comm_;
   MPI_Comm roll_call_;
   int roll_call_token_ = 1;  // the payload of a roll-call message (stays valid until MPI sends it)

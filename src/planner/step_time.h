@@ -23,8 +23,8 @@
 //   ZeRO++     (stage 3, docs/zeropp.md) qwZ's int8 gathers are in the plan's bytes. hpZ: the
 //              backward gathers stay in the node (their bytes over the intra-node link, under
 //              backward); the forward ones span all ranks (zero sends each peer its piece, so they
-//              are the across bytes x (N-1)/(N-L), which a node sends whole, under forward). qgZ: the reduce-scatter is an all-to-all, inside the node on
-//              the devices' links, then across: a node sends all its L ranks' across bytes at once,
+//              are the across bytes x (N-1)/(N-L), which a node sends whole, under forward).
+//              qgZ: the reduce-scatter is an all-to-all, inside the node on the devices' links, then across: a node sends all its L ranks' across bytes at once,
 //              2 latency steps a pair exchange. On one node both are as plain stage 3.
 //   quantize   ZeRO++'s quantisation passes on the device, not overlapped (they run between the
 //              products; the paper gives no kernel times, so this is this model's assumption):

@@ -51,7 +51,8 @@ std::vector<std::uint16_t> half_sum(int world, std::size_t n, Dtype d, int salt,
 void check_rank(Communicator& comm) {
   const int n = comm.size(), rank = comm.rank();
   for (Dtype d : {Dtype::kBf16, Dtype::kF16})
-    for (std::size_t k : {1, 5, 1500, 524289})  // 524289: the mpi transport's 1 MiB chunks, and one element more
+    // the mpi transport's chunks (backends.h): 65537, two of 64 KiB and one element; 524289, four of 131073
+    for (std::size_t k : {1, 5, 1500, 65537, 524289})
       for (std::size_t segment : {0, 1, 7}) {
         if (k > 1500 && (segment != 0 || d != Dtype::kBf16)) continue;  // one big case: a piece per element would take minutes
         SCOPED_TRACE(::testing::Message() << dtype_label(d) << " k=" << k << " segment=" << segment);

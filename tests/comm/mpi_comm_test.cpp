@@ -107,9 +107,9 @@ TEST(MpiComm, AllReduceEqualsRankOrderSumAndTheThreadsBackend) {
 // The transport's reduce-scatter receives in chunks of at most 1 MiB into a ring of 4 per peer
 // and sums each as it arrives (between 2 ranks the all-reduce is one exchange of the whole buffer,
 // into the same ring); a slice under 4 MiB is cut into up to 4 chunks of at least 64 KiB: slices of
-// one 64 KiB chunk and one element more (2 chunks), of 4 uneven chunks, of one 1 MiB chunk and one
-// element more, and of four and one more (the ring wraps), in place (the sum overwriting this
-// rank's own piece, which it also reads) and not.
+// one 64 KiB chunk and one element more (2 chunks), of 4 chunks (100003: the last 3 short; 262145:
+// of 65537, the last 65534), and of four 1 MiB chunks and one element more (the ring wraps), in
+// place (the sum overwriting this rank's own piece, which it also reads) and not.
 TEST(MpiComm, ChunkedReduceScatterSumsInRankOrderInPlace) {
   const std::size_t n = world();
   for (std::size_t k : {16385, 100003, 262145, 1048577}) {

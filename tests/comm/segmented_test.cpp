@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "comm/backends.h"
 #include "comm/communicator.h"
 #include "comm/thread_world.h"
 #include "comm_test_util.h"
@@ -74,6 +75,31 @@ TEST(SegmentPieces, MpiLimitArithmetic) {
   EXPECT_EQ(max_segment_elements(3, int_max), int_max / 3);
   EXPECT_EQ(max_segment_elements(6, 10), 3u) << "6 bytes: three 2-byte units";
   EXPECT_EQ(max_segment_elements(3, 2), 1u) << "at least one element";
+}
+
+// The mpi transport's receive ring (backends.h), worked by hand: chunks of at most 1 MiB, a piece
+// under 4 MiB cut into up to 4 of at least 64 KiB, at most 4 in flight a peer; the scratch is
+// slots x chunk a peer (the planner's figure), and an all-reduce has one only where it exchanges.
+TEST(SegmentPieces, MpiRingArithmetic) {
+  struct Case {
+    std::size_t k, element_bytes, chunk, chunks, slots;
+  };
+  for (const Case& c : {Case{0, 4, 0, 0, 0}, Case{1, 4, 1, 1, 1}, Case{16384, 4, 16384, 1, 1}, Case{16385, 4, 16384, 2, 2},
+                        Case{100003, 4, 25001, 4, 4}, Case{262144, 4, 65536, 4, 4}, Case{1048576, 4, 262144, 4, 4},
+                        Case{1048577, 4, 262144, 5, 4}, Case{65537, 2, 32768, 3, 3}, Case{524289, 2, 131073, 4, 4},
+                        Case{2621441, 2, 524288, 6, 4}}) {
+    SCOPED_TRACE(::testing::Message() << "k " << c.k << ", " << c.element_bytes << "-byte elements");
+    const detail::MpiRing ring = detail::mpi_reduce_scatter_ring(c.k, c.element_bytes);
+    EXPECT_EQ(ring.chunk, c.chunk);
+    EXPECT_EQ(ring.chunks, c.chunks);
+    EXPECT_EQ(ring.slots, c.slots);
+  }
+  using detail::mpi_transport_scratch_bytes;
+  EXPECT_EQ(mpi_transport_scratch_bytes(Collective::kReduceScatter, 16385, 4, 3), 2u * 2 * 16384 * 4);  // 2 slots, 2 peers
+  EXPECT_EQ(mpi_transport_scratch_bytes(Collective::kReduceScatter, 1048577, 4, 2), 4u * 262144 * 4);   // the ring's cap
+  EXPECT_EQ(mpi_transport_scratch_bytes(Collective::kAllReduce, 50000, 4, 2), 4u * 25000 * 4);        // the exchange: 2 x 50000
+  EXPECT_EQ(mpi_transport_scratch_bytes(Collective::kAllReduce, 50000, 4, 3), 0u);                    // no exchange on 3 ranks
+  EXPECT_EQ(mpi_transport_scratch_bytes(Collective::kReduceScatter, 3, 2, 2), 8u);                    // 6 bytes, whole floats
 }
 
 // --- The sweep on thread ranks ----------------------------------------------------------------

@@ -292,6 +292,7 @@ void attention_backward(Matmul& mm, float* dqkv, float*, float* datt, const floa
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const std::int64_t TT = static_cast<std::int64_t>(T) * T, C3 = 3 * static_cast<std::int64_t>(C);
   const int ld3 = 3 * C;  // qkv's rows
+  if (T <= 0) return;  // no rows (the block loop below would run once, empty)
   const int last = (T - 1) / kAttentionBlock * kAttentionBlock;
   for (int b = 0; b < B; ++b) {
     for (int h = 0; h < NH; ++h) {
