@@ -154,7 +154,9 @@ class DeviceOptimizer final : public ShardOptimizer {
     if (!master_.empty()) {
       if (!home_on_host) return {slot(master_, p), p.params};
       if (!written) return {slot(master_, p), {}};
-      staging_ = dev_.alloc(Tier::kDevice, Category::kParameters, p.params.size(), "parameter slice staged for the optimizer", ctx_.dtype, false);
+      // Zeroed: the update writes the parameters' elements only, and write_back copies the whole
+      // slice, padding included, which the peers gather (a reused block would hold other bits).
+      staging_ = dev_.alloc(Tier::kDevice, Category::kParameters, p.params.size(), "parameter slice staged for the optimizer", ctx_.dtype, true);
       return {slot(master_, p), staging_.span()};
     }
     if (!home_on_host) return {p.params, {}};
