@@ -13,9 +13,9 @@
 
 #include "backends/registry.h"
 #include "cli/flags.h"
+#include "cli/gemm_limit.h"
 #include "cli/launch.h"
 #include "cli/mfu.h"
-#include "cli/step_products.h"
 #include "common/error.h"
 #include "common/output_file.h"
 #include "common/sha256.h"
@@ -168,6 +168,7 @@ struct StageResult {
   bool checkpointing = false;
   std::uint64_t activation_bytes = 0;  // its model's activations, device tier (allocated once)
   double seconds = 0;              // sum over timed steps of the barrier-to-barrier windows
+  std::vector<double> window_ms;   // those windows, rank 0's, per timed step
   std::vector<double> step_ms;     // per timed step, max over ranks of StageRun::local_ms
   double compute_ms = 0, optimizer_ms = 0;  // rank 0's, as in StageRun
   double tokens_per_second = 0;    // global tokens in the timed steps / seconds
@@ -183,6 +184,10 @@ struct StageResult {
   std::string weights_sha256;      // of the final full parameters
   std::uint64_t state_bytes = 0, sent_bytes = 0;  // rank 0's, as in StageRun
   Breakdown breakdown;             // rank 0's
+  // Per timed step, the GEMM-bound limit's pass after it over the step's window: the fraction of
+  // the limit that step ran at, each from two times taken back to back. Empty without a limit.
+  std::vector<double> limit_ratios;
+  double limit_ratio = 0;          // their median
 };
 
 struct ModelResult {
@@ -199,8 +204,9 @@ struct ModelResult {
   // rank at once (so every core is busy, as in a step), through the products this run uses; the
   // tokens per second of a step that were only those. 0 where the products do not run on the host.
   double gemm_flops = 0;           // per rank per step
-  double gemm_seconds = 0;         // per rank per step, the slowest rank's
-  double gemm_limit = 0;           // tokens/s, all ranks
+  double gemm_seconds = 0;         // per rank per step, the slowest rank's: the median pass
+  std::vector<double> gemm_passes; // every timed pass, one after each round of timed steps
+  double gemm_limit = 0;           // tokens/s, all ranks, at the median pass
 };
 
 // This rank's synthetic micro-batch for `step`: uniform byte tokens, counter-based (the values do
@@ -267,13 +273,18 @@ Breakdown breakdown_of(const StageRun& run, int steps, double tokens_per_step) {
 
 // Every step: each stage in turn, in the listed order, on the same batch. Alternating step by step
 // spreads the machine's noise (this VM shares its cores) evenly over the stages, which separate
-// runs one after the other would not.
-void run_rounds(std::vector<StageRun>& runs, int B, int T, int warmup, int steps, Communicator& comm) {
+// runs one after the other would not. With a `probe`, each round ends with a pass of the
+// GEMM-bound limit's products (cli/gemm_limit.h), the timed rounds' in `passes`.
+void run_rounds(std::vector<StageRun>& runs, int B, int T, int warmup, int steps, Communicator& comm, GemmLimitProbe* probe,
+                std::vector<double>& passes) {
   std::vector<std::int32_t> in(static_cast<std::size_t>(B) * T), tgt(in.size());
   comm.barrier();
   for (int s = 0; s < warmup + steps; ++s) {
     fill_tokens(static_cast<std::uint64_t>(s), comm.rank(), 256, in, tgt);
     for (StageRun& run : runs) run_step(run, in, tgt, s >= warmup, steps, comm);
+    if (probe == nullptr) continue;
+    const double pass = probe->time_pass(comm);
+    if (s >= warmup) passes.push_back(pass);
   }
 }
 
@@ -300,6 +311,7 @@ std::vector<StageResult> collect(std::vector<StageRun>& runs, int B, int T, int 
       r.step_ms.push_back(m);
     }
     for (double w : run.window_ms) r.seconds += w / 1e3;
+    r.window_ms = run.window_ms;
     r.tokens_per_second = static_cast<double>(steps) * B * T * n / r.seconds;
     r.compute_ms = run.compute_ms;
     r.optimizer_ms = run.optimizer_ms;
@@ -325,22 +337,6 @@ std::vector<StageResult> collect(std::vector<StageRun>& runs, int B, int T, int 
                         *std::min_element(r.step_ms.begin(), r.step_ms.end());
   }
   return results;
-}
-
-// The step's own matrix products alone (ModelResult::gemm_limit), on every rank at once: the
-// linear layers through this run's products, attention's blocks through kAttentionMatmul, as the
-// CPU kernels take them. Collective. Seconds per step, the slowest rank's.
-double time_step_products(const GptShape& shape, int B, const GptCompute& compute, Communicator& comm) {
-  std::vector<ProductShape> linear, attention;
-  for (const ProductShape& p : step_products(shape, B)) (p.cls == ProductClass::kAttention ? attention : linear).push_back(p);
-  ProductOperands operands(step_products(shape, B));
-  const auto linear_mm = make_matmul(choose_matmul(compute.matmul));
-  const auto attention_mm = make_matmul(kAttentionMatmul);
-  comm.barrier();
-  const double mine = time_products(*linear_mm, linear, operands, 2) + time_products(*attention_mm, attention, operands, 2);
-  std::vector<double> all(comm.size());
-  comm.all_gather_bytes(&mine, sizeof mine, all.data());
-  return *std::max_element(all.begin(), all.end());
 }
 
 // All of the listed stages' engines are built at once, on one shared model (its activations
@@ -386,12 +382,18 @@ ModelResult run_model(const BenchModel& bm, int B, int T, int warmup, int steps,
     }
   }
   m.engine_bytes = ledger.usage(Tier::kDevice).total_current;
-  run_rounds(runs, B, T, warmup, steps, comm);
+  std::unique_ptr<GemmLimitProbe> probe;  // only where the products run on this host's libraries
+  if (find_facts(device).device_tier_is_host) probe = std::make_unique<GemmLimitProbe>(m.shape, B, compute);
+  run_rounds(runs, B, T, warmup, steps, comm, probe.get(), m.gemm_passes);
   m.stages = collect(runs, B, T, steps, comm);
-  if (find_facts(device).device_tier_is_host) {  // the products run on this host's libraries
-    m.gemm_flops = total_flops(step_products(m.shape, B));
-    m.gemm_seconds = time_step_products(m.shape, B, compute, comm);
+  if (probe) {
+    m.gemm_flops = probe->flops_per_rank();
+    m.gemm_seconds = median(m.gemm_passes);
     m.gemm_limit = static_cast<double>(B) * T * comm.size() / m.gemm_seconds;
+    for (StageResult& r : m.stages) {
+      for (std::size_t i = 0; i < r.window_ms.size(); ++i) r.limit_ratios.push_back(m.gemm_passes[i] * 1e3 / r.window_ms[i]);
+      r.limit_ratio = median(r.limit_ratios);
+    }
   }
   for (std::size_t i = 0; i < m.stages.size(); ++i) m.stages[i].activation_bytes = activations[i % checkpointing.size()];
   if (const double peak = find_facts(device).peak_bf16; peak > 0) {
@@ -425,9 +427,11 @@ std::string run_name(const StageResult& r) { return cat("stage ", r.stage, r.che
 //  at 0.68 of the GEMM-bound limit", after a line with that limit.
 void print_breakdown(const ModelResult& m) {
   if (m.gemm_limit > 0) {
+    const auto [low, high] = std::minmax_element(m.gemm_passes.begin(), m.gemm_passes.end());
     std::printf("  GEMM-bound limit %.0f tokens/s: the step's own matrix products alone (%.1f GFLOP per rank), every rank at once, "
-                "%.0f ms (%.0f GFLOP/s per rank)\n",
-                m.gemm_limit, m.gemm_flops / 1e9, m.gemm_seconds * 1e3, m.gemm_flops / m.gemm_seconds / 1e9);
+                "%.0f ms (%.0f GFLOP/s per rank; the median of %zu passes, one after each round of timed steps: %.0f-%.0f ms)\n",
+                m.gemm_limit, m.gemm_flops / 1e9, m.gemm_seconds * 1e3, m.gemm_flops / m.gemm_seconds / 1e9, m.gemm_passes.size(),
+                *low * 1e3, *high * 1e3);
   }
   std::printf("  where rank 0's step went (ms per step on its compute thread; waiting = on a collective or a copy not yet done; "
               "copies = the device's copies, casts and adds between kernels; allocating = its allocations and zeroing; "
@@ -439,7 +443,10 @@ void print_breakdown(const ModelResult& m) {
                 "embedding %.0f) + optimizer %.0f + waiting %.0f (forward+backward %.0f, step %.0f) + copies %.0f + allocating %.0f + rest %.0f",
                 run_name(r).c_str(), b.step, b.matmul, pct(b.matmul), b.other_kernels(), b.attention, b.norm, b.pointwise, b.loss,
                 b.embedding, b.optimizer, b.wait_fb + b.wait_step, b.wait_fb, b.wait_step, b.copy, b.allocate, b.rest);
-    if (m.gemm_limit > 0) std::printf(" | at %.2f of the GEMM-bound limit", r.tokens_per_second / m.gemm_limit);
+    if (m.gemm_limit > 0) {
+      const auto [low, high] = std::minmax_element(r.limit_ratios.begin(), r.limit_ratios.end());
+      std::printf(" | at %.2f of the GEMM-bound limit (each step against the pass after it: median; %.2f-%.2f)", r.limit_ratio, *low, *high);
+    }
     std::printf("\n");
   }
 }
@@ -530,7 +537,8 @@ void append_json(const ModelResult& m, nlohmann::json& results) {
                                            {"weights_bit_identical", r.weights_sha256 == m.stages[0].weights_sha256}}},
                        {"breakdown_ms", breakdown_json(r.breakdown)}, {"gemm_bound_in_step_tokens_per_second", r.breakdown.gemm_limit_in_step},
                        {"gemm_limit", {{"tokens_per_second", m.gemm_limit}, {"flops_per_rank_step", m.gemm_flops},
-                                       {"seconds_per_step", m.gemm_seconds}}},
+                                       {"seconds_per_step", m.gemm_seconds}, {"seconds_per_pass", m.gemm_passes},
+                                       {"step_ratios", r.limit_ratios}, {"ratio", r.limit_ratio}}},
                        {"weights_sha256", r.weights_sha256}});
   }
 }

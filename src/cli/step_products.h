@@ -41,8 +41,11 @@ struct ProductOperands {
   std::vector<std::uint16_t> b16;  // b rounded to bf16: the weights as a bf16 run's engine holds them
 };
 
-// Seconds to run every product of `products` once through `mm`, the fastest of `repeats` timed
-// passes after one untimed pass (which also warms the library's caches and threads).
+// Seconds to run every product of `products` once through `mm`.
+double run_products(Matmul& mm, const std::vector<ProductShape>& products, ProductOperands& operands);
+
+// The fastest of `repeats` timed passes of run_products after one untimed pass (which also warms
+// the library's caches and threads).
 double time_products(Matmul& mm, const std::vector<ProductShape>& products, ProductOperands& operands, int repeats);
 
 }  // namespace zero::cli

@@ -10,7 +10,7 @@ rm -rf "$out" && mkdir -p "$out"
 "$zero" bench train --model 10m --stage 0,3 --comm threads --ranks 2 --warmup 1 --steps 2 --seq-len 16 --micro-batch 1 --json "$out/b.json" > "$out/stdout"
 grep -q "where rank 0's step went" "$out/stdout"
 python3 - "$out/b.json" <<'PY'
-import json, sys
+import json, statistics, sys
 j = json.load(open(sys.argv[1]))
 tokens = j["ranks"] * j["micro_batch"] * j["seq_len"]
 for r in j["results"]:
@@ -27,6 +27,12 @@ for r in j["results"]:
     assert abs(limit * b["matmul"] / 1e3 - tokens) <= 1e-6 * tokens, (limit, b["matmul"], tokens)
     g = r["gemm_limit"]
     assert g["tokens_per_second"] > 0 and abs(g["tokens_per_second"] * g["seconds_per_step"] - tokens) <= 1e-6 * tokens, g
+    # one pass after each timed round; the limit at their median, each step's ratio against its pass
+    passes, ratios = g["seconds_per_pass"], g["step_ratios"]
+    assert len(passes) == j["steps"] == len(ratios), g
+    assert g["seconds_per_step"] == statistics.median(passes) and g["ratio"] == statistics.median(ratios), g
+    windows = [p / q for p, q in zip(passes, ratios)]  # each step's window, as its ratio implies
+    assert abs(sum(windows) - r["seconds"]) <= 1e-6 * r["seconds"], (windows, r["seconds"])
     s = r["shape"]
     V, T, C, L, H = s["vocab_size"], s["n_ctx"], s["n_embd"], s["n_layer"], s["n_head"]
     N, hs = j["micro_batch"] * T, C // H
