@@ -5,7 +5,8 @@
 #   zero stage 0 (`zero bench train`, 2 MPI ranks)  vs  torch DistributedDataParallel
 #   zero stage 1 (`zero bench train --stage 1`)     vs  DDP + torch's ZeroRedundancyOptimizer (ZeRO-1)
 # (the torch side: bench/pytorch_ddp_gpt.py, gloo, 2 processes). Not FSDP: torch 1.13's
-# FullyShardedDataParallel cannot run on CPU over gloo (bench/README.md says why), so zero's
+# FullyShardedDataParallel cannot run on CPU over gloo (bench/README.md says why, and
+# bench/pytorch_fsdp_probe.py re-checks it in seconds), so zero's
 # stage 3 has no PyTorch counterpart here. All four run the same models, micro-batch and sequence
 # length, alternating for ROUNDS rounds so that all see the same machine load; per comparison it
 # prints each side's tokens/s (median and best step over the rounds) and the ratio zero / PyTorch.

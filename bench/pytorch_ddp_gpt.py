@@ -12,7 +12,8 @@ intra-op and one inter-op thread, as each zero rank runs one OpenMP/OpenBLAS thr
 --zero-redundancy-optimizer: the same, with AdamW wrapped in torch's ZeroRedundancyOptimizer (ZeRO
 stage 1: each rank keeps the AdamW state of its share of the parameter tensors, steps them, and
 broadcasts them to the others), the comparison for zero stage 1. It is not FSDP: torch 1.13's
-FullyShardedDataParallel cannot run on CPU over gloo (bench/README.md says why).
+FullyShardedDataParallel cannot run on CPU over gloo (bench/README.md says why;
+bench/pytorch_fsdp_probe.py re-checks it).
 
 Timing, as zero does it: warm-up steps, then a barrier, the timed steps, a barrier; tokens/s is
 (timed steps x micro-batch x T x ranks) / elapsed seconds.
