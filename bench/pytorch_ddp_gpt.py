@@ -106,7 +106,7 @@ def optimizer_for(model, args):
     hyper = {"lr": 3e-4, "betas": (0.9, 0.95), "eps": 1e-8, "foreach": args.foreach}
     if args.zero_redundancy_optimizer:
         # Whole tensors per rank (torch's sorted-greedy partition); the bucket view broadcasts each
-        # rank's stepped parameters as one message instead of one per tensor, its faster setting.
+        # rank's stepped parameters as one broadcast instead of one per tensor.
         return ZeroRedundancyOptimizer(groups, optimizer_class=torch.optim.AdamW,
                                        parameters_as_bucket_view=True, **hyper)
     return torch.optim.AdamW(groups, **hyper)
