@@ -105,8 +105,8 @@ def optimizer_for(model, args):
     groups = [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}]
     hyper = {"lr": 3e-4, "betas": (0.9, 0.95), "eps": 1e-8, "foreach": args.foreach}
     if args.zero_redundancy_optimizer:
-        # Whole tensors per rank (torch's sorted-greedy partition); the bucket view broadcasts each
-        # rank's stepped parameters as one broadcast instead of one per tensor.
+        # Whole tensors per rank (torch's sorted-greedy partition); the bucket view sends each rank's
+        # stepped parameters in one broadcast, not one per tensor.
         return ZeroRedundancyOptimizer(groups, optimizer_class=torch.optim.AdamW,
                                        parameters_as_bucket_view=True, **hyper)
     return torch.optim.AdamW(groups, **hyper)
