@@ -9,6 +9,12 @@ the same micro-batch and sequence length per rank, synthetic uniform byte tokens
 DistributedDataParallel over gloo on 2 processes (torch.multiprocessing), each limited to one
 intra-op and one inter-op thread, as each zero rank runs one OpenMP/OpenBLAS thread.
 
+--zero-redundancy-optimizer: the same, with AdamW wrapped in torch's ZeroRedundancyOptimizer (ZeRO
+stage 1: each rank keeps the AdamW state of its share of the parameter tensors, steps them, and
+broadcasts them to the others), the comparison for zero stage 1. It is not FSDP: torch 1.13's
+FullyShardedDataParallel cannot run on CPU over gloo (bench/README.md says why;
+bench/pytorch_fsdp_probe.py re-checks it).
+
 Timing, as zero does it: warm-up steps, then a barrier, the timed steps, a barrier; tokens/s is
 (timed steps x micro-batch x T x ranks) / elapsed seconds.
 
@@ -33,6 +39,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from torch.distributed.optim import ZeroRedundancyOptimizer  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
 # The shapes of src/cli/bench_train.cpp: name -> (C, L, H); V = 256, T = --seq-len.
@@ -92,11 +99,21 @@ class Gpt(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
 
 
-def optimizer_for(model, foreach):
+def optimizer_for(model, args):
     decay = [p for p in model.parameters() if p.dim() == 2]  # matrices and embeddings
     no_decay = [p for p in model.parameters() if p.dim() < 2]  # biases, LayerNorm
     groups = [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=3e-4, betas=(0.9, 0.95), eps=1e-8, foreach=foreach)
+    hyper = {"lr": 3e-4, "betas": (0.9, 0.95), "eps": 1e-8, "foreach": args.foreach}
+    if args.zero_redundancy_optimizer:
+        # Whole tensors per rank (torch's sorted-greedy partition); the bucket view sends each rank's
+        # stepped parameters in one broadcast, not one per tensor.
+        return ZeroRedundancyOptimizer(groups, optimizer_class=torch.optim.AdamW,
+                                       parameters_as_bucket_view=True, **hyper)
+    return torch.optim.AdamW(groups, **hyper)
+
+
+def tool_name(args):
+    return "pytorch ddp + ZeroRedundancyOptimizer" if args.zero_redundancy_optimizer else "pytorch ddp"
 
 
 def run_model(name, args, rank, world):
@@ -106,7 +123,7 @@ def run_model(name, args, rank, world):
     model = Gpt(VOCAB, T, C, L, H)
     params = sum(p.numel() for p in model.parameters())
     ddp = DDP(model, gradient_as_bucket_view=True)
-    opt = optimizer_for(ddp.module, args.foreach)
+    opt = optimizer_for(ddp.module, args)
     gen = torch.Generator().manual_seed(1000 + rank)
     losses, step_ms = [], []
     for s in range(args.warmup + args.steps):
@@ -118,7 +135,7 @@ def run_model(name, args, rank, world):
         loss = ddp(tokens[:, :-1], tokens[:, 1:])
         opt.zero_grad(set_to_none=False)  # zero's engine also keeps (and zeroes) its gradients
         loss.backward()  # DDP all-reduces gradient buckets over gloo as backward produces them
-        opt.step()
+        opt.step()  # ZeroRedundancyOptimizer: steps this rank's share, then broadcasts it
         losses.append(loss.item())
         if s >= args.warmup:
             step_ms.append((time.perf_counter() - t0) * 1e3)
@@ -130,7 +147,7 @@ def run_model(name, args, rank, world):
             "shape": {"vocab_size": VOCAB, "n_ctx": T, "n_embd": C, "n_layer": L, "n_head": H},
             "seconds": seconds, "step_ms": worst.tolist(),
             "tokens_per_second": args.steps * B * T * world / seconds,
-            "first_loss": losses[0], "last_loss": losses[-1]}
+            "first_loss": losses[0], "last_loss": losses[-1], "losses": losses}
 
 
 def openblas_core():
@@ -148,7 +165,7 @@ def worker(rank, world, args, port):
     torch.set_num_interop_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     if rank == 0:
-        print(f"pytorch ddp: torch {torch.__version__}, {world} ranks (gloo), {torch.get_num_threads()} intra-op / "
+        print(f"{tool_name(args)}: torch {torch.__version__}, {world} ranks (gloo), {torch.get_num_threads()} intra-op / "
               f"{torch.get_num_interop_threads()} inter-op thread per rank, OpenBLAS {openblas_core()}, micro-batch {args.micro_batch} x "
               f"T={args.seq_len} per rank, AdamW fp32 (foreach={args.foreach}), synthetic tokens; "
               f"{args.warmup} warm-up + {args.steps} timed steps", flush=True)
@@ -162,7 +179,7 @@ def worker(rank, world, args, port):
                   f"(best {min(r['step_ms']):.0f}) | loss {r['first_loss']:.3f} -> {r['last_loss']:.3f}", flush=True)
         results.append(r)
     if rank == 0 and args.json:
-        doc = {"tool": "pytorch ddp", "torch": torch.__version__, "backend": "gloo", "ranks": world,
+        doc = {"tool": tool_name(args), "torch": torch.__version__, "backend": "gloo", "ranks": world,
                "threads_per_rank": torch.get_num_threads(), "openblas_core": openblas_core(), "micro_batch": args.micro_batch, "seq_len": args.seq_len,
                "warmup": args.warmup, "steps": args.steps, "foreach": args.foreach, "results": results}
         with open(args.json + ".partial", "w") as f:
@@ -182,6 +199,8 @@ def main():
     p.add_argument("--port", type=int, default=29517)
     p.add_argument("--foreach", action=argparse.BooleanOptionalAction, default=True,
                    help="AdamW's multi-tensor (foreach) implementation, PyTorch's faster one")
+    p.add_argument("--zero-redundancy-optimizer", action="store_true",
+                   help="shard AdamW's state over the ranks with torch's ZeroRedundancyOptimizer (ZeRO stage 1)")
     p.add_argument("--json", default="")
     args = p.parse_args()
     mp.spawn(worker, args=(args.ranks, args, args.port), nprocs=args.ranks, join=True)
