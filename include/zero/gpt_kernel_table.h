@@ -35,6 +35,13 @@ struct GptCompute {
   Dtype matmul = Dtype::kF32;
 };
 
+// A linear layer's weight (OC,C) as the fused calls below take it: bf16 where the table takes bf16
+// weights and the run holds them (then f32 is null), else f32.
+struct GptWeight {
+  const float* f32 = nullptr;
+  const std::uint16_t* bf16 = nullptr;
+};
+
 // Model memory the table owns: freed (and returned to the ledger) with the pointer.
 using ModelMemory = std::unique_ptr<float, std::function<void(float*)>>;
 
@@ -88,11 +95,30 @@ class GptKernels {
   virtual void gelu_forward(float* out, const float* inp, std::int64_t n) = 0;
   virtual void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) = 0;
   virtual void residual_forward(float* out, const float* a, const float* b, std::int64_t n) = 0;
+  // ---- fused: a linear layer's product and the element-wise step next to it (gpt.cpp's blocks) ----
+  // Each gives the bits of the separate calls its default makes (registry.cpp); the cpu table
+  // does the element-wise part and the layer's bias in one pass over the rows.
+  // out (N,OC) = inp @ w^T + bias, then act = gelu(out) (out kept: gelu_backward reads it).
+  virtual void matmul_gelu_forward(float* out, float* act, const float* inp, GptWeight w, const float* bias, int N, int C,
+                                   int OC);
+  // res_out (N,OC) = res_in + (inp @ w^T + bias); out: the product's scratch, left unspecified.
+  virtual void matmul_residual_forward(float* res_out, float* out, const float* res_in, const float* inp, GptWeight w,
+                                       const float* bias, int N, int C, int OC);
+  // dpre (N,OC) = gelu'(pre) dact (overwritten), then matmul_backward(dinp, dw, dbias, dpre, inp, w):
+  // the backward of out = gelu(pre), pre = inp @ w^T + bias.
+  virtual void gelu_matmul_backward(float* dinp, float* dw, float* dbias, float* dpre, const float* pre, const float* dact,
+                                    const float* inp, GptWeight w, int N, int C, int OC);
   // Returns the mean loss (read back to the host: waits for the stream).
   virtual float softmax_crossentropy_forward(float* probs, float* losses, const float* logits, const std::int32_t* targets,
                                              int N, int V) = 0;
   virtual void softmax_crossentropy_backward(float* dlogits, const float* probs, const std::int32_t* targets, int N,
                                              int V) = 0;
+
+ protected:
+  // matmul_forward or matmul_forward_bf16, as w is given; the same for backward.
+  void product_forward(float* out, const float* inp, GptWeight w, const float* bias, int N, int C, int OC);
+  void product_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, GptWeight w, int N, int C,
+                       int OC);
 };
 
 // The table of the backend `compute.device` names (backends/registry.cpp; ConfigError where the

@@ -46,6 +46,33 @@ void GptKernels::matmul_backward_bf16(float*, float*, float*, const float*, cons
   ZERO_CHECK(false, name(), "'s kernels given bf16 weights");
 }
 
+void GptKernels::product_forward(float* out, const float* inp, GptWeight w, const float* bias, int N, int C, int OC) {
+  if (w.bf16 != nullptr) return matmul_forward_bf16(out, inp, w.bf16, bias, N, C, OC);
+  matmul_forward(out, inp, w.f32, bias, N, C, OC);
+}
+void GptKernels::product_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, GptWeight w, int N,
+                                 int C, int OC) {
+  if (w.bf16 != nullptr) return matmul_backward_bf16(dinp, dw, dbias, dout, inp, w.bf16, N, C, OC);
+  matmul_backward(dinp, dw, dbias, dout, inp, w.f32, N, C, OC);
+}
+
+// The fused calls' defaults: the separate kernels, in the order gpt.cpp called them before.
+void GptKernels::matmul_gelu_forward(float* out, float* act, const float* inp, GptWeight w, const float* bias, int N, int C,
+                                     int OC) {
+  product_forward(out, inp, w, bias, N, C, OC);
+  gelu_forward(act, out, static_cast<std::int64_t>(N) * OC);
+}
+void GptKernels::matmul_residual_forward(float* res_out, float* out, const float* res_in, const float* inp, GptWeight w,
+                                         const float* bias, int N, int C, int OC) {
+  product_forward(out, inp, w, bias, N, C, OC);
+  residual_forward(res_out, res_in, out, static_cast<std::int64_t>(N) * OC);
+}
+void GptKernels::gelu_matmul_backward(float* dinp, float* dw, float* dbias, float* dpre, const float* pre, const float* dact,
+                                      const float* inp, GptWeight w, int N, int C, int OC) {
+  gelu_backward(dpre, pre, dact, static_cast<std::int64_t>(N) * OC);
+  product_backward(dinp, dw, dbias, dpre, inp, w, N, C, OC);
+}
+
 std::unique_ptr<GptKernels> make_gpt_kernels(const GptCompute& compute) {
   return find_backend(compute.device, "[model]").make_gpt_kernels(compute);
 }

@@ -104,15 +104,12 @@ void Gpt::block_forward(int l, const UnitViews& v, bool recompute) {
   k_->layernorm_forward(ln1, acts_[kLn1Mean] + k * BT, acts_[kLn1Rstd] + k * BT, x, p(kLn1W), p(kLn1B), BT, C);
   linear_forward(*k_, v, u, kWQkv, qkv, ln1, p(kBQkv), BT, C, 3 * C);
   k_->attention_forward(atty, acts_[kPreatt], acts_[kAtt] + k * att, qkv, B_, T, C, NH);
-  linear_forward(*k_, v, u, kWAttProj, attproj, atty, p(kBAttProj), BT, C, C);
-  k_->residual_forward(residual2, x, attproj, BTC);
+  k_->matmul_residual_forward(residual2, attproj, x, atty, linear_weight(*k_, v, u, kWAttProj), p(kBAttProj), BT, C, C);
   k_->layernorm_forward(ln2, acts_[kLn2Mean] + k * BT, acts_[kLn2Rstd] + k * BT, residual2, p(kLn2W), p(kLn2B), BT, C);
-  linear_forward(*k_, v, u, kWFc, fch, ln2, p(kBFc), BT, C, 4 * C);
-  k_->gelu_forward(fch_gelu, fch, 4 * BTC);
-  linear_forward(*k_, v, u, kWMlpProj, fcproj, fch_gelu, p(kBMlpProj), BT, 4 * C, C);
-  if (recompute) return;  // the output is the next block's kept input already
+  k_->matmul_gelu_forward(fch, fch_gelu, ln2, linear_weight(*k_, v, u, kWFc), p(kBFc), BT, C, 4 * C);
+  if (recompute) return;  // the output is the next block's kept input already (the MLP's projection is not needed)
   float* out = acts_[kResidual3] + (ckpt_.cpu ? 0 : l) * BTC;
-  k_->residual_forward(out, residual2, fcproj, BTC);
+  k_->matmul_residual_forward(out, fcproj, residual2, fch_gelu, linear_weight(*k_, v, u, kWMlpProj), p(kBMlpProj), BT, 4 * C, C);
   keep_block_input(l + 1, out);
 }
 
@@ -129,8 +126,8 @@ void Gpt::block_backward(int l, const UnitViews& v) {
   float* dtmp = acts_[kDTmp];
   // residual3 = residual2 + mlp(ln2(residual2))
   linear_backward(*k_, v, u, kWMlpProj, acts_[kDFchGelu], g(kWMlpProj), g(kBMlpProj), dres, acts_[kFchGelu] + k * 4 * BTC, BT, 4 * C, C);
-  k_->gelu_backward(acts_[kDFch], acts_[kFch] + k * 4 * BTC, acts_[kDFchGelu], 4 * BTC);
-  linear_backward(*k_, v, u, kWFc, dtmp, g(kWFc), g(kBFc), acts_[kDFch], acts_[kLn2] + k * BTC, BT, C, 4 * C);
+  k_->gelu_matmul_backward(dtmp, g(kWFc), g(kBFc), acts_[kDFch], acts_[kFch] + k * 4 * BTC, acts_[kDFchGelu], acts_[kLn2] + k * BTC,
+                           linear_weight(*k_, v, u, kWFc), BT, C, 4 * C);
   k_->layernorm_backward(dres, g(kLn2W), g(kLn2B), dtmp, acts_[kResidual2] + k * BTC, p(kLn2W), acts_[kLn2Mean] + k * BT,
                           acts_[kLn2Rstd] + k * BT, BT, C);
   // residual2 = x + attn(ln1(x))

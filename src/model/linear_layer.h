@@ -12,6 +12,13 @@
 
 namespace zero {
 
+// Parameter `index` of unit `unit` as the fused calls take a weight (GptWeight).
+inline GptWeight linear_weight(GptKernels& k, const UnitViews& v, int unit, int index) {
+  const std::uint16_t* w16 = k.takes_bf16_weights() ? v.param_bf16(unit, index) : nullptr;
+  if (w16 != nullptr) return {nullptr, w16};
+  return {v.param(unit, index), nullptr};
+}
+
 // out (N,OC) = inp (N,C) @ w^T + bias, w = parameter `index` of unit `unit`: (OC,C).
 inline void linear_forward(GptKernels& k, const UnitViews& v, int unit, int index, float* out, const float* inp,
                            const float* bias, int N, int C, int OC) {

@@ -96,6 +96,30 @@ class CpuGptKernels final : public GptKernels {
     WorkSpan span(Work::kPointwise);
     gpt::residual_forward(out, a, b, n);
   }
+  // The fused calls: the product without its bias (a matmul span), then the bias and the
+  // element-wise step in one pass (a pointwise span: the bias's pass moves there from matmul).
+  void matmul_gelu_forward(float* out, float* act, const float* inp, GptWeight w, const float* bias, int N, int C,
+                           int OC) override {
+    if (bias == nullptr) return GptKernels::matmul_gelu_forward(out, act, inp, w, bias, N, C, OC);
+    product_forward(out, inp, w, nullptr, N, C, OC);
+    WorkSpan span(Work::kPointwise);
+    gpt::bias_gelu_forward(out, act, bias, N, OC);
+  }
+  void matmul_residual_forward(float* res_out, float* out, const float* res_in, const float* inp, GptWeight w,
+                               const float* bias, int N, int C, int OC) override {
+    product_forward(out, inp, w, nullptr, N, C, OC);
+    WorkSpan span(Work::kPointwise);
+    gpt::bias_residual_forward(res_out, res_in, out, bias, N, OC);
+  }
+  void gelu_matmul_backward(float* dinp, float* dw, float* dbias, float* dpre, const float* pre, const float* dact,
+                            const float* inp, GptWeight w, int N, int C, int OC) override {
+    if (dbias == nullptr) return GptKernels::gelu_matmul_backward(dinp, dw, dbias, dpre, pre, dact, inp, w, N, C, OC);
+    {
+      WorkSpan span(Work::kPointwise);
+      gpt::gelu_backward_bias(dpre, dbias, pre, dact, N, OC);
+    }
+    product_backward(dinp, dw, nullptr, dpre, inp, w, N, C, OC);
+  }
   float softmax_crossentropy_forward(float* probs, float* losses, const float* logits, const std::int32_t* targets, int N,
                                      int V) override {
     WorkSpan span(Work::kLoss);

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
+
+#include <omp.h>
 
 #include "backends/cpu/vector_math.h"
 
@@ -102,6 +105,41 @@ ZERO_VECTOR_CLONES void bias_rows(float* out, const float* bias, int n_rows, int
   for (int n = 0; n < n_rows; ++n) {
     float* o = out + static_cast<std::int64_t>(n) * OC;
     for (int j = 0; j < OC; ++j) o[j] += bias[j];
+  }
+}
+
+// out[n] += bias, act[n] = gelu(out[n]) for n_rows rows of OC.
+ZERO_VECTOR_CLONES void bias_gelu_rows(float* __restrict out, float* __restrict act, const float* bias, int n_rows, int OC) {
+  for (int n = 0; n < n_rows; ++n) {
+    float* o = out + static_cast<std::int64_t>(n) * OC;
+    float* a = act + static_cast<std::int64_t>(n) * OC;
+    for (int j = 0; j < OC; ++j) {
+      const float y = o[j] + bias[j];
+      o[j] = y;
+      a[j] = gelu(y);
+    }
+  }
+}
+
+// res_out[n] = res_in[n] + (out[n] + bias) for n_rows rows of OC.
+ZERO_VECTOR_CLONES void bias_residual_rows(float* __restrict res_out, const float* res_in, const float* out, const float* bias,
+                                           int n_rows, int OC) {
+  for (int n = 0; n < n_rows; ++n) {
+    const std::int64_t row = static_cast<std::int64_t>(n) * OC;
+    for (int j = 0; j < OC; ++j) res_out[row + j] = res_in[row + j] + (out[row + j] + bias[j]);
+  }
+}
+
+// Columns [j0, j0 + n_ch) of every row in order: dinp = gelu'(inp) dout, s[j - j0] += dinp.
+ZERO_VECTOR_CLONES void gelu_backward_bias_columns(float* __restrict dinp, float* __restrict s, const float* inp,
+                                                   const float* dout, int N, int OC, int j0, int n_ch) {
+  for (int n = 0; n < N; ++n) {
+    const std::int64_t row = static_cast<std::int64_t>(n) * OC + j0;
+    for (int j = 0; j < n_ch; ++j) {
+      const float g = gelu_derivative(inp[row + j]) * dout[row + j];
+      dinp[row + j] = g;
+      s[j] += g;
+    }
   }
 }
 
@@ -330,6 +368,54 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_
 void residual_forward(float* out, const float* a, const float* b, std::int64_t n) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+namespace {
+
+// Rows per task of the row-wise fused passes.
+constexpr int kRowBlock = 16;
+
+// Column range [first, first + count) of thread `part` of `parts` over OC columns: multiples of the
+// 16 lanes, contiguous, so that a thread reads each row's part in one run.
+void column_range(int part, int parts, int OC, int* first, int* count) {
+  const int width = ((OC + parts - 1) / parts + 15) / 16 * 16;
+  *first = std::min(OC, part * width);
+  *count = std::min(OC, *first + width) - *first;
+}
+
+}  // namespace
+
+void bias_gelu_forward(float* out, float* act, const float* bias, int N, int OC) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; n += kRowBlock) {
+    const std::int64_t row = static_cast<std::int64_t>(n) * OC;
+    bias_gelu_rows(out + row, act + row, bias, std::min(kRowBlock, N - n), OC);
+  }
+}
+
+void bias_residual_forward(float* res_out, const float* res_in, const float* out, const float* bias, int N, int OC) {
+  if (bias == nullptr) return residual_forward(res_out, res_in, out, static_cast<std::int64_t>(N) * OC);
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; n += kRowBlock) {
+    const std::int64_t row = static_cast<std::int64_t>(n) * OC;
+    bias_residual_rows(res_out + row, res_in + row, out + row, bias, std::min(kRowBlock, N - n), OC);
+  }
+}
+
+// One contiguous range of columns per thread, rows in order: each column's sum is the same
+// whatever the ranges (so the bits do not depend on the thread count), and a thread reads each
+// row's range in one run where 64-column chunks would jump a row (a page at 4C = 3072) per 256 bytes.
+void gelu_backward_bias(float* dinp, float* dbias, const float* inp, const float* dout, int N, int OC) {
+#pragma omp parallel
+  {
+    int j0 = 0, n_ch = 0;
+    column_range(omp_get_thread_num(), omp_get_num_threads(), OC, &j0, &n_ch);
+    if (n_ch > 0) {
+      std::vector<float> s(static_cast<std::size_t>(n_ch), 0.0f);
+      gelu_backward_bias_columns(dinp, s.data(), inp, dout, N, OC, j0, n_ch);
+      for (int j = 0; j < n_ch; ++j) dbias[j0 + j] += s[j];
+    }
+  }
 }
 
 float softmax_crossentropy_forward(float* probs, float* losses, const float* logits, const std::int32_t* targets, int N,

@@ -50,6 +50,18 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_
 
 void residual_forward(float* out, const float* a, const float* b, std::int64_t n);
 
+// Fused passes: a linear layer's bias (its product taken with a null bias) and the element-wise
+// step next to it in one pass over the rows, each element's operations those of the separate
+// kernels in the same order (the same bits), one read and write of (N,OC) fewer.
+// out (N,OC) += bias row-wise, then act = gelu(out)   (matmul_forward's bias, then gelu_forward)
+void bias_gelu_forward(float* out, float* act, const float* bias, int N, int OC);
+// res_out (N,OC) = res_in + (out + bias)   (bias, then residual_forward; out itself stays the
+// product: nothing reads the layer's output after the residual; bias may be null)
+void bias_residual_forward(float* res_out, const float* res_in, const float* out, const float* bias, int N, int OC);
+// dinp (N,OC) = gelu'(inp) dout (overwritten), dbias (OC) += column sums of dinp, rows in order
+// (gelu_backward, then the bias gradient of the linear layer whose output went into the GELU)
+void gelu_backward_bias(float* dinp, float* dbias, const float* inp, const float* dout, int N, int OC);
+
 // probs (N,V) = softmax(logits); losses (N) = -log probs[target]; returns the mean loss.
 float softmax_crossentropy_forward(float* probs, float* losses, const float* logits, const std::int32_t* targets, int N,
                                    int V);
