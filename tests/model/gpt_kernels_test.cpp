@@ -239,6 +239,52 @@ TEST(GptKernels, LayerNormMatchesDoubleReference) {
   EXPECT_LT(fdw.rel(), 1e-5);
 }
 
+std::uint32_t bits(float x) { return std::bit_cast<std::uint32_t>(x); }
+
+// The fused passes (a linear layer's bias with the GELU or residual next to it, the GELU's
+// backward with the bias gradient) against the separate kernels they replace, bit for bit, at
+// shapes that are not multiples of the 16 lanes, the 16-row blocks or a thread's column range,
+// with 1 and 3 OpenMP threads (3 column ranges, the last one short).
+TEST(GptKernels, FusedBiasPassesEqualTheSeparateKernelsBitForBit) {
+  const int omp_before = omp_get_max_threads();
+  const auto mm = make_matmul(MatmulKind::kOpenblasF32);
+  const int N = 37, C = 29, OC = 71;
+  const auto inp = random_vector(static_cast<std::size_t>(N) * C, 31, 1.0f), w = random_vector(static_cast<std::size_t>(OC) * C, 32, 0.5f),
+             bias = random_vector(OC, 33, 0.5f), res = random_vector(static_cast<std::size_t>(N) * OC, 34, 1.0f),
+             dact = random_vector(static_cast<std::size_t>(N) * OC, 35, 1.0f), dbias0 = random_vector(OC, 36, 1.0f);
+  const std::size_t n = static_cast<std::size_t>(N) * OC;
+  // The separate kernels: the product with its bias, then GELU and the residual; the GELU's
+  // backward, then the bias gradient as the linear layer's backward takes it (dbias += column sums).
+  std::vector<float> pre(n), act(n), sum(n), dpre(n), dinp(static_cast<std::size_t>(N) * C), dw(w.size(), 0.0f), dbias = dbias0;
+  matmul_forward(*mm, pre.data(), inp.data(), w.data(), bias.data(), N, C, OC);
+  gelu_forward(act.data(), pre.data(), static_cast<std::int64_t>(n));
+  residual_forward(sum.data(), res.data(), pre.data(), static_cast<std::int64_t>(n));
+  gelu_backward(dpre.data(), pre.data(), dact.data(), static_cast<std::int64_t>(n));
+  matmul_backward(*mm, dinp.data(), dw.data(), dbias.data(), dpre.data(), inp.data(), w.data(), N, C, OC);
+  for (int threads : {1, 3}) {
+    omp_set_num_threads(threads);
+    std::vector<float> f_pre(n), f_act(n, NAN), f_sum(n, NAN), f_dpre(n, NAN), f_dbias = dbias0, product(n);
+    matmul_forward(*mm, f_pre.data(), inp.data(), w.data(), nullptr, N, C, OC);
+    product = f_pre;
+    bias_gelu_forward(f_pre.data(), f_act.data(), bias.data(), N, OC);
+    bias_residual_forward(f_sum.data(), res.data(), product.data(), bias.data(), N, OC);
+    gelu_backward_bias(f_dpre.data(), f_dbias.data(), pre.data(), dact.data(), N, OC);
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(bits(f_pre[i]), bits(pre[i])) << "bias_gelu_forward's kept input, element " << i << ", " << threads << " threads";
+      ASSERT_EQ(bits(f_act[i]), bits(act[i])) << "bias_gelu_forward, element " << i << ", " << threads << " threads";
+      ASSERT_EQ(bits(f_sum[i]), bits(sum[i])) << "bias_residual_forward, element " << i << ", " << threads << " threads";
+      ASSERT_EQ(bits(f_dpre[i]), bits(dpre[i])) << "gelu_backward_bias's dinp, element " << i << ", " << threads << " threads";
+    }
+    for (int j = 0; j < OC; ++j) ASSERT_EQ(bits(f_dbias[j]), bits(dbias[j])) << "gelu_backward_bias's dbias " << j << ", " << threads << " threads";
+  }
+  // A null bias is the plain residual.
+  std::vector<float> plain(n), fused(n, NAN);
+  residual_forward(plain.data(), res.data(), act.data(), static_cast<std::int64_t>(n));
+  bias_residual_forward(fused.data(), res.data(), act.data(), nullptr, N, OC);
+  EXPECT_EQ(std::memcmp(plain.data(), fused.data(), n * sizeof(float)), 0);
+  omp_set_num_threads(omp_before);
+}
+
 // Every kernel of one block, forward and backward, with the given OpenMP threads. OpenBLAS runs
 // one thread: its own results can depend on its thread count (its Haswell kernels, which
 // OPENBLAS_CORETYPE=Haswell selects, round a partitioned matrix's edges differently), which is
