@@ -1,7 +1,10 @@
 #include "device/host_ops.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "common/error.h"
 #include "common/half.h"
@@ -66,6 +69,13 @@ ZERO_VECTOR_CLONES void add_f32_into_fp16(std::uint16_t* d, const float* x, std:
 }  // namespace
 
 void fill(Run dst, float value) {
+  // Zero (every gradient buffer at a step's start): memset, whose large-size path writes without
+  // first reading each line (50M f32: 6.6-9.6 ms, the loop below 16.7), the same bytes (+0.0's bits
+  // are all zero, in every dtype).
+  if (std::bit_cast<std::uint32_t>(value) == 0) {
+    if (dst.n > 0) std::memset(dst.p, 0, dst.n * dtype_bytes(dst.dtype));
+    return;
+  }
   if (is_16bit(dst.dtype)) {  // every element gets value's 16 bits: narrowed once
     std::uint16_t bits = 0;
     narrow_from_f32(&value, dst.dtype, &bits, 1);

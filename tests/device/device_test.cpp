@@ -2,6 +2,7 @@
 // really keeps its device memory out of the host's reach.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstring>
 #include <future>
 #include <numeric>
@@ -65,6 +66,15 @@ TEST_P(Devices, OperationsMatchTheirDefinitions) {
     dev->fill(dev->compute(), b.sub(1, n - 1), 2.5f);
     dev->copy(dev->compute(), h.span(), b.span());
     EXPECT_EQ(read(*dev, h.span()).back(), n > 1 ? 2.5f : y[0]);
+    // Zero takes memset's way (host_ops.cpp), -0.0 the loop's: each writes its own bits, only in the span.
+    for (const float zero : {0.0f, -0.0f}) {
+      dev->fill(dev->compute(), b.span(), 2.5f);
+      dev->fill(dev->compute(), b.sub(0, n - 1), zero);
+      dev->copy(dev->compute(), h.span(), b.span());
+      const std::vector<float> filled = read(*dev, h.span());
+      for (std::size_t i = 0; i + 1 < n; ++i) ASSERT_EQ(std::bit_cast<std::uint32_t>(filled[i]), std::bit_cast<std::uint32_t>(zero)) << i;
+      EXPECT_EQ(filled.back(), 2.5f) << "fill wrote past its span";
+    }
   }
 }
 
