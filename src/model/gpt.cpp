@@ -107,7 +107,9 @@ void Gpt::block_forward(int l, const UnitViews& v, bool recompute) {
   k_->matmul_residual_forward(residual2, attproj, x, atty, linear_weight(*k_, v, u, kWAttProj), p(kBAttProj), BT, C, C);
   k_->layernorm_forward(ln2, acts_[kLn2Mean] + k * BT, acts_[kLn2Rstd] + k * BT, residual2, p(kLn2W), p(kLn2B), BT, C);
   k_->matmul_gelu_forward(fch, fch_gelu, ln2, linear_weight(*k_, v, u, kWFc), p(kBFc), BT, C, 4 * C);
-  if (recompute) return;  // the output is the next block's kept input already (the MLP's projection is not needed)
+  // Recomputing, the block's output is the next block's kept input already: its last product (the
+  // MLP's projection), which only that output reads, is skipped.
+  if (recompute) return;
   float* out = acts_[kResidual3] + (ckpt_.cpu ? 0 : l) * BTC;
   k_->matmul_residual_forward(out, fcproj, residual2, fch_gelu, linear_weight(*k_, v, u, kWMlpProj), p(kBMlpProj), BT, 4 * C, C);
   keep_block_input(l + 1, out);
