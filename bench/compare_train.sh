@@ -103,7 +103,10 @@ def compare(label, m, z, t):
             "torch_version": t[0]["torch"]}
 def loss_gap(a, b):
     """The largest per-step loss difference between two torch runs' rank 0, over all rounds."""
-    return max(abs(x - y) for d, e in zip(a, b) for x, y in zip(d["results"][0]["losses"], e["results"][0]["losses"]))
+    assert len(a) == len(b), (len(a), len(b))
+    pairs = [(d["results"][0]["losses"], e["results"][0]["losses"]) for d, e in zip(a, b)]
+    assert all(len(x) == len(y) for x, y in pairs), [(len(x), len(y)) for x, y in pairs]
+    return max(abs(x - y) for p, q in pairs for x, y in zip(p, q))
 summary = {"rounds": rounds, "micro_batch": B, "seq_len": T, "models": {}}
 print(f"\n{'model':<6}{'params':>8}  {'comparison':<40}{'zero tok/s':>10}{'torch tok/s':>13}{'ratio':>7}   {'per-round ratios':<18}"
       f"{'best step: zero':>16}{'torch':>8}{'ratio':>7}")

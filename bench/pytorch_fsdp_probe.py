@@ -136,7 +136,8 @@ def worker(rank, world, verdict):
     trains = False
     for name, kwargs in variants(fsdp).items():
         result = try_variant(fsdp, wrap, kwargs)
-        trains |= result == "trains" and not patched
+        full_shard = kwargs["sharding_strategy"] == fsdp.ShardingStrategy.FULL_SHARD  # NO_SHARD is DDP: not the verdict
+        trains |= result == "trains" and not patched and full_shard
         say(f"FSDP({name}): {result}")
         dist.barrier()
     for name, result in try_collectives().items():

@@ -61,7 +61,7 @@ void print_breakdown(const ModelResult& m) {
                 b.embedding, b.optimizer, b.wait_fb + b.wait_step, b.wait_fb, b.wait_step, b.copy, b.allocate, b.rest);
     if (m.gemm_limit > 0) {
       const auto [low, high] = std::minmax_element(r.limit_ratios.begin(), r.limit_ratios.end());
-      std::printf(" | at %.2f of the GEMM-bound limit (each step against the pass after it: median; %.2f-%.2f)", r.limit_ratio, *low, *high);
+      std::printf(" | at %.2f of the GEMM-bound limit (each step against its round's pass: median; %.2f-%.2f)", r.limit_ratio, *low, *high);
     }
     std::printf("\n");
   }

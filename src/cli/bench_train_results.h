@@ -47,7 +47,7 @@ struct StageResult {
   std::string weights_sha256;      // of the final full parameters
   std::uint64_t state_bytes = 0, sent_bytes = 0;  // rank 0's, as in StageRun
   Breakdown breakdown;             // rank 0's
-  // Per timed step, the GEMM-bound limit's pass after it over the step's window: the fraction of
+  // Per timed step, its round's pass of the GEMM-bound limit over the step's window: the fraction of
   // the limit that step ran at, each from two times taken back to back. Empty without a limit.
   std::vector<double> limit_ratios;
   double limit_ratio = 0;          // their median

@@ -11,6 +11,8 @@ GemmLimitProbe::GemmLimitProbe(const GptShape& shape, int micro_batch, const Gpt
   const std::vector<ProductShape> all = step_products(shape, micro_batch);
   for (const ProductShape& p : all) (p.cls == ProductClass::kAttention ? attention_ : linear_).push_back(p);
   flops_ = total_flops(all);
+  run_products(*linear_mm_, linear_, operands_);
+  run_products(*attention_mm_, attention_, operands_);
 }
 
 double GemmLimitProbe::time_pass(Communicator& comm) {

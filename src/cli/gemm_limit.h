@@ -4,9 +4,11 @@
 // kAttentionMatmul, as the CPU kernels take them.
 //
 // The bench times one pass right after each round of steps, so that each step has a limit
-// measured on nearly the same machine: this VM's speed drifts by 5-10% within a minute (one
-// pass timed after all the steps put fp32 stage 0 of the 50m model at 0.86-0.96 of its limit in
-// four runs within three minutes), and a ratio of two times taken minutes apart carries it.
+// measured on nearly the same machine: this VM's speed drifts by 5-10% within minutes (one pass
+// timed after all the steps put fp32 stage 0 of the 50m model at 0.86-0.96 of its limit in four
+// runs within three minutes), and a ratio of two times taken minutes apart carries it. The
+// constructor runs the products once untimed (the libraries' start-up: oneDNN builds its
+// primitives), so that even a run without warm-up steps times warm passes.
 #pragma once
 
 #include <memory>

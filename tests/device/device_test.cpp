@@ -283,7 +283,9 @@ TEST(CpuDevice, KeepsFreedBlocksForReuseRoundAfterRound) {
   for (int round = 0; round < 20; ++round) {
     DeviceBuffer b = dev->alloc(Tier::kDevice, Category::kOther, n, "block", Dtype::kF32, false);
     auto* p = static_cast<unsigned char*>(dev->transport(b.span()));
-    if (round > 0) ASSERT_EQ(p[n * 2], 0xAB) << "round " << round << ": the freed block was not reused";
+    if (round > 0) {
+      ASSERT_EQ(p[n * 2], 0xAB) << "round " << round << ": the freed block was not reused";
+    }
     p[n * 2] = 0xAB;
   }
 }

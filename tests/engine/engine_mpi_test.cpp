@@ -104,7 +104,9 @@ TEST(MpiZeropp, SameBitsAsThreadRanks) {
     Ledger ledger;
     const RankResult result = testing::train_mlp(run, comm, ledger);
     EXPECT_TRUE(same_bits(result.params, threads_result(run, comm.size()))) << "qwZ " << qwz << " H=" << hpz << " rank " << comm.rank();
-    if (!qwz) EXPECT_TRUE(same_bits(result.params, stage3)) << "hpZ alone, rank " << comm.rank();
+    if (!qwz) {
+      EXPECT_TRUE(same_bits(result.params, stage3)) << "hpZ alone, rank " << comm.rank();
+    }
   }
 }
 

@@ -350,7 +350,9 @@ TEST(AgainstEngine, NvmeEveryStage) {
       EXPECT_EQ(m.nvme.peak[static_cast<int>(Category::kOptimizerState)] > 0, state_on_disk);
       const std::uint64_t gathered = m.traffic.sent[static_cast<int>(Collective::kAllGather)];
       EXPECT_EQ(m.disk_read, state + (params_on_disk ? gathered : 0));
-      if (params_on_disk) EXPECT_GE(gathered, 2 * 2 * width * shard) << "forward and backward of 2 micro-batches";
+      if (params_on_disk) {
+        EXPECT_GE(gathered, 2 * 2 * width * shard) << "forward and backward of 2 micro-batches";
+      }
       EXPECT_EQ(m.disk_written, state + (params_on_disk ? width * shard : 0));
       EXPECT_EQ(m.nvme.peak[static_cast<int>(Category::kParameters)] > 0, params_on_disk || (state_on_disk && dtype == Dtype::kF32));
     }
