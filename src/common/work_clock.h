@@ -16,7 +16,7 @@ enum class Work : int {
   kMatmul = 0,  // matrix products (BLAS): the models' linear layers, forward and backward
   kAttention,   // attention's scores, causal softmax and weighted sum (and the LLaMA's rotary embedding)
   kNorm,        // LayerNorm, RMSNorm
-  kPointwise,   // GELU, SwiGLU, residual additions
+  kPointwise,   // GELU, SwiGLU, residual additions (and, on the cpu table, the linear layers' biases)
   kLoss,        // the head's softmax and cross-entropy
   kEmbedding,   // token and position embeddings
   kOptimizer,   // Adam / Lamb over the shard

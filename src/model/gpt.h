@@ -5,7 +5,8 @@
 // The engine owns parameters and gradients; this class owns the activations of one micro-batch
 // (B sequences of T tokens), allocated once through the ledger (category activations), so the
 // ledger's peak is the whole story. With activation checkpointing each block keeps only its input
-// and recomputes its forward just before its backward, with the same kernels in the same order,
+// and recomputes its forward just before its backward, with the same kernels in the same order
+// (but the last product, whose output backward does not read),
 // so the gradients are the same bits (gpt_activations.h: what is kept where).
 //
 // Its kernels and its activation memory come from a kernel table (gpt_kernel_table.h) chosen by

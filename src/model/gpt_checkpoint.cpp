@@ -2,7 +2,8 @@
 // checkpointing) the copies of kept block inputs between the host tier and the device.
 //
 // The recompute calls the block's own forward on the kept input, so it runs the same kernels in
-// the same order on the same bits as the first forward: the internals it leaves for backward,
+// the same order on the same bits as the first forward (but the MLP projection, whose output
+// backward does not read: gpt.cpp's block_forward skips it): the internals it leaves for backward,
 // and so the gradients, are the same bits as without checkpointing (the kernels are
 // deterministic: gpt_kernels.h).
 #include "model/gpt.h"

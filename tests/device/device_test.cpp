@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <future>
 #include <numeric>
@@ -11,6 +12,7 @@
 #include "common/half.h"
 #include "backends/registry.h"
 #include "device/device.h"
+#include "device/host_ops.h"
 #include "optim/adamw.h"
 #include "optim/lamb.h"
 #include "partition/layout.h"
@@ -229,6 +231,20 @@ TEST(SixteenBitArrays, VectorisedConversionsAndAddAreTheElementwiseReference) {
     for (std::size_t i = 0; i < all.size(); ++i) {
       const std::uint16_t want = bf ? float_to_bf16(bf16_to_float(all[i]) + f32[i]) : float_to_fp16(fp16_to_float(all[i]) + f32[i]);
       ASSERT_EQ(a16[i], want) << "pattern " << i << " + f32 bits " << std::hex << __builtin_bit_cast(std::uint32_t, f32[i]);
+    }
+  }
+}
+
+// fill of +0.0 takes memset's way (host_ops.cpp), -0.0 the loop's: in bf16 and fp16 too, each
+// element gets the value's own 16 bits (0x0000, 0x8000), and nothing past the run.
+TEST(SixteenBitArrays, FillsOfZeroAndMinusZeroWriteTheirBitsInTheRunOnly) {
+  for (Dtype d : {Dtype::kBf16, Dtype::kF16}) {
+    for (const float zero : {0.0f, -0.0f}) {
+      std::vector<std::uint16_t> a(1001, 0x3c00);
+      host_ops::fill({a.data(), a.size() - 1, d}, zero);
+      const std::uint16_t want = std::signbit(zero) ? 0x8000 : 0x0000;
+      for (std::size_t i = 0; i + 1 < a.size(); ++i) ASSERT_EQ(a[i], want) << dtype_label(d) << " " << zero << " at " << i;
+      EXPECT_EQ(a.back(), 0x3c00) << dtype_label(d) << ": fill wrote past its run";
     }
   }
 }

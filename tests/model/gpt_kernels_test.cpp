@@ -18,7 +18,10 @@
 #include <vector>
 
 #include "backends/cpu/vector_math.h"
+#include "common/error.h"
+#include "common/half.h"
 #include "partition/init.h"
+#include "zero/gpt_kernel_table.h"
 
 namespace zero::gpt {
 namespace {
@@ -246,7 +249,10 @@ std::uint32_t bits(float x) { return std::bit_cast<std::uint32_t>(x); }
 // shapes that are not multiples of the 16 lanes, the 16-row blocks or a thread's column range,
 // with 1 and 3 OpenMP threads (3 column ranges, the last one short).
 TEST(GptKernels, FusedBiasPassesEqualTheSeparateKernelsBitForBit) {
-  const int omp_before = omp_get_max_threads();
+  struct RestoreThreads {
+    int before = omp_get_max_threads();
+    ~RestoreThreads() { omp_set_num_threads(before); }  // also after a failed ASSERT's return
+  } restore;
   const auto mm = make_matmul(MatmulKind::kOpenblasF32);
   const int N = 37, C = 29, OC = 71;
   const auto inp = random_vector(static_cast<std::size_t>(N) * C, 31, 1.0f), w = random_vector(static_cast<std::size_t>(OC) * C, 32, 0.5f),
@@ -261,6 +267,13 @@ TEST(GptKernels, FusedBiasPassesEqualTheSeparateKernelsBitForBit) {
   residual_forward(sum.data(), res.data(), pre.data(), static_cast<std::int64_t>(n));
   gelu_backward(dpre.data(), pre.data(), dact.data(), static_cast<std::int64_t>(n));
   matmul_backward(*mm, dinp.data(), dw.data(), dbias.data(), dpre.data(), inp.data(), w.data(), N, C, OC);
+  // The bias gradient by hand, independent of the kernels' column ranges: each column's sum from
+  // 0 over the rows in order, then added.
+  for (int j = 0; j < OC; ++j) {
+    float s = 0;
+    for (int i = 0; i < N; ++i) s += dpre[static_cast<std::size_t>(i) * OC + j];
+    ASSERT_EQ(bits(dbias[j]), bits(dbias0[j] + s)) << "matmul_backward's dbias " << j;
+  }
   for (int threads : {1, 3}) {
     omp_set_num_threads(threads);
     std::vector<float> f_pre(n), f_act(n, NAN), f_sum(n, NAN), f_dpre(n, NAN), f_dbias = dbias0, product(n);
@@ -282,7 +295,49 @@ TEST(GptKernels, FusedBiasPassesEqualTheSeparateKernelsBitForBit) {
   residual_forward(plain.data(), res.data(), act.data(), static_cast<std::int64_t>(n));
   bias_residual_forward(fused.data(), res.data(), act.data(), nullptr, N, OC);
   EXPECT_EQ(std::memcmp(plain.data(), fused.data(), n * sizeof(float)), 0);
-  omp_set_num_threads(omp_before);
+}
+
+// The cpu table's fused calls against the defaults every other table keeps (the separate kernels,
+// registry.cpp), bit for bit: with f32 weights, and with bf16 weights where the table takes them
+// (a CPU with bf16 products), with a bias and without one.
+TEST(GptKernels, TableFusedCallsEqualTheirDefaults) {
+  const int N = 37, C = 29, OC = 71;
+  const std::size_t n = static_cast<std::size_t>(N) * OC;
+  const auto inp = random_vector(static_cast<std::size_t>(N) * C, 41, 1.0f), w = random_vector(static_cast<std::size_t>(OC) * C, 42, 0.5f),
+             bias = random_vector(OC, 43, 0.5f), res = random_vector(n, 44, 1.0f), dact = random_vector(n, 45, 1.0f);
+  std::vector<std::uint16_t> w16(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i) w16[i] = float_to_bf16(w[i]);
+  for (Dtype operands : {Dtype::kF32, Dtype::kBf16}) {
+    const auto k = make_gpt_kernels(GptCompute{"cpu", operands});
+    if (operands == Dtype::kBf16 && !k->takes_bf16_weights()) continue;  // no bf16 products on this CPU
+    const GptWeight wt = operands == Dtype::kBf16 ? GptWeight{nullptr, w16.data()} : GptWeight{w.data(), nullptr};
+    for (const float* b : {bias.data(), static_cast<const float*>(nullptr)}) {
+      SCOPED_TRACE(cat(operands == Dtype::kBf16 ? "bf16" : "f32", " weights, ", b ? "a bias" : "no bias"));
+      // [0]: the cpu table's fused call; [1]: the default (the separate kernels)
+      std::vector<float> pre[2], act[2], sum[2], scratch[2], dpre[2], dinp[2], dw[2], dbias[2];
+      for (int d = 0; d < 2; ++d) {
+        pre[d].assign(n, NAN), act[d].assign(n, NAN), sum[d].assign(n, NAN), scratch[d].assign(n, NAN), dpre[d].assign(n, NAN);
+        dinp[d].assign(inp.size(), NAN), dw[d].assign(w.size(), 0.0f), dbias[d].assign(OC, 0.25f);
+        float* db = b ? dbias[d].data() : nullptr;
+        if (d == 0) {
+          k->matmul_gelu_forward(pre[d].data(), act[d].data(), inp.data(), wt, b, N, C, OC);
+          k->matmul_residual_forward(sum[d].data(), scratch[d].data(), res.data(), inp.data(), wt, b, N, C, OC);
+          k->gelu_matmul_backward(dinp[d].data(), dw[d].data(), db, dpre[d].data(), pre[d].data(), dact.data(), inp.data(), wt, N, C, OC);
+        } else {
+          k->GptKernels::matmul_gelu_forward(pre[d].data(), act[d].data(), inp.data(), wt, b, N, C, OC);
+          k->GptKernels::matmul_residual_forward(sum[d].data(), scratch[d].data(), res.data(), inp.data(), wt, b, N, C, OC);
+          k->GptKernels::gelu_matmul_backward(dinp[d].data(), dw[d].data(), db, dpre[d].data(), pre[d].data(), dact.data(), inp.data(),
+                                              wt, N, C, OC);
+        }
+      }
+      const auto same = [](const std::vector<float>& x, const std::vector<float>& y) { return std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0; };
+      EXPECT_TRUE(same(pre[0], pre[1])) << "matmul_gelu_forward's kept product";
+      EXPECT_TRUE(same(act[0], act[1])) << "matmul_gelu_forward";
+      EXPECT_TRUE(same(sum[0], sum[1])) << "matmul_residual_forward";
+      EXPECT_TRUE(same(dpre[0], dpre[1]) && same(dinp[0], dinp[1]) && same(dw[0], dw[1]) && same(dbias[0], dbias[1]))
+          << "gelu_matmul_backward";
+    }
+  }
 }
 
 // Every kernel of one block, forward and backward, with the given OpenMP threads. OpenBLAS runs

@@ -52,7 +52,8 @@ void residual_forward(float* out, const float* a, const float* b, std::int64_t n
 
 // Fused passes: a linear layer's bias (its product taken with a null bias) and the element-wise
 // step next to it in one pass over the rows, each element's operations those of the separate
-// kernels in the same order (the same bits), one read and write of (N,OC) fewer.
+// kernels in the same order (the same bits), one read and write of (N,OC) fewer. Outputs must
+// not alias inputs (they are __restrict: unlike residual_forward, none works in place).
 // out (N,OC) += bias row-wise, then act = gelu(out)   (matmul_forward's bias, then gelu_forward)
 void bias_gelu_forward(float* out, float* act, const float* bias, int N, int OC);
 // res_out (N,OC) = res_in + (out + bias)   (bias, then residual_forward; out itself stays the
