@@ -55,17 +55,22 @@ common=(--micro-batch "$MICRO_BATCH" --seq-len "$SEQ_LEN" --warmup "$WARMUP" --s
 runs="{zero stage 0, pytorch ddp}"
 [[ "$SHARDED" == 1 ]] && runs+=" + {zero stage 1, pytorch ddp + ZeroRedundancyOptimizer}"
 echo "compare_train: $ROUNDS rounds of $runs x {$MODELS}; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); results in $OUT"
+# One pair's two runs, zero's first in odd rounds and PyTorch's first in even ones, so that neither
+# always runs on the machine the other just warmed (or heated).
+pair() {  # pair ROUND ZERO_TAG TORCH_TAG MODEL ZERO_ARGS... -- TORCH_ARGS...
+  local round=$1 ztag=$2 ttag=$3 model=$4; shift 4
+  local zargs=() targs=()
+  while [[ $# -gt 0 && "$1" != -- ]]; do zargs+=("$1"); shift; done
+  shift; targs=("$@")
+  run_zero() { "$BUILD/zero" bench train --ranks 2 "${zargs[@]}" --model "$model" "${common[@]}" --json "$OUT/${ztag}_${model}_$round.json" | sed 's/^/   /'; }
+  run_torch() { "$PY" bench/pytorch_ddp_gpt.py --ranks 2 "${targs[@]}" --model "$model" "${common[@]}" --json "$OUT/${ttag}_${model}_$round.json" | sed 's/^/   /'; }
+  if (( round % 2 == 1 )); then run_zero; run_torch; else run_torch; run_zero; fi
+}
 for round in $(seq 1 "$ROUNDS"); do
   for model in $MODELS; do
     echo "-- round $round, $model"
-    "$BUILD/zero" bench train --ranks 2 --model "$model" "${common[@]}" --json "$OUT/zero_${model}_$round.json" | sed 's/^/   /'
-    "$PY" bench/pytorch_ddp_gpt.py --ranks 2 --model "$model" "${common[@]}" --json "$OUT/torch_${model}_$round.json" | sed 's/^/   /'
-    if [[ "$SHARDED" == 1 ]]; then
-      "$BUILD/zero" bench train --ranks 2 --stage 1 --model "$model" "${common[@]}" \
-        --json "$OUT/zero1_${model}_$round.json" | sed 's/^/   /'
-      "$PY" bench/pytorch_ddp_gpt.py --ranks 2 --zero-redundancy-optimizer --model "$model" "${common[@]}" \
-        --json "$OUT/torchzro_${model}_$round.json" | sed 's/^/   /'
-    fi
+    pair "$round" zero torch "$model" --
+    if [[ "$SHARDED" == 1 ]]; then pair "$round" zero1 torchzro "$model" --stage 1 -- --zero-redundancy-optimizer; fi
   done
 done
 
