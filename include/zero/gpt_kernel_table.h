@@ -114,7 +114,6 @@ class GptKernels {
   virtual void softmax_crossentropy_backward(float* dlogits, const float* probs, const std::int32_t* targets, int N,
                                              int V) = 0;
 
- protected:
   // matmul_forward or matmul_forward_bf16, as w is given; the same for backward.
   void product_forward(float* out, const float* inp, GptWeight w, const float* bias, int N, int C, int OC);
   void product_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, GptWeight w, int N, int C,

@@ -230,8 +230,9 @@ class MpiTransport final : public Transport {
   // until then). Every rank computes every sum, the same bits as each rank's slice summed and
   // gathered. Sends go only as far ahead as the receives (the ring's slots): posted all at once,
   // a 16 MiB buffer's 16 sends shared the link (and the peer took the first fragments of those it
-  // had no receive for as unexpected messages), so, we think, the first chunk and its sum came later; measured on the
-  // two-host link at 16 MiB, alternated on a loaded machine: 0.88-0.98 of MPI's, 0.94-1.02 windowed.
+  // had no receive for as unexpected messages), so, we think, the first chunk and its sum came
+  // later; measured on the two-host link at 16 MiB, alternated on a loaded machine: 0.88-0.98 of
+  // MPI's, 0.94-1.02 windowed.
   bool exchanges_all_reduce() const override { return mpi_exchanges_all_reduce(size()); }
   void exchange_all_reduce(void* data, std::size_t k, Dtype dtype) override {
     const std::size_t eb = dtype_bytes(dtype), count = k * static_cast<std::size_t>(size());

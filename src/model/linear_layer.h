@@ -22,17 +22,13 @@ inline GptWeight linear_weight(GptKernels& k, const UnitViews& v, int unit, int 
 // out (N,OC) = inp (N,C) @ w^T + bias, w = parameter `index` of unit `unit`: (OC,C).
 inline void linear_forward(GptKernels& k, const UnitViews& v, int unit, int index, float* out, const float* inp,
                            const float* bias, int N, int C, int OC) {
-  const std::uint16_t* w16 = k.takes_bf16_weights() ? v.param_bf16(unit, index) : nullptr;
-  if (w16 != nullptr) return k.matmul_forward_bf16(out, inp, w16, bias, N, C, OC);
-  k.matmul_forward(out, inp, v.param(unit, index), bias, N, C, OC);
+  k.product_forward(out, inp, linear_weight(k, v, unit, index), bias, N, C, OC);
 }
 
 // dinp = dout @ w (overwritten); dw += dout^T @ inp; dbias += column sums of dout (may be null).
 inline void linear_backward(GptKernels& k, const UnitViews& v, int unit, int index, float* dinp, float* dw, float* dbias,
                             const float* dout, const float* inp, int N, int C, int OC) {
-  const std::uint16_t* w16 = k.takes_bf16_weights() ? v.param_bf16(unit, index) : nullptr;
-  if (w16 != nullptr) return k.matmul_backward_bf16(dinp, dw, dbias, dout, inp, w16, N, C, OC);
-  k.matmul_backward(dinp, dw, dbias, dout, inp, v.param(unit, index), N, C, OC);
+  k.product_backward(dinp, dw, dbias, dout, inp, linear_weight(k, v, unit, index), N, C, OC);
 }
 
 }  // namespace zero
