@@ -23,6 +23,9 @@ struct BackendFacts {
   std::string peak_label;
   // Where the backend cannot run: what is missing, and what it needs ("no CUDA device", "a GPU").
   std::string missing, needs;
+  // Its attention kernels use one layer's scores and their gradient as scratch (B x heads x T x T
+  // f32 each, GPT and LLaMA): the models allocate it, and the planner counts it, only where true.
+  bool attention_scores = true;
   double peak_flops(Dtype d) const;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "zero/backend_facts.h"
 #include "zero/error.h"
 #include "model/batch_tokens.h"
 #include "model/linear_layer.h"
@@ -16,8 +17,9 @@ enum BlockParam : int { kLn1W, kLn1B, kWQkv, kBQkv, kWAttProj, kBAttProj, kLn2W,
 
 }  // namespace
 
-ActivationBytes Gpt::activation_bytes(const GptShape& shape, int micro_batch, const GptCheckpointing& checkpointing) {
-  return activation_plan_bytes(shape, micro_batch, checkpointing);
+ActivationBytes Gpt::activation_bytes(const GptShape& shape, int micro_batch, const GptCheckpointing& checkpointing,
+                                     const GptCompute& compute) {
+  return activation_plan_bytes(shape, micro_batch, checkpointing, find_facts(compute.device, "[model]").attention_scores);
 }
 
 Gpt::Gpt(const GptShape& shape, int micro_batch, Ledger& ledger, const GptCheckpointing& checkpointing,
@@ -25,7 +27,7 @@ Gpt::Gpt(const GptShape& shape, int micro_batch, Ledger& ledger, const GptCheckp
     : shape_(shape), B_(micro_batch), ckpt_(checkpointing), k_(make_gpt_kernels(compute)) {
   shape_.validate();
   if (micro_batch <= 0) throw ConfigError(cat("[model] the micro-batch must be at least 1 sequence, not ", micro_batch));
-  for (const ActivationEntry& e : activation_plan(shape_, B_, ckpt_)) {
+  for (const ActivationEntry& e : activation_plan(shape_, B_, ckpt_, find_facts(compute.device, "[model]").attention_scores)) {
     buffers_.push_back(e.numel == 0 ? nullptr : k_->alloc(ledger, e.tier, static_cast<std::size_t>(e.numel), "GPT activations"));
     acts_.push_back(buffers_.back().get());
   }

@@ -31,9 +31,10 @@ class Gpt final : public LanguageModel {
   Gpt(const GptShape& shape, int micro_batch, Ledger& ledger, const GptCheckpointing& checkpointing = {},
       const GptCompute& compute = {});
 
-  // Bytes the constructor allocates for activations and backward scratch, by tier: what the
-  // planner uses. ConfigError for cpu checkpointing without checkpointing.
-  static ActivationBytes activation_bytes(const GptShape& shape, int micro_batch, const GptCheckpointing& checkpointing = {});
+  // Bytes the constructor (given the same arguments) allocates for activations and backward
+  // scratch, by tier: what the planner uses. ConfigError for cpu checkpointing without checkpointing.
+  static ActivationBytes activation_bytes(const GptShape& shape, int micro_batch, const GptCheckpointing& checkpointing = {},
+                                          const GptCompute& compute = {});
 
   // This rank's micro-batch: inputs and next-token targets, (B, T) each, token ids < V.
   void set_batch(const std::int32_t* inputs, const std::int32_t* targets) override;

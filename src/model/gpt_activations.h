@@ -54,10 +54,14 @@ struct ActivationEntry {
 };
 
 // One entry per Act, in Act order. ConfigError for cpu checkpointing without checkpointing.
-std::vector<ActivationEntry> activation_plan(const GptShape& shape, int micro_batch, const GptCheckpointing& ckpt);
+// attention_scores: the device's attention kernels use the scores' scratch (preatt, dpreatt; its
+// BackendFacts::attention_scores); without it those entries are 0.
+std::vector<ActivationEntry> activation_plan(const GptShape& shape, int micro_batch, const GptCheckpointing& ckpt,
+                                             bool attention_scores = true);
 
 // Sum of the plan's bytes by tier.
-ActivationBytes activation_plan_bytes(const GptShape& shape, int micro_batch, const GptCheckpointing& ckpt);
+ActivationBytes activation_plan_bytes(const GptShape& shape, int micro_batch, const GptCheckpointing& ckpt,
+                                      bool attention_scores = true);
 
 }  // namespace gpt
 }  // namespace zero

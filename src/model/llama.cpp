@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "zero/backend_facts.h"
 #include "zero/error.h"
 #include "model/batch_tokens.h"
 #include "model/linear_layer.h"
@@ -17,8 +18,9 @@ enum BlockParam : int { kInputNorm, kWq, kWk, kWv, kWo, kPostNorm, kWGate, kWUp,
 
 }  // namespace
 
-ActivationBytes Llama::activation_bytes(const LlamaShape& shape, int micro_batch, const GptCheckpointing& checkpointing) {
-  return activation_plan_bytes(shape, micro_batch, checkpointing);
+ActivationBytes Llama::activation_bytes(const LlamaShape& shape, int micro_batch, const GptCheckpointing& checkpointing,
+                                       const GptCompute& compute) {
+  return activation_plan_bytes(shape, micro_batch, checkpointing, find_facts(compute.device, "[model]").attention_scores);
 }
 
 Llama::Llama(const LlamaShape& shape, int micro_batch, Ledger& ledger, const GptCheckpointing& checkpointing,
@@ -26,7 +28,7 @@ Llama::Llama(const LlamaShape& shape, int micro_batch, Ledger& ledger, const Gpt
     : shape_(shape), B_(micro_batch), ckpt_(checkpointing), k_(make_gpt_kernels(compute)), lk_(make_llama_kernels(compute)) {
   shape_.validate();
   if (micro_batch <= 0) throw ConfigError(cat("[model] the micro-batch must be at least 1 sequence, not ", micro_batch));
-  for (const ActivationEntry& e : activation_plan(shape_, B_, ckpt_)) {
+  for (const ActivationEntry& e : activation_plan(shape_, B_, ckpt_, find_facts(compute.device, "[model]").attention_scores)) {
     buffers_.push_back(e.numel == 0 ? nullptr : k_->alloc(ledger, e.tier, static_cast<std::size_t>(e.numel), "LLaMA activations"));
     acts_.push_back(buffers_.back().get());
   }

@@ -31,8 +31,10 @@ class Llama final : public LanguageModel {
   Llama(const LlamaShape& shape, int micro_batch, Ledger& ledger, const GptCheckpointing& checkpointing = {},
         const GptCompute& compute = {});
 
-  // Bytes the constructor allocates for activations, by tier: what the planner uses.
-  static ActivationBytes activation_bytes(const LlamaShape& shape, int micro_batch, const GptCheckpointing& checkpointing = {});
+  // Bytes the constructor (given the same arguments) allocates for activations, by tier: what the
+  // planner uses.
+  static ActivationBytes activation_bytes(const LlamaShape& shape, int micro_batch, const GptCheckpointing& checkpointing = {},
+                                          const GptCompute& compute = {});
 
   // This rank's micro-batch: inputs and next-token targets, (B, T) each, token ids < V.
   void set_batch(const std::int32_t* inputs, const std::int32_t* targets) override;

@@ -31,8 +31,11 @@ enum Act : int {
   kNumActs
 };
 
-// One entry per Act, in Act order. ConfigError for cpu checkpointing.
-std::vector<ActivationEntry> activation_plan(const LlamaShape& shape, int micro_batch, const GptCheckpointing& ckpt);
-ActivationBytes activation_plan_bytes(const LlamaShape& shape, int micro_batch, const GptCheckpointing& ckpt);
+// One entry per Act, in Act order. ConfigError for cpu checkpointing. attention_scores as in
+// gpt_activations.h.
+std::vector<ActivationEntry> activation_plan(const LlamaShape& shape, int micro_batch, const GptCheckpointing& ckpt,
+                                             bool attention_scores = true);
+ActivationBytes activation_plan_bytes(const LlamaShape& shape, int micro_batch, const GptCheckpointing& ckpt,
+                                      bool attention_scores = true);
 
 }  // namespace zero::llama

@@ -21,15 +21,15 @@ Dtype parse_dtype(const std::string& text) {
                         "with fp32 master parameters and Adam state)"));
 }
 
-ActivationBytesFn gpt_activation_hook() {
-  return [](const GptShape& shape, int micro_batch, const GptCheckpointing& ckpt) {
-    return Gpt::activation_bytes(shape, micro_batch, ckpt);
+ActivationBytesFn gpt_activation_hook(const std::string& device) {
+  return [device](const GptShape& shape, int micro_batch, const GptCheckpointing& ckpt) {
+    return Gpt::activation_bytes(shape, micro_batch, ckpt, GptCompute{device});
   };
 }
 
-LlamaActivationBytesFn llama_model_activation_hook() {
-  return [](const LlamaShape& shape, int micro_batch, const GptCheckpointing& ckpt) {
-    return Llama::activation_bytes(shape, micro_batch, ckpt);
+LlamaActivationBytesFn llama_model_activation_hook(const std::string& device) {
+  return [device](const LlamaShape& shape, int micro_batch, const GptCheckpointing& ckpt) {
+    return Llama::activation_bytes(shape, micro_batch, ckpt, GptCompute{device});
   };
 }
 

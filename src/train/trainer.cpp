@@ -247,7 +247,9 @@ StepEnd step_end(Communicator& comm, double seconds, int stop_signal) {
 PlanInput plan_input(const TrainConfig& c, int world_size, const std::string& backend) {
   PlanInput in;
   in.model = c.model.is_llama() ? describe_llama(c.model.llama) : describe_gpt(c.model.shape);
-  in.llama_activation_bytes = llama_model_activation_hook();  // the LLaMA zero builds, as the ledger counts it
+  // The models zero builds on this run's device, as the ledger counts them.
+  in.activation_bytes = gpt_activation_hook(c.device);
+  in.llama_activation_bytes = llama_model_activation_hook(c.device);
   in.ranks = world_size;
   // Under MPI the nodes are known once the ranks run: planned as nodes of hpZ's H (1 without it),
   // which H divides as the engine will require (its memory and groups are the same for any such node).

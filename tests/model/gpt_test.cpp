@@ -8,6 +8,7 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "common/error.h"
+#include "zero/backend_facts.h"
 #include "partition/init.h"
 
 namespace zero {
@@ -174,6 +175,12 @@ TEST(Gpt, ActivationBytesAreWhatItAllocates) {
   Ledger ledger;
   Gpt gpt(shape, 3, ledger);
   EXPECT_EQ(ledger.usage(Tier::kDevice).current[static_cast<int>(Category::kActivations)], Gpt::activation_bytes(shape, 3).device);
+  // The cpu's attention softmaxes each block of scores in place, so its models hold no scores
+  // scratch; a GPU's kernels keep one layer's scores and their gradient (B x heads x T x T f32 each).
+  const std::uint64_t scores = 2ull * 3 * shape.heads * shape.seq_len * shape.seq_len * sizeof(float);
+  EXPECT_EQ(Gpt::activation_bytes(shape, 3, {}, GptCompute{"cuda"}).device, Gpt::activation_bytes(shape, 3).device + scores);
+  for (const char* d : {"cpu", "strict", "counting"}) EXPECT_FALSE(find_facts(d).attention_scores) << d;
+  EXPECT_TRUE(find_facts("cuda").attention_scores);
 }
 
 // The kernel table is chosen by the device's name: the CPU devices share the cpu table; a name

@@ -47,7 +47,8 @@ TEST(PlannerActivations, EveryNamedShapeWithAndWithoutCheckpointing) {
     if (in.model.gpt) {  // in fp32, where the engine adds no widening scratch to the model's own activations
       in.settings.precision.compute = Dtype::kF32;
       in.micro_batch = 2;
-      EXPECT_EQ(plan(in).device[Category::kActivations], Gpt::activation_bytes(*in.model.gpt, 2, {true, false}).device) << name;
+      EXPECT_EQ(plan(in).device[Category::kActivations], Gpt::activation_bytes(*in.model.gpt, 2, {true, false}, GptCompute{"cuda"}).device)
+          << name;  // the planner's default device: a GPU's
     }
   }
 }

@@ -9,6 +9,7 @@ BackendFacts counting_facts() {
   f.summary = "the planner: bytes counted, nothing held or computed";
   f.for_users = false;
   f.role = "the planner";
+  f.attention_scores = false;  // its models compute with the cpu table (registry.cpp)
   return f;
 }
 

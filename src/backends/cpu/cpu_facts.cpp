@@ -7,6 +7,7 @@ BackendFacts cpu_facts() {
   BackendFacts f;
   f.name = "cpu";
   f.summary = "host memory and the CPU";
+  f.attention_scores = false;  // gpt_kernels.cpp: each block of scores is softmaxed in place in att
   return f;
 }
 
