@@ -10,6 +10,13 @@
 // which it makes at a selection, made here at every CPU update, so that a column that leaves the
 // selection goes on from where the device left it), and the parameters take the masters.
 //
+// Mixed precision (bf16, fp16), as DeepSpeed's ZenFlow runs it: the parameters and the step's
+// gradient are 16-bit, the CPU's masters, moments and accumulated gradient f32 (DeepSpeed sums
+// into f32 buffers, its master_weights_and_grads_dtype); the masters of the device's columns
+// take their 16-bit values, widened, and the parameters take the masters, rounded. The device's
+// side is zenflow_columns.h's. fp16: a step whose gradient overflows is skipped whole (the
+// engine's rule): neither side sees it, nor does the sum.
+//
 // overlap_step: the CPU's Adam of an interval is queued on the host stream and the step returns;
 // the next interval's steps run meanwhile (their gradients accumulate into a second host buffer),
 // and at the next update its result is applied before the next one is queued: one interval late.
@@ -28,13 +35,12 @@ namespace {
 class ZenflowOptimizer final : public HostGradientOptimizer {
  public:
   explicit ZenflowOptimizer(const OptimizerContext& ctx) : HostGradientOptimizer(ctx, 1), z_(ctx.offload.zenflow), cols_(ctx_) {
-    ZERO_CHECK(ctx.dtype == Dtype::kF32, "ZenFlow in ", dtype_label(ctx.dtype));
     const std::size_t n = ctx.state_numel;
     master_ = host_buffer(master_category(ctx.dtype), n, "fp32 master parameter shard", Dtype::kF32);
     m_ = host_buffer(Category::kOptimizerState, n, "Adam first moment shard", Dtype::kF32);
     v_ = host_buffer(Category::kOptimizerState, n, "Adam second moment shard", Dtype::kF32);
     grads_[0] = host_buffer(Category::kGradients, n, "gradient shard", ctx.dtype);
-    for (int i = 0; i < (z_.overlap_step ? 2 : 1); ++i) acc_[i] = host_buffer(Category::kGradients, n, "ZenFlow's accumulated gradient shard", ctx.dtype);
+    for (int i = 0; i < (z_.overlap_step ? 2 : 1); ++i) acc_[i] = host_buffer(Category::kGradients, n, "ZenFlow's accumulated gradient shard", Dtype::kF32);
     for (const OptimizerPart& p : ctx_.parts) dev_.init(dev_.compute(), ctx.layout.unit(p.unit), p.segments, ctx.seed, master(p));
   }
 
@@ -87,15 +93,24 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
     Stream& host = dev_.host();
     for (const OptimizerPart& p : ctx_.parts) {
       dev_.adam(host, s, p.segments, master(p), grad(0, p), slot(m_, p), slot(v_, p), {});
-      dev_.copy(host, p.params, master(p));
+      to_params(host, p);
     }
     host.synchronize();
   }
 
+  // The parameters take the masters (mixed precision: rounded, as DeepSpeed's copy_ from its f32
+  // partition into the 16-bit one rounds them).
+  void to_params(Stream& s, const OptimizerPart& p) {
+    if (mixed()) dev_.convert(s, p.params, master(p));
+    else dev_.copy(s, p.params, master(p));
+  }
+
   void accumulate() {
     Stream& copies = dev_.copies();
-    if (accumulated_ == 0) dev_.copy(copies, acc_[acc_now_].span(), grads_[0].span());
-    else dev_.add(copies, acc_[acc_now_].span(), grads_[0].span());
+    const DeviceSpan acc = acc_[acc_now_].span(), g = grads_[0].span();
+    if (accumulated_ > 0) dev_.add(copies, acc, g);  // mixed precision: the 16-bit gradient widened, summed in f32
+    else if (mixed()) dev_.convert(copies, acc, g);
+    else dev_.copy(copies, acc, g);
     ++accumulated_;
   }
 
@@ -139,7 +154,7 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
     for (std::size_t i = 0; i < ctx_.parts.size(); ++i) {
       const OptimizerPart& p = ctx_.parts[i];
       cols_.take(c, static_cast<int>(i), 0, master(p));
-      if (apply) dev_.copy(c, p.params, master(p));
+      if (apply) to_params(c, p);
     }
     c.synchronize();
   }
@@ -148,7 +163,7 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
   ZenflowColumns cols_;        // the device's side: the selected columns, their moments (device tier)
   DeviceBuffer master_;        // (state_numel) f32, host tier: fp32 master parameters
   DeviceBuffer m_, v_;         // (state_numel) f32, host tier: the CPU's Adam moments
-  DeviceBuffer acc_[2];        // (state_numel) f32, host tier: gradients summed since the last CPU update (two with overlap_step)
+  DeviceBuffer acc_[2];        // (state_numel) f32, host tier: gradients summed since the last CPU update (two with overlap_step), f32 in mixed precision too
   int acc_now_ = 0;            // the accumulation buffer this interval fills
   int accumulated_ = 0;        // steps summed into it
   bool in_flight_ = false;     // a CPU update queued and not yet applied
