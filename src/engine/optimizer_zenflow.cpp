@@ -17,6 +17,10 @@
 // side is zenflow_columns.h's. fp16: a step whose gradient overflows is skipped whole (the
 // engine's rule): neither side sees it, nor does the sum.
 //
+// gradient_clipping, as DeepSpeed clips ZenFlow: the CPU's mean gradient by its own norm at the
+// update (clip_mean); the device's Adam takes each step's gradient unclipped (DeepSpeed's
+// selective optimizer reads it as it is); in the warm-up, plain offload's clipping.
+//
 // overlap_step: the CPU's Adam of an interval is queued on the host stream and the step returns;
 // the next interval's steps run meanwhile (their gradients accumulate into a second host buffer),
 // and at the next update its result is applied before the next one is queued: one interval late.
@@ -24,6 +28,8 @@
 // Streams: the accumulation runs on the copy stream, the device's Adam on the compute stream,
 // the CPU's Adam on the host stream (which waits for the accumulation), so that a queued CPU
 // update never holds up the next steps.
+#include <cmath>
+
 #include "common/error.h"
 #include "engine/optimizer_host_gradients.h"
 #include "engine/zenflow.h"
@@ -50,6 +56,13 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
   }
 
   void gradient_landed(const OptimizerPart&, const Handle&) override {}  // everything waits for the step
+
+  // The engine's clipping, by the step's gradient norm: the warm-up's (plain offload's) alone.
+  // After it DeepSpeed's device update takes the step's gradient unclipped, and the CPU's mean
+  // is clipped at its update by its own norm (clip_mean).
+  void scale(float c) override {
+    if (zenflow::in_warm_up(z_, cols_.steps())) HostGradientOptimizer::scale(c);
+  }
   void prepare(const AdamStep&) override {}
 
   void step(const AdamStep& s) override {
@@ -133,6 +146,7 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
     host.wait(dev_.copies().record());  // the accumulation has landed
     const DeviceBuffer& acc = acc_[acc_now_];
     if (accumulated_ > 1) dev_.divide(host, acc.span(), static_cast<float>(accumulated_));
+    clip_mean(host, acc);
     for (const OptimizerPart& p : ctx_.parts) {
       dev_.adam(host, s, p.segments, master(p), slot(acc, p), slot(m_, p),
                 slot(v_, p), {});
@@ -140,6 +154,22 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
     in_flight_ = true;
     accumulated_ = 0;
     if (z_.overlap_step) acc_now_ ^= 1;  // the next interval accumulates beside the one the CPU reads
+  }
+
+  // gradient_clipping: the CPU's mean gradient scaled by clip / (norm + 1e-6) where that is below
+  // one, its norm over every rank's shard (DeepSpeed's unscale_and_clip_grads on the summed
+  // gradient at ZenFlow's CPU step), summed as the engine sums the step gradient's norm.
+  void clip_mean(Stream& host, const DeviceBuffer& acc) {
+    if (ctx_.gradient_clipping <= 0.0f) return;
+    ZERO_CHECK(ctx_.norm_group != nullptr, "ZenFlow's clipping without the ranks to sum its norm over");
+    double partial = 0.0;
+    for (const OptimizerPart& p : ctx_.parts) partial = dev_.sum_squares(host, slot(acc, p).sub(p.norm_begin, p.norm_numel), partial);
+    std::vector<double> partials(static_cast<std::size_t>(ctx_.norm_group->size()));
+    ctx_.norm_group->all_gather_bytes(&partial, sizeof partial, partials.data());
+    double total = 0.0;
+    for (double x : partials) total += x;
+    const double coef = ctx_.gradient_clipping / (std::sqrt(total) + 1e-6);
+    if (coef < 1.0) dev_.scale(host, acc.span(), static_cast<float>(coef));
   }
 
   void wait_cpu() {
