@@ -113,10 +113,7 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
 
   // The parameters take the masters (mixed precision: rounded, as DeepSpeed's copy_ from its f32
   // partition into the 16-bit one rounds them).
-  void to_params(Stream& s, const OptimizerPart& p) {
-    if (mixed()) dev_.convert(s, p.params, master(p));
-    else dev_.copy(s, p.params, master(p));
-  }
+  void to_params(Stream& s, const OptimizerPart& p) { params_from_masters(s, p.params, master(p)); }
 
   void accumulate() {
     Stream& copies = dev_.copies();

@@ -73,10 +73,6 @@ void problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
     out.push_back({key, "and offload_optimizer.delayed_update both run the CPU's update behind the next steps: keep one "
                         "(ZenFlow's overlap_step is its own delayed update)"});
   }
-  if (s.precision.compute != Dtype::kF32 && o.optimizer_nvme) {
-    out.push_back({key, cat("with ", s.precision.compute == Dtype::kBf16 ? "bf16" : "fp16", " on the NVMe tier is not supported yet (ZenFlow's CPU side on NVMe runs "
-                            "in fp32): use offload_optimizer.device \"cpu\", or fp32")});
-  }
   if (s.gradient_clipping > 0.0f && o.optimizer_nvme) {
     out.push_back({key, "with gradient_clipping on the NVMe tier is not supported yet (the norm of the CPU's summed gradient would "
                         "take one more pass through the swap file): use offload_optimizer.device \"cpu\", or set gradient_clipping to 0"});
