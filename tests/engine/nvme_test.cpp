@@ -197,7 +197,7 @@ OffloadOptions with_zenflow(OffloadOptions o, const ZenflowOptions& z) {
 // device's moments restarted every 2 steps, else the device's Adam would be the CPU's).
 // Sub-groups of 7 elements cut the columns anywhere; 3 buffers read ahead beside a write.
 // In f32 and, at stage 1, bf16 (16-bit parameters and gradients, the sums and the masters f32 on
-// both tiers; zenflow_test checks bf16's stages against each other).
+// both tiers; zenflow_test checks bf16's stages against each other), bf16 on the strict device too.
 TEST(NvmeZenflow, BitIdenticalToZenflowOnTheHost) {
   const NvmeFolder folder("zenflow");
   for (Dtype dtype : {Dtype::kF32, Dtype::kBf16})
@@ -216,6 +216,11 @@ TEST(NvmeZenflow, BitIdenticalToZenflowOnTheHost) {
       const auto host = run_threads(run, 2)[0].params;
       if (stage == 1) reference = host;
       EXPECT_TRUE(same_bits(host, reference)) << what << ", host ZenFlow against stage 1's";
+      if (dtype != Dtype::kF32) {  // 16-bit columns through the device layer's host-staged fallback, as on a GPU
+        run.device = "strict";
+        EXPECT_TRUE(same_bits(run_threads(run, 2)[0].params, reference)) << what << ", host ZenFlow on the strict device";
+        run.device = "cpu";
+      }
       run.offload = with_zenflow(nvme_offload(folder.path, 7, 3), z);
       EXPECT_TRUE(same_bits(run_threads(run, 2)[0].params, reference)) << what << ", on NVMe";
     }
