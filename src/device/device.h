@@ -155,7 +155,7 @@ class Device {
   virtual void convert(Stream& s, DeviceSpan dst, DeviceSpan src) = 0;
   // Element-wise, on spans of any dtype (16-bit: widened, computed in f32, rounded once).
   virtual void fill(Stream& s, DeviceSpan dst, float value) = 0;                // dst[i] = value
-  virtual void add(Stream& s, DeviceSpan dst, DeviceSpan src) = 0;             // dst[i] = dst[i] + src[i] (src: dst's dtype or f32)
+  virtual void add(Stream& s, DeviceSpan dst, DeviceSpan src) = 0;             // dst[i] = dst[i] + src[i] (src: dst's dtype or f32; into f32, 16-bit too)
   virtual void divide(Stream& s, DeviceSpan x, float d) = 0;                    // x[i] = x[i] / d
   virtual void scale(Stream& s, DeviceSpan x, float c) = 0;                     // x[i] = x[i] * c
   // acc + sum of x[i]^2 in double, left to right; waits for the stream (its result is a number).
@@ -187,11 +187,11 @@ class Device {
   // zero; rounded to out's dtype.
   void init(Stream& s, const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed, DeviceSpan out);
   // Columns of a row-major matrix with `cols` columns, of which x holds the elements
-  // [first, first + x.size()) (a rank's slice of a weight; ZenFlow, engine/zenflow.h), f32:
-  // the sum of |x| per column (cols entries), in double over x's elements in order; waits for the stream.
+  // [first, first + x.size()) (a rank's slice of a weight; ZenFlow, engine/zenflow.h), of any
+  // dtype: the sum of |x| per column (cols entries), in double over x's elements in order; waits for the stream.
   std::vector<double> column_abs_sums(Stream& s, DeviceSpan x, std::size_t first, std::size_t cols);
   // dst[j] = the j-th element of src whose column is in `selected` (increasing), in order; and
-  // back. Spans of either tier; dst (gather) or src (scatter) holds exactly those elements.
+  // back. Spans of either tier and one dtype; dst (gather) or src (scatter) holds exactly those elements.
   void gather_columns(Stream& s, DeviceSpan dst, DeviceSpan src, std::size_t first, std::size_t cols,
                       const std::vector<std::uint32_t>& selected);
   void scatter_columns(Stream& s, DeviceSpan dst, DeviceSpan src, std::size_t first, std::size_t cols,

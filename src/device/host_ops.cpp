@@ -88,12 +88,21 @@ void fill(Run dst, float value) {
 }
 
 void add(Run dst, Run src) {
-  ZERO_CHECK(src.dtype == dst.dtype || src.dtype == Dtype::kF32, "add of ", dtype_label(src.dtype), " into ",
+  ZERO_CHECK(src.dtype == dst.dtype || src.dtype == Dtype::kF32 || dst.dtype == Dtype::kF32, "add of ", dtype_label(src.dtype), " into ",
              dtype_label(dst.dtype));
   if (is_16bit(dst.dtype) && src.dtype == Dtype::kF32) {
     auto* d = static_cast<std::uint16_t*>(dst.p);
     const auto* x = static_cast<const float*>(src.p);
     return dst.dtype == Dtype::kBf16 ? add_f32_into_bf16(d, x, dst.n) : add_f32_into_fp16(d, x, dst.n);
+  }
+  if (dst.dtype == Dtype::kF32 && is_16bit(src.dtype)) {  // ZenFlow's f32 sum of 16-bit gradients
+    float* d = f32(dst);
+    std::size_t base = 0;
+    read_tiles(src, [&](const float* x, std::size_t n) {
+      for (std::size_t i = 0; i < n; ++i) d[base + i] = d[base + i] + x[i];
+      base += n;
+    });
+    return;
   }
   float other[kTile];
   update_tiles(dst, [&](float* d, std::size_t n, std::size_t base) {
@@ -264,17 +273,22 @@ void init(const UnitPlace& unit, const std::vector<Segment>& segments, std::uint
 // Row by row over the rows the run touches: element e of the matrix is row e / cols, column
 // e % cols; the run holds e in [first, first + n).
 std::vector<double> column_abs_sums(Run x, std::size_t first, std::size_t cols) {
-  const float* p = f32(x);
   std::vector<double> sums(cols, 0.0);
-  for (std::size_t i = 0; i < x.n; ++i) sums[(first + i) % cols] += std::fabs(static_cast<double>(p[i]));
+  std::size_t i = 0;  // x's element at the tile's start
+  read_tiles(x, [&](const float* p, std::size_t n) {
+    for (std::size_t j = 0; j < n; ++j, ++i) sums[(first + i) % cols] += std::fabs(static_cast<double>(p[j]));
+  });
   return sums;
 }
 
-void gather_columns(Run dst, Run src, std::size_t first, std::size_t cols, const std::vector<std::uint32_t>& selected, bool scatter) {
-  float* d = f32(dst);
-  float* s = f32(src);
+namespace {
+
+// gather_columns over elements of type T (a copy: the bits move unchanged).
+template <typename T>
+std::size_t move_columns(Run dst, Run src, std::size_t first, std::size_t cols, const std::vector<std::uint32_t>& selected, bool scatter) {
+  T* d = static_cast<T*>(dst.p);
+  const T* s = static_cast<const T*>(src.p);
   const Run& run = scatter ? dst : src;  // the run of the matrix
-  if (run.n == 0) return;
   const std::size_t end = first + run.n;
   std::size_t j = 0;
   for (std::size_t row = first / cols; row * cols < end; ++row) {
@@ -286,6 +300,16 @@ void gather_columns(Run dst, Run src, std::size_t first, std::size_t cols, const
       else d[j++] = s[e - first];
     }
   }
+  return j;
+}
+
+}  // namespace
+
+void gather_columns(Run dst, Run src, std::size_t first, std::size_t cols, const std::vector<std::uint32_t>& selected, bool scatter) {
+  ZERO_CHECK(dst.dtype == src.dtype, "gather_columns between ", dtype_label(src.dtype), " and ", dtype_label(dst.dtype));
+  if ((scatter ? dst : src).n == 0) return;
+  const std::size_t j = is_16bit(dst.dtype) ? move_columns<std::uint16_t>(dst, src, first, cols, selected, scatter)
+                                            : move_columns<float>(dst, src, first, cols, selected, scatter);
   ZERO_CHECK(j == (scatter ? src.n : dst.n), "gather_columns: the packed span holds ", (scatter ? src.n : dst.n), " elements, not ", j);
 }
 

@@ -23,7 +23,7 @@ struct Run {
 };
 
 void fill(Run dst, float value);
-void add(Run dst, Run src);  // src: dst's dtype or f32
+void add(Run dst, Run src);  // src: dst's dtype or f32; into f32, any dtype (widened)
 void divide(Run x, float d);
 void scale(Run x, float c);
 double sum_squares(Run x, double acc);
@@ -37,8 +37,9 @@ std::vector<LambNorms> lamb_moments(const LambStep& step, const std::vector<Segm
                                     std::size_t norm_begin, std::size_t norm_numel);
 void lamb_update(const LambStep& step, const std::vector<Segment>& segments, const std::vector<float>& coef, Run p, Run m, Run v,
                  Run copy);
-// ZenFlow's column operations (device.h: Device::column_abs_sums, gather_columns), f32 runs;
-// scatter: src's selected elements go back into dst instead.
+// ZenFlow's column operations (device.h: Device::column_abs_sums, gather_columns), runs of any
+// dtype (the sums widen 16-bit; a gather moves elements of one dtype); scatter: src's selected
+// elements go back into dst instead.
 std::vector<double> column_abs_sums(Run x, std::size_t first, std::size_t cols);
 void gather_columns(Run dst, Run src, std::size_t first, std::size_t cols, const std::vector<std::uint32_t>& selected, bool scatter);
 void init(const UnitPlace& unit, const std::vector<Segment>& segments, std::uint64_t seed, Run out);

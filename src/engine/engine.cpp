@@ -150,6 +150,8 @@ Engine::Engine(const EngineConfig& config, Module& module, Communicator& comm, L
   octx.comm = &comm_;
   octx.param_sink = stage_->param_sink();
   octx.bias_correction = config_.adam.bias_correction;
+  octx.gradient_clipping = config_.gradient_clipping;
+  octx.norm_group = shards_;
   optimizer_ = make_optimizer(octx);
   stage_->set_optimizer(optimizer_.get());
 }

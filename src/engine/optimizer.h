@@ -75,6 +75,10 @@ struct OptimizerContext {
   Communicator* comm = nullptr;  // the world: 1-bit Adam's compressed all-reduce
   ParamSink* param_sink = nullptr;  // offload_param "nvme": where host-tier parts' updates go (else none)
   bool bias_correction = true;   // AdamConfig::bias_correction: ZenFlow derives its two Adam step counts' scalars
+  // ZenFlow clips the CPU's summed gradient itself (EngineConfig::gradient_clipping; 0: off), by
+  // its norm over `norm_group`, the ranks that shard the state (the engine's gradient norm's).
+  float gradient_clipping = 0.0f;
+  Communicator* norm_group = nullptr;
 };
 
 class ShardOptimizer {

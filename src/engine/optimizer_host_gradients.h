@@ -42,6 +42,11 @@ class HostGradientOptimizer : public ShardOptimizer {
   // A host-tier buffer, page-locked if pin_memory asks (a line on stderr, once, where refused).
   DeviceBuffer host_buffer(Category c, std::size_t n, const std::string& what, Dtype dtype);
   static void quiet_sync(Stream& s);
+  // The parameters take the f32 masters on stream `s`: copied, or in mixed precision rounded.
+  void params_from_masters(Stream& s, const DeviceSpan& params, const DeviceSpan& masters) {
+    if (mixed()) dev_.convert(s, params, masters);
+    else dev_.copy(s, params, masters);
+  }
 
   OptimizerContext ctx_;
   Device& dev_;

@@ -10,6 +10,17 @@
 // which it makes at a selection, made here at every CPU update, so that a column that leaves the
 // selection goes on from where the device left it), and the parameters take the masters.
 //
+// Mixed precision (bf16, fp16), as DeepSpeed's ZenFlow runs it: the parameters and the step's
+// gradient are 16-bit, the CPU's masters, moments and accumulated gradient f32 (DeepSpeed sums
+// into f32 buffers, its master_weights_and_grads_dtype); the masters of the device's columns
+// take their 16-bit values, widened, and the parameters take the masters, rounded. The device's
+// side is zenflow_columns.h's. fp16: a step whose gradient overflows is skipped whole (the
+// engine's rule): neither side sees it, nor does the sum.
+//
+// gradient_clipping, as DeepSpeed clips ZenFlow: the CPU's mean gradient by its own norm at the
+// update (clip_mean); the device's Adam takes each step's gradient unclipped (DeepSpeed's
+// selective optimizer reads it as it is); in the warm-up, plain offload's clipping.
+//
 // overlap_step: the CPU's Adam of an interval is queued on the host stream and the step returns;
 // the next interval's steps run meanwhile (their gradients accumulate into a second host buffer),
 // and at the next update its result is applied before the next one is queued: one interval late.
@@ -17,6 +28,8 @@
 // Streams: the accumulation runs on the copy stream, the device's Adam on the compute stream,
 // the CPU's Adam on the host stream (which waits for the accumulation), so that a queued CPU
 // update never holds up the next steps.
+#include <cmath>
+
 #include "common/error.h"
 #include "engine/optimizer_host_gradients.h"
 #include "engine/zenflow.h"
@@ -28,13 +41,12 @@ namespace {
 class ZenflowOptimizer final : public HostGradientOptimizer {
  public:
   explicit ZenflowOptimizer(const OptimizerContext& ctx) : HostGradientOptimizer(ctx, 1), z_(ctx.offload.zenflow), cols_(ctx_) {
-    ZERO_CHECK(ctx.dtype == Dtype::kF32, "ZenFlow in ", dtype_label(ctx.dtype));
     const std::size_t n = ctx.state_numel;
     master_ = host_buffer(master_category(ctx.dtype), n, "fp32 master parameter shard", Dtype::kF32);
     m_ = host_buffer(Category::kOptimizerState, n, "Adam first moment shard", Dtype::kF32);
     v_ = host_buffer(Category::kOptimizerState, n, "Adam second moment shard", Dtype::kF32);
     grads_[0] = host_buffer(Category::kGradients, n, "gradient shard", ctx.dtype);
-    for (int i = 0; i < (z_.overlap_step ? 2 : 1); ++i) acc_[i] = host_buffer(Category::kGradients, n, "ZenFlow's accumulated gradient shard", ctx.dtype);
+    for (int i = 0; i < (z_.overlap_step ? 2 : 1); ++i) acc_[i] = host_buffer(Category::kGradients, n, "ZenFlow's accumulated gradient shard", Dtype::kF32);
     for (const OptimizerPart& p : ctx_.parts) dev_.init(dev_.compute(), ctx.layout.unit(p.unit), p.segments, ctx.seed, master(p));
   }
 
@@ -44,6 +56,13 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
   }
 
   void gradient_landed(const OptimizerPart&, const Handle&) override {}  // everything waits for the step
+
+  // The engine's clipping, by the step's gradient norm: the warm-up's (plain offload's) alone.
+  // After it DeepSpeed's device update takes the step's gradient unclipped, and the CPU's mean
+  // is clipped at its update by its own norm (clip_mean).
+  void scale(float c) override {
+    if (zenflow::in_warm_up(z_, cols_.steps())) HostGradientOptimizer::scale(c);
+  }
   void prepare(const AdamStep&) override {}
 
   void step(const AdamStep& s) override {
@@ -87,15 +106,21 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
     Stream& host = dev_.host();
     for (const OptimizerPart& p : ctx_.parts) {
       dev_.adam(host, s, p.segments, master(p), grad(0, p), slot(m_, p), slot(v_, p), {});
-      dev_.copy(host, p.params, master(p));
+      to_params(host, p);
     }
     host.synchronize();
   }
 
+  // The parameters take the masters (mixed precision: rounded, as DeepSpeed's copy_ from its f32
+  // partition into the 16-bit one rounds them).
+  void to_params(Stream& s, const OptimizerPart& p) { params_from_masters(s, p.params, master(p)); }
+
   void accumulate() {
     Stream& copies = dev_.copies();
-    if (accumulated_ == 0) dev_.copy(copies, acc_[acc_now_].span(), grads_[0].span());
-    else dev_.add(copies, acc_[acc_now_].span(), grads_[0].span());
+    const DeviceSpan acc = acc_[acc_now_].span(), g = grads_[0].span();
+    if (accumulated_ > 0) dev_.add(copies, acc, g);  // mixed precision: the 16-bit gradient widened, summed in f32
+    else if (mixed()) dev_.convert(copies, acc, g);
+    else dev_.copy(copies, acc, g);
     ++accumulated_;
   }
 
@@ -118,6 +143,7 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
     host.wait(dev_.copies().record());  // the accumulation has landed
     const DeviceBuffer& acc = acc_[acc_now_];
     if (accumulated_ > 1) dev_.divide(host, acc.span(), static_cast<float>(accumulated_));
+    clip_mean(host, acc);
     for (const OptimizerPart& p : ctx_.parts) {
       dev_.adam(host, s, p.segments, master(p), slot(acc, p), slot(m_, p),
                 slot(v_, p), {});
@@ -125,6 +151,22 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
     in_flight_ = true;
     accumulated_ = 0;
     if (z_.overlap_step) acc_now_ ^= 1;  // the next interval accumulates beside the one the CPU reads
+  }
+
+  // gradient_clipping: the CPU's mean gradient scaled by clip / (norm + 1e-6) where that is below
+  // one, its norm over every rank's shard (DeepSpeed's unscale_and_clip_grads on the summed
+  // gradient at ZenFlow's CPU step), summed as the engine sums the step gradient's norm.
+  void clip_mean(Stream& host, const DeviceBuffer& acc) {
+    if (ctx_.gradient_clipping <= 0.0f) return;
+    ZERO_CHECK(ctx_.norm_group != nullptr, "ZenFlow's clipping without the ranks to sum its norm over");
+    double partial = 0.0;
+    for (const OptimizerPart& p : ctx_.parts) partial = dev_.sum_squares(host, slot(acc, p).sub(p.norm_begin, p.norm_numel), partial);
+    std::vector<double> partials(static_cast<std::size_t>(ctx_.norm_group->size()));
+    ctx_.norm_group->all_gather_bytes(&partial, sizeof partial, partials.data());
+    double total = 0.0;
+    for (double x : partials) total += x;
+    const double coef = ctx_.gradient_clipping / (std::sqrt(total) + 1e-6);
+    if (coef < 1.0) dev_.scale(host, acc.span(), static_cast<float>(coef));
   }
 
   void wait_cpu() {
@@ -139,7 +181,7 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
     for (std::size_t i = 0; i < ctx_.parts.size(); ++i) {
       const OptimizerPart& p = ctx_.parts[i];
       cols_.take(c, static_cast<int>(i), 0, master(p));
-      if (apply) dev_.copy(c, p.params, master(p));
+      if (apply) to_params(c, p);
     }
     c.synchronize();
   }
@@ -148,7 +190,7 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
   ZenflowColumns cols_;        // the device's side: the selected columns, their moments (device tier)
   DeviceBuffer master_;        // (state_numel) f32, host tier: fp32 master parameters
   DeviceBuffer m_, v_;         // (state_numel) f32, host tier: the CPU's Adam moments
-  DeviceBuffer acc_[2];        // (state_numel) f32, host tier: gradients summed since the last CPU update (two with overlap_step)
+  DeviceBuffer acc_[2];        // (state_numel) f32, host tier: gradients summed since the last CPU update (two with overlap_step), f32 in mixed precision too
   int acc_now_ = 0;            // the accumulation buffer this interval fills
   int accumulated_ = 0;        // steps summed into it
   bool in_flight_ = false;     // a CPU update queued and not yet applied

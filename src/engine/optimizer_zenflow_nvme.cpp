@@ -16,7 +16,9 @@
 //                masters of the device's columns take the device's values, Adam runs, and the
 //                parameters take the masters (temp_copy_param); the state written back.
 // Every element sees the operations host ZenFlow makes, in its order, so the weights are the
-// same bit for bit.
+// same bit for bit, in bf16 and fp16 too (the sum f32, the masters rounded into the parameters:
+// optimizer_zenflow.cpp's mixed precision; a lone 16-bit gradient goes to Adam widened, as host
+// ZenFlow's exact widening into its f32 sum gives it).
 //
 // overlap_step keeps its meaning (the CPU's result reaches the parameters one interval late, at
 // the next update or synchronize()), but not its overlap: the CPU's pass through the disk runs
@@ -41,7 +43,6 @@ class ZenflowNvmeOptimizer final : public HostGradientOptimizer {
         stream_(ctx.parts, ctx.offload.nvme, sums() ? std::vector<std::size_t>{3, 1} : std::vector<std::size_t>{3}),
         masters_(dev_.ledger(), master_category(ctx.dtype), ctx.state_numel * sizeof(float), "fp32 master parameter shard (swap file)"),
         moments_(dev_.ledger(), Category::kOptimizerState, 2 * ctx.state_numel * sizeof(float), "Adam's moments (swap file)") {
-    ZERO_CHECK(ctx.dtype == Dtype::kF32, "ZenFlow in ", dtype_label(ctx.dtype));
     if (sums()) sum_.emplace(dev_.ledger(), Category::kGradients, ctx.state_numel * sizeof(float), "ZenFlow's accumulated gradient (swap file)");
     slots_.resize(stream_.slot_count());
     for (std::size_t i = 0; i < slots_.size(); ++i) {
@@ -106,7 +107,7 @@ class ZenflowNvmeOptimizer final : public HostGradientOptimizer {
   void warm_up_step(const AdamStep& s) {
     stream_.run(dev_, kState, kState, [&](const SubGroup& g, std::size_t i) {
       dev_.adam(dev_.host(), s, g.segments, tensor(i, g, 0), gradient(g), tensor(i, g, 1), tensor(i, g, 2), {});
-      dev_.copy(dev_.host(), params(g), tensor(i, g, 0));
+      params_from_masters(dev_.host(), params(g), tensor(i, g, 0));
     }, traffic_);
   }
 
@@ -114,8 +115,9 @@ class ZenflowNvmeOptimizer final : public HostGradientOptimizer {
   void accumulate() {
     stream_.run(dev_, summed_ > 1 ? kSum : 0u, kSum, [&](const SubGroup& g, std::size_t i) {
       const DeviceSpan sum = stream_.tensor(i, g, 1, 0);
-      if (summed_ == 1) dev_.copy(dev_.host(), sum, gradient(g));
-      else dev_.add(dev_.host(), sum, gradient(g));
+      if (summed_ > 1) dev_.add(dev_.host(), sum, gradient(g));  // mixed precision: widened, summed in f32
+      else if (mixed()) dev_.convert(dev_.host(), sum, gradient(g));
+      else dev_.copy(dev_.host(), sum, gradient(g));
     }, traffic_);
   }
 
@@ -143,7 +145,7 @@ class ZenflowNvmeOptimizer final : public HostGradientOptimizer {
   // the masters (host ZenFlow's merge, a sub-group at a time).
   void merge(const SubGroup& g, std::size_t i, bool apply = true) {
     cols_.take(dev_.host(), g.part, g.begin, tensor(i, g, 0));
-    if (apply) dev_.copy(dev_.host(), params(g), tensor(i, g, 0));
+    if (apply) params_from_masters(dev_.host(), params(g), tensor(i, g, 0));
   }
 
   ZenflowOptions z_;

@@ -73,10 +73,9 @@ void problems(const EngineSettings& s, std::vector<SettingProblem>& out) {
     out.push_back({key, "and offload_optimizer.delayed_update both run the CPU's update behind the next steps: keep one "
                         "(ZenFlow's overlap_step is its own delayed update)"});
   }
-  if (s.precision.compute != Dtype::kF32) out.push_back({key, "with bf16 or fp16 is not supported yet: ZenFlow trains in fp32 here"});
-  if (s.gradient_clipping > 0.0f) {
-    out.push_back({key, "with gradient_clipping is not supported yet (the CPU's accumulated gradient and the device's are clipped "
-                        "apart in DeepSpeed): set gradient_clipping to 0"});
+  if (s.gradient_clipping > 0.0f && o.optimizer_nvme) {
+    out.push_back({key, "with gradient_clipping on the NVMe tier is not supported yet (the norm of the CPU's summed gradient would "
+                        "take one more pass through the swap file): use offload_optimizer.device \"cpu\", or set gradient_clipping to 0"});
   }
   if (s.optimizer != OptimizerKind::kAdam) out.push_back({key, "runs Adam/AdamW on both sides: set optimizer.type to Adam or AdamW"});
 }

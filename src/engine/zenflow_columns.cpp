@@ -16,7 +16,8 @@ ZenflowColumns::ZenflowColumns(const OptimizerContext& ctx) : ctx_(ctx), dev_(ct
   dm_ = dev_.alloc(Tier::kDevice, Category::kOptimizerState, device_numel, "ZenFlow's first moment of the selected columns");
   dv_ = dev_.alloc(Tier::kDevice, Category::kOptimizerState, device_numel, "ZenFlow's second moment of the selected columns");
   dp_ = dev_.alloc(Tier::kDevice, Category::kParameters, device_numel, "ZenFlow's selected columns, packed");
-  dg_ = dev_.alloc(Tier::kDevice, Category::kGradients, device_numel, "ZenFlow's gradient of the selected columns");
+  dg_ = dev_.alloc(Tier::kDevice, Category::kGradients, device_numel, "ZenFlow's gradient of the selected columns", ctx.dtype);
+  if (mixed()) dp16_ = dev_.alloc(Tier::kDevice, Category::kParameters, device_numel, "ZenFlow's selected columns, packed, 16-bit", ctx.dtype);
 }
 
 // The runs of part p's parameters; `device_numel` grows by their device-side capacity.
@@ -82,19 +83,31 @@ void ZenflowColumns::device_step(const AdamStep& s, const DeviceBuffer& grads) {
     for (const ColumnRun& r : runs_[i]) {
       const DeviceSpan params = p.params.sub(r.offset, r.numel), g = slot(grads, p).sub(r.offset, r.numel);
       const DeviceSpan dg = dg_.sub(r.device_offset, r.packed), dm = dm_.sub(r.device_offset, r.packed),
-                       dv = dv_.sub(r.device_offset, r.packed);
+                       dv = dv_.sub(r.device_offset, r.packed), dp = dp_.sub(r.device_offset, r.packed);
       Segment seg = r.segment;
       seg.numel = r.packed;
       if (r.cols == 0) {
         dev_.copy(c, dg, g);
-        dev_.adam(c, s, {seg}, params, dg, dm, dv, {});
+        if (!mixed()) {
+          dev_.adam(c, s, {seg}, params, dg, dm, dv, {});
+          continue;
+        }
+        dev_.convert(c, dp, params);  // the 16-bit parameters widened: Adam's master for this step
+        dev_.adam(c, s, {seg}, dp, dg, dm, dv, params);
         continue;
       }
-      const DeviceSpan dp = dp_.sub(r.device_offset, r.packed);
       dev_.gather_columns(c, dg, g, r.first, r.cols, r.selected);
-      dev_.gather_columns(c, dp, params, r.first, r.cols, r.selected);
-      dev_.adam(c, s, {seg}, dp, dg, dm, dv, {});
-      dev_.scatter_columns(c, params, dp, r.first, r.cols, r.selected);
+      if (!mixed()) {
+        dev_.gather_columns(c, dp, params, r.first, r.cols, r.selected);
+        dev_.adam(c, s, {seg}, dp, dg, dm, dv, {});
+        dev_.scatter_columns(c, params, dp, r.first, r.cols, r.selected);
+        continue;
+      }
+      const DeviceSpan dp16 = dp16_.sub(r.device_offset, r.packed);
+      dev_.gather_columns(c, dp16, params, r.first, r.cols, r.selected);
+      dev_.convert(c, dp, dp16);
+      dev_.adam(c, s, {seg}, dp, dg, dm, dv, dp16);
+      dev_.scatter_columns(c, params, dp16, r.first, r.cols, r.selected);
     }
   }
   c.synchronize();
@@ -108,14 +121,22 @@ void ZenflowColumns::take(Stream& s, int part, std::size_t begin, const DeviceSp
     if (lo >= hi) continue;
     const DeviceSpan params = p.params.sub(lo, hi - lo), into = master.sub(lo - begin, hi - lo);
     if (r.cols == 0) {
-      dev_.copy(s, into, params);
+      if (mixed()) dev_.convert(s, into, params);
+      else dev_.copy(s, into, params);
       continue;
     }
     // Through the run's packed buffer, at the place of the selected elements before `lo`.
     const std::size_t first = r.first + (lo - r.offset);
     const std::size_t before = zenflow::selected_in(r.first, lo - r.offset, r.cols, r.selected);
-    const DeviceSpan packed = dp_.sub(r.device_offset + before, zenflow::selected_in(first, hi - lo, r.cols, r.selected));
-    dev_.gather_columns(s, packed, params, first, r.cols, r.selected);
+    const std::size_t n = zenflow::selected_in(first, hi - lo, r.cols, r.selected);
+    const DeviceSpan packed = dp_.sub(r.device_offset + before, n);
+    if (mixed()) {  // the 16-bit values, widened (exact): DeepSpeed's sync_fp32_param_from_gpu casts them so
+      const DeviceSpan packed16 = dp16_.sub(r.device_offset + before, n);
+      dev_.gather_columns(s, packed16, params, first, r.cols, r.selected);
+      dev_.convert(s, packed, packed16);
+    } else {
+      dev_.gather_columns(s, packed, params, first, r.cols, r.selected);
+    }
     dev_.scatter_columns(s, into, packed, first, r.cols, r.selected);
   }
 }

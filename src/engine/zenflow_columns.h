@@ -8,6 +8,12 @@
 // the columns over the whole rows of the weight its slice holds (zenflow.h: whole_rows; a row the
 // slice cuts is the CPU's alone), as DeepSpeed ranks the columns of each rank's partition: the
 // ranks choose apart.
+//
+// Mixed precision (bf16, fp16): as DeepSpeed's ZenFlowSelectiveAdamW updates the 16-bit
+// parameters of the selected columns in place (no f32 master of them on the device), each
+// device step widens their 16-bit values, runs Adam in f32 with this step's 16-bit gradient, and
+// rounds the result back into the parameters. The moments are f32 here (DeepSpeed's take the
+// parameters' dtype: zeros_like).
 #pragma once
 
 #include <cstdint>
@@ -55,13 +61,16 @@ class ZenflowColumns {
   void device_step(const AdamStep& s, const DeviceBuffer& grads);
   // Step `t`'s scalars from the step's own (its learning rate, betas, decay).
   AdamStep scalars(const AdamStep& s, std::int64_t t) const;
+  bool mixed() const { return ctx_.dtype != Dtype::kF32; }
 
   const OptimizerContext& ctx_;
   Device& dev_;
   ZenflowOptions z_;
   std::vector<std::vector<ColumnRun>> runs_;  // per part
   DeviceBuffer dm_, dv_;       // (device_numel) f32, device tier: the device's Adam moments of the selected columns and 1-D parameters
-  DeviceBuffer dp_, dg_;       // (device_numel) f32, device tier: their parameters and gradient, packed
+  DeviceBuffer dp_;            // (device_numel) f32, device tier: their parameters, packed (mixed precision: widened for Adam)
+  DeviceBuffer dg_;            // (device_numel) compute dtype, device tier: their gradient, packed
+  DeviceBuffer dp16_;          // (device_numel) compute dtype, device tier, mixed precision only: their 16-bit parameters, packed
   std::int64_t steps_ = 0;
 };
 

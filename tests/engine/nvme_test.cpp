@@ -196,22 +196,31 @@ OffloadOptions with_zenflow(OffloadOptions o, const ZenflowOptions& z) {
 // synchronize() at the end); and the CPU every step (nothing summed, no second stretch; the
 // device's moments restarted every 2 steps, else the device's Adam would be the CPU's).
 // Sub-groups of 7 elements cut the columns anywhere; 3 buffers read ahead beside a write.
+// In f32 and, at stage 1, bf16 (16-bit parameters and gradients, the sums and the masters f32 on
+// both tiers; zenflow_test checks bf16's stages against each other), bf16 on the strict device too.
 TEST(NvmeZenflow, BitIdenticalToZenflowOnTheHost) {
   const NvmeFolder folder("zenflow");
+  for (Dtype dtype : {Dtype::kF32, Dtype::kBf16})
   for (const ZenflowOptions& z : {ZenflowOptions{true, 0.3, 4, 2, 1, false}, ZenflowOptions{true, 0.3, 2, 2, 0, true},
                                   ZenflowOptions{true, 0.5, 2, 1, 0, false}}) {
     MlpRun run;
+    run.dtype = dtype;
     run.steps = 7;
     std::vector<float> reference;  // host ZenFlow at stage 1: every stage and tier gives its bits
-    for (int stage = 1; stage <= 3; ++stage) {
+    for (int stage = 1; stage <= (dtype == Dtype::kF32 ? 3 : 1); ++stage) {
       run.stage = stage;
       run.offload = {};
       run.offload.optimizer = true;
       run.offload.zenflow = z;
-      const std::string what = cat("stage ", stage, " update_interval ", z.update_interval, z.overlap_step ? " overlapped" : "");
+      const std::string what = cat(dtype_label(dtype), " stage ", stage, " update_interval ", z.update_interval, z.overlap_step ? " overlapped" : "");
       const auto host = run_threads(run, 2)[0].params;
       if (stage == 1) reference = host;
       EXPECT_TRUE(same_bits(host, reference)) << what << ", host ZenFlow against stage 1's";
+      if (dtype != Dtype::kF32) {  // 16-bit columns through the device layer's host-staged fallback, as on a GPU
+        run.device = "strict";
+        EXPECT_TRUE(same_bits(run_threads(run, 2)[0].params, reference)) << what << ", host ZenFlow on the strict device";
+        run.device = "cpu";
+      }
       run.offload = with_zenflow(nvme_offload(folder.path, 7, 3), z);
       EXPECT_TRUE(same_bits(run_threads(run, 2)[0].params, reference)) << what << ", on NVMe";
     }

@@ -30,6 +30,11 @@ The model, per step t (DeepSpeed's micro_step):
   wait for). DeepSpeed's sync of the masters at the next selection would race with the update in
   flight, so here (as zero does) the masters take the device's parameters at each update, once
   the last update is applied and the step's selective update made, before the next is submitted.
+- gradient_clipping C > 0, as DeepSpeed clips ZenFlow: in the warm-up, the step's gradient by
+  min(1, C / (|g| + 1e-6)) (plain offload); at an update boundary after it, the CPU's mean
+  gradient by min(1, C / (|mean| + 1e-6)) (unscale_and_clip_grads on the summed gradient); the
+  selective step's gradient is never clipped. The norms here are the slice's own (the test's
+  rank sums its norm alone).
 Exit status 0 when every step's parameters agree within the tolerance (zero's Adam fuses
 multiply-adds; NumPy rounds each operation), 1 otherwise.
 """
@@ -58,6 +63,7 @@ def main(d):
     T, world = meta["steps"], meta["world"]
     W, U, S = meta["full_warm_up_rounds"], meta["update_interval"], meta["select_interval"]
     overlap, ratio = meta["overlap_step"], meta["topk_ratio"]
+    clip = meta.get("gradient_clipping", 0.0)
     lr, b1, b2, eps, wd = meta["lr"], meta["beta1"], meta["beta2"], meta["eps"], meta["weight_decay"]
     grads = np.fromfile(f"{d}/grads.f32", dtype=F).reshape(T, n)
     got = np.fromfile(f"{d}/params.f32", dtype=F).reshape(T + 1, n)
@@ -100,6 +106,13 @@ def main(d):
     def cpu_update(t, g_mean):
         return adamw(fp32.copy(), g_mean, m_cpu, v_cpu, t + 1, lr, b1, b2, eps, decay)
 
+    def clipped(x):
+        """x scaled by min(1, clip / (its L2 norm + 1e-6)), the norm summed in float64."""
+        if clip <= 0:
+            return x
+        coef = clip / (np.sqrt(np.sum(x.astype(np.float64) ** 2)) + 1e-6)
+        return (x * F(coef)).astype(F) if coef < 1 else x
+
     def apply(masters):
         keep = selected | in_b
         temp = p_dev[keep].copy()          # temp_copy_param
@@ -108,6 +121,8 @@ def main(d):
 
     for t in range(T):
         g = (grads[t] / F(world)).astype(F)
+        if t < W:
+            g = clipped(g)
         if select_boundary(t):
             if t != 0 and not overlap:
                 fp32[:] = p_dev                # sync_fp32_param_from_gpu
@@ -124,6 +139,8 @@ def main(d):
         count += 1
         if boundary:
             mean = (acc / F(count)).astype(F) if count > 1 else acc
+            if t >= W:
+                mean = clipped(mean)
             count = 0
             if not overlap or t < W:
                 fp32[:] = cpu_update(t, mean)

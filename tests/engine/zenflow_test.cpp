@@ -1,11 +1,13 @@
 // ZenFlow (zero_optimization.zenflow, optimizer_zenflow.cpp): one rank's optimizer fed gradients
-// against an independent NumPy model of DeepSpeed's rule (zenflow_reference.py); learning on the
-// default text within the spread of plain offload over seeds, reproducible run to run; bad input.
+// against an independent NumPy model of DeepSpeed's rule (zenflow_reference.py), with clipping too;
+// learning on the default text within the spread of plain offload over seeds, reproducible run to
+// run; in bf16 and fp16 near fp32 ZenFlow, the same at every stage; clipping end to end; bad input.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include "backends/registry.h"
 #include "common/error.h"
 #include "engine/optimizer.h"
+#include "zero/communicator.h"
 #include "engine/text_run.h"
 #include "engine/zenflow.h"
 
@@ -40,6 +43,7 @@ UnitSpec rule_unit() {
 
 struct RuleCase {
   ZenflowOptions z;
+  float clip = 0.0f;  // gradient_clipping (0: off)
   int rank = 0;
   std::string device = "cpu";
 };
@@ -73,6 +77,9 @@ void run_rule(const RuleCase& c, const AdamConfig& adam, const std::filesystem::
   ctx.seed = 7;
   ctx.offload.optimizer = true;
   ctx.offload.zenflow = c.z;
+  const std::unique_ptr<Communicator> self = make_communicator("self");  // the norm over this rank's slice alone
+  ctx.gradient_clipping = c.clip;
+  ctx.norm_group = self.get();
   std::unique_ptr<ShardOptimizer> opt = make_optimizer(ctx);
   write_floats(dir / "initial.f32", read_params(*dev, params.span()));
   DeviceBuffer staged = dev->alloc(Tier::kHost, Category::kOther, slice, "gradient");
@@ -88,6 +95,10 @@ void run_rule(const RuleCase& c, const AdamConfig& adam, const std::filesystem::
     opt->begin_micro_batch(true, true);
     opt->reduced(0, reduced.span(), Handle());
     opt->finish();
+    if (c.clip > 0.0f) {  // the engine's clipping, by the step's gradient norm (one rank's here)
+      const double coef = c.clip / (std::sqrt(opt->sum_squares()) + 1e-6);
+      if (coef < 1.0) opt->scale(static_cast<float>(coef));
+    }
     opt->step(adam_step_scalars(adam, t + 1));
     write_floats(dir / "params.f32", read_params(*dev, params.span()));
   }
@@ -96,7 +107,7 @@ void run_rule(const RuleCase& c, const AdamConfig& adam, const std::filesystem::
   nlohmann::json meta = {{"rows", kRows}, {"cols", kCols}, {"begin", layout.slice_offset(0, c.rank)}, {"slice", slice},
                          {"world", kWorld}, {"steps", kSteps}, {"topk_ratio", c.z.topk_ratio},
                          {"full_warm_up_rounds", c.z.full_warm_up_rounds}, {"update_interval", c.z.update_interval},
-                         {"select_interval", c.z.select_interval}, {"overlap_step", c.z.overlap_step}, {"lr", adam.lr},
+                         {"select_interval", c.z.select_interval}, {"overlap_step", c.z.overlap_step}, {"gradient_clipping", c.clip}, {"lr", adam.lr},
                          {"beta1", adam.beta1}, {"beta2", adam.beta2}, {"eps", adam.eps}, {"weight_decay", adam.weight_decay}};
   std::ofstream(dir / "meta.json") << meta.dump();
 }
@@ -120,6 +131,15 @@ TEST(ZenflowRule, MatchesANumPyModelOfDeepSpeedsRule) {
       c.device = "strict";
       cases.push_back(c);
     }
+  // Clipping at 1 (the slices' gradients have norms near 3, their means near 2): the warm-up's
+  // step gradient and every CPU update's mean clipped, the device's gradients not.
+  for (bool overlap : {false, true}) {
+    RuleCase c;
+    c.z = {true, 0.3, 3, 2, 1, overlap};
+    c.clip = 1.0f;
+    c.rank = overlap ? 1 : 0;
+    cases.push_back(c);
+  }
   const std::filesystem::path root = std::filesystem::temp_directory_path() / cat("zero-zenflow-rule-", ::getpid());
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const std::filesystem::path dir = root / std::to_string(i);
@@ -152,8 +172,9 @@ constexpr int kSeeds[] = {1, 2, 3};
 
 // A small GPT (C=64, L=1) for 100 AdamW steps on 2 thread ranks, with plain offload or with
 // ZenFlow: the top 10% of columns chosen every 2 steps, the CPU's update every 2 in the background.
-TrainResult train_text(bool zenflow, int seed) {
-  nlohmann::json zero = {{"stage", 2}, {"offload_optimizer", {{"device", "cpu"}}}};
+// `extra`: top-level keys to add (bf16, train_steps, gradient_clipping); `stage`: the ZeRO stage.
+TrainResult train_text(bool zenflow, int seed, const nlohmann::json& extra = nlohmann::json::object(), int stage = 2) {
+  nlohmann::json zero = {{"stage", stage}, {"offload_optimizer", {{"device", "cpu"}}}};
   if (zenflow) {
     zero["zenflow"] = {{"topk_ratio", 0.1}, {"select_strategy", "step"}, {"select_interval", 2}, {"update_interval", 2},
                        {"full_warm_up_rounds", 0}, {"overlap_step", true}};
@@ -165,7 +186,9 @@ TrainResult train_text(bool zenflow, int seed) {
                             {"seed", seed},
                             {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 32}, {"n_embd", 64}, {"n_layer", 1}, {"n_head", 4}}},
                             {"data", {{"val_fraction", 0.05}, {"seed", seed}}}};
-  return train_on_default_text(j, 2);
+  nlohmann::json config = j;
+  config.update(extra);
+  return train_on_default_text(config, 2);
 }
 
 struct Losses {
@@ -196,6 +219,50 @@ TEST(ZenflowLearning, LearnsWithinPlainOffloadsSpreadAndRepeatsBitForBit) {
   EXPECT_LE(zenflow.mean(), plain.mean() + plain.range());
   EXPECT_NE(zenflow_sha, plain_sha) << "ZenFlow's run must differ from plain offload's";
   EXPECT_EQ(train_text(true, kSeeds[0]).weights_sha256, zenflow_sha) << "the same ZenFlow run twice";
+}
+
+// ZenFlow in 16-bit (DeepSpeed's ZenFlow configs train in bf16): 16-bit parameters and
+// gradients, the CPU's masters, moments and summed gradient f32, the device's columns rounded to
+// 16 bits every step. It is not fp32's arithmetic, so the property is the learning, after 30
+// steps (to keep the test short): the validation loss within kSixteenBitTolerance of fp32
+// ZenFlow's with the same seed. Measured (2026-12-04, AVX2), seeds 1-3 (ZERO_ZENFLOW_SEEDS=1
+// runs them all): fp32 ZenFlow 3.3335 3.3379 3.3251 (range 0.0128); bf16 +0.0126 +0.0120 +0.0123;
+// fp16 (dynamic loss scaling) +0.0004 +0.0177 -0.0004. (Plain offload in bf16 is at fp32's,
+// -0.004 to -0.018: bf16 ZenFlow's offset is its device columns' updates rounded to bf16 every
+// step, as DeepSpeed's are.) And bf16 ZenFlow gives the same weights bit for bit run to run and
+// at stages 1, 2 and 3, as fp32 ZenFlow does.
+constexpr double kSixteenBitTolerance = 0.03;
+
+TEST(ZenflowLearning, SixteenBitLearnsAsFp32AndIsTheSameAtEveryStage) {
+  const nlohmann::json steps = {{"train_steps", 30}};
+  const nlohmann::json bf16 = {{"train_steps", 30}, {"bf16", {{"enabled", true}}}}, fp16 = {{"train_steps", 30}, {"fp16", {{"enabled", true}}}};
+  for (int seed : {1, 2, 3}) {
+    if (std::getenv("ZERO_ZENFLOW_SEEDS") == nullptr && seed > 1) break;  // the other seeds: measuring the tolerance
+    const TrainResult f = train_text(true, seed, steps), b = train_text(true, seed, bf16), h = train_text(true, seed, fp16);
+    std::printf("[ measured ] seed %d, validation loss after 30 steps: fp32 ZenFlow %.4f, bf16 %+.4f, fp16 %+.4f\n", seed,
+                f.final_val_loss, b.final_val_loss - f.final_val_loss, h.final_val_loss - f.final_val_loss);
+    if (seed > 1) continue;
+    EXPECT_LT(b.final_val_loss, 4.0) << "bf16 ZenFlow must have learned (ln 256 = 5.55 at the start)";
+    EXPECT_NEAR(b.final_val_loss, f.final_val_loss, kSixteenBitTolerance);
+    EXPECT_NEAR(h.final_val_loss, f.final_val_loss, kSixteenBitTolerance);
+    EXPECT_NE(b.weights_sha256, f.weights_sha256) << "bf16 must not train as fp32";
+    EXPECT_EQ(train_text(true, seed, bf16).weights_sha256, b.weights_sha256) << "the same bf16 ZenFlow run twice";
+    for (int stage : {1, 3}) EXPECT_EQ(train_text(true, seed, bf16, stage).weights_sha256, b.weights_sha256) << "stage " << stage;
+  }
+}
+
+// gradient_clipping through the engine (2 ranks: the CPU mean's norm summed over both): a
+// threshold no norm reaches changes no bit; 0.1, far below the step gradients' norms (2.3-2.6 in
+// the first steps), still learns (the rule's arithmetic is ZenflowRule's). Measured (2026-12-04,
+// AVX2), after 20 steps: unclipped 3.5783, clipped at 0.1 3.5766.
+TEST(ZenflowLearning, ClippingAtAHugeThresholdChangesNothingAndASmallOneLearns) {
+  const TrainResult plain = train_text(true, 1, {{"train_steps", 20}});
+  const TrainResult huge = train_text(true, 1, {{"train_steps", 20}, {"gradient_clipping", 1e6}});
+  const TrainResult small = train_text(true, 1, {{"train_steps", 20}, {"gradient_clipping", 0.1}});
+  std::printf("[ measured ] validation loss after 20 steps: unclipped %.4f, clipped at 0.1 %.4f\n", plain.final_val_loss, small.final_val_loss);
+  EXPECT_EQ(huge.weights_sha256, plain.weights_sha256);
+  EXPECT_NE(small.weights_sha256, plain.weights_sha256);
+  EXPECT_LT(small.final_val_loss, 4.0) << "clipped ZenFlow must have learned (ln 256 = 5.55 at the start)";
 }
 
 // ---- bad input: refused while the config is read, before any rank starts ----
@@ -236,7 +303,7 @@ TEST(ZenflowConfig, EachKeysRangeAndThePlacementAreCheckedFirst) {
   EXPECT_THAT_ERROR(zenflow_error(with("update_interval", "auto")), key + "update_interval = \"auto\"", "set a number of steps");
   EXPECT_THAT_ERROR(zenflow_error(with("offload", true)), key + "offload = true is known but not supported yet", "");
   EXPECT_THAT_ERROR(zenflow_error(with("topk", 0.1)), key + "topk", "topk_ratio");  // an unknown key, with the nearest
-  // The placement: with the CPU's optimizer (its state in host memory or on NVMe), at stage 1, 2 or 3, in fp32, with Adam, unclipped.
+  // The placement: with the CPU's optimizer (its state in host memory or on NVMe), at stage 1, 2 or 3, with Adam, unclipped.
   const std::string z = "zero_optimization.zenflow ";
   EXPECT_THAT_ERROR(zenflow_error(good, {{"offload_optimizer", {{"device", "none"}}}}), z + "is ZenFlow's offload", "device \"cpu\" or \"nvme\"");
   EXPECT_TRUE(parse_config({{"train_batch_size", 8}, {"zero_optimization", {{"stage", 3}, {"offload_optimizer", {{"device", "cpu"}}}, {"zenflow", good}}}}, 2)
@@ -246,14 +313,20 @@ TEST(ZenflowConfig, EachKeysRangeAndThePlacementAreCheckedFirst) {
   EXPECT_TRUE(parse_config({{"train_batch_size", 8}, {"zero_optimization", {{"stage", 2}, {"offload_optimizer", {{"device", "nvme"}, {"nvme_path", "/tmp"}}}, {"zenflow", good}}}}, 2)
                   .engine.offload.zenflow.enabled) << "ZenFlow on the NVMe tier";
   EXPECT_THAT_ERROR(zenflow_error(good, {{"offload_optimizer", {{"device", "cpu"}, {"delayed_update", {{"enabled", true}}}}}}), z + "and offload_optimizer.delayed_update", "keep one");
-  EXPECT_THAT_ERROR(zenflow_error(good, {}, {{"bf16", {{"enabled", true}}}}), z + "with bf16 or fp16 is not supported yet", "");
-  EXPECT_THAT_ERROR(zenflow_error(good, {}, {{"gradient_clipping", 1.0}}), z + "with gradient_clipping is not supported yet", "");
+  for (const char* dtype : {"bf16", "fp16"}) {
+    EXPECT_TRUE(parse_config({{"train_batch_size", 8}, {dtype, {{"enabled", true}}}, {"zero_optimization", {{"stage", 2}, {"offload_optimizer", {{"device", "cpu"}}}, {"zenflow", good}}}}, 2)
+                    .engine.offload.zenflow.enabled) << "ZenFlow in " << dtype;
+  }
+  EXPECT_TRUE(parse_config({{"train_batch_size", 8}, {"gradient_clipping", 1.0}, {"zero_optimization", {{"stage", 2}, {"offload_optimizer", {{"device", "cpu"}}}, {"zenflow", good}}}}, 2)
+                  .engine.offload.zenflow.enabled) << "ZenFlow with gradient_clipping";
   EXPECT_THAT_ERROR(zenflow_error(good, {}, {{"optimizer", {{"type", "Lamb"}}}}), z + "runs Adam/AdamW on both sides", "");
   // On the NVMe tier, the same refusals.
   const nlohmann::json nvme = {{"device", "nvme"}, {"nvme_path", "/tmp"}};
   EXPECT_THAT_ERROR(zenflow_error(good, {{"stage", 0}, {"offload_optimizer", nvme}}), z + "needs ZeRO stage 1, 2 or 3; stage is 0", "");
-  EXPECT_THAT_ERROR(zenflow_error(good, {{"offload_optimizer", nvme}}, {{"bf16", {{"enabled", true}}}}), z + "with bf16 or fp16 is not supported yet", "");
-  EXPECT_THAT_ERROR(zenflow_error(good, {{"offload_optimizer", nvme}}, {{"gradient_clipping", 1.0}}), z + "with gradient_clipping is not supported yet", "");
+  EXPECT_TRUE(parse_config({{"train_batch_size", 8}, {"bf16", {{"enabled", true}}}, {"zero_optimization", {{"stage", 2}, {"offload_optimizer", nvme}, {"zenflow", good}}}}, 2)
+                  .engine.offload.zenflow.enabled) << "ZenFlow in bf16 on the NVMe tier";
+  EXPECT_THAT_ERROR(zenflow_error(good, {{"offload_optimizer", nvme}}, {{"gradient_clipping", 1.0}}), z + "with gradient_clipping on the NVMe tier is not supported yet",
+                    "set gradient_clipping to 0");
 }
 
 }  // namespace

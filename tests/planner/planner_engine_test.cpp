@@ -407,6 +407,15 @@ TEST(AgainstEngine, ZenflowStages1To3) {
         in.micro_batch = 2;
         expect_prediction(in, m, cat(what, ", GPT N=2"));
         EXPECT_GT(m.usage.peak[static_cast<int>(Category::kOptimizerState)], 0u) << what << ": the device's moments of the selected columns";
+        if (stage != 2 || overlap) continue;
+        // bf16 (stage 2): the 16-bit packed columns beside the f32 ones on the device, the f32 sums on the host or disk.
+        const Measured b = measure(
+            2, stage, 2, [&](Ledger&) { return std::make_unique<Mlp>(mlp); },
+            [&](Mlp& x, int seed) { x.set_batch(mlp_synthetic_batch(mlp, 7, seed, 0, 2)); }, oc.engine, 0, {}, true, Dtype::kBf16);
+        PlanInput bin = threads_input(mlp_model, 2, stage, 2);
+        bin.settings = oc.zero;
+        bin.settings.precision.compute = Dtype::kBf16;
+        expect_prediction(bin, b, cat(what, ", bf16 tied MLP N=2"));
       }
 }
 
