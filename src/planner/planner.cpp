@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "common/error.h"
-#include "model/gpt.h"
-#include "model/llama.h"
+#include "model/gpt_activations.h"
+#include "model/llama_activations.h"
 #include "partition/layout.h"
 #include "planner/activation_counts.h"
 #include "planner/dry_run.h"
@@ -21,15 +21,15 @@ Dtype parse_dtype(const std::string& text) {
                         "with fp32 master parameters and Adam state)"));
 }
 
-ActivationBytesFn gpt_activation_hook(const std::string& device) {
-  return [device](const GptShape& shape, int micro_batch, const GptCheckpointing& ckpt) {
-    return Gpt::activation_bytes(shape, micro_batch, ckpt, GptCompute{device});
+ActivationBytesFn gpt_activation_hook(bool attention_scores) {
+  return [attention_scores](const GptShape& shape, int micro_batch, const GptCheckpointing& ckpt) {
+    return gpt::activation_plan_bytes(shape, micro_batch, ckpt, attention_scores);
   };
 }
 
-LlamaActivationBytesFn llama_model_activation_hook(const std::string& device) {
-  return [device](const LlamaShape& shape, int micro_batch, const GptCheckpointing& ckpt) {
-    return Llama::activation_bytes(shape, micro_batch, ckpt, GptCompute{device});
+LlamaActivationBytesFn llama_model_activation_hook(bool attention_scores) {
+  return [attention_scores](const LlamaShape& shape, int micro_batch, const GptCheckpointing& ckpt) {
+    return llama::activation_plan_bytes(shape, micro_batch, ckpt, attention_scores);
   };
 }
 

@@ -59,17 +59,18 @@ inline constexpr double kPcie4x16Bandwidth = 25e9;
 
 // Activation bytes per rank of a GPT shape at a micro-batch size, by tier, with or without
 // activation checkpointing. The default is the GPT model's own count (Gpt::activation_bytes,
-// what its constructor allocates through the ledger) on `device` (the planner's default: a GPU's,
-// whose attention keeps a layer's scores; the cpu's keeps none). Empty: GPT shapes' activations
-// are not modelled (the output says so). Bare counts have no activations.
+// what its constructor allocates through the ledger) on a device whose attention kernels keep the
+// scores' scratch or not (BackendFacts::attention_scores: a GPU's do, the planner's default; the
+// cpu's do not). Empty: GPT shapes' activations are not modelled (the output says so). Bare counts
+// have no activations.
 using ActivationBytesFn = std::function<ActivationBytes(const GptShape&, int micro_batch, const GptCheckpointing&)>;
-ActivationBytesFn gpt_activation_hook(const std::string& device = "cuda");
+ActivationBytesFn gpt_activation_hook(bool attention_scores = true);
 // The same for LLaMA shapes. Empty (the default, `zero estimate`'s): the planner's count of a GPU
 // trainer's LLaMA with fused attention (planner/activation_counts.h), for planning the named
 // shapes on GPUs. llama_model_activation_hook(): zero's own LLaMA's count (Llama::activation_bytes,
 // what its constructor allocates through the ledger), for a run zero itself trains.
 using LlamaActivationBytesFn = std::function<ActivationBytes(const LlamaShape&, int micro_batch, const GptCheckpointing&)>;
-LlamaActivationBytesFn llama_model_activation_hook(const std::string& device = "cuda");
+LlamaActivationBytesFn llama_model_activation_hook(bool attention_scores = true);
 
 struct PlanInput {
   ModelDescription model;

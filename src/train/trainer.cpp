@@ -248,8 +248,9 @@ PlanInput plan_input(const TrainConfig& c, int world_size, const std::string& ba
   PlanInput in;
   in.model = c.model.is_llama() ? describe_llama(c.model.llama) : describe_gpt(c.model.shape);
   // The models zero builds on this run's device, as the ledger counts them.
-  in.activation_bytes = gpt_activation_hook(c.device);
-  in.llama_activation_bytes = llama_model_activation_hook(c.device);
+  const bool scores = find_facts(c.device).attention_scores;
+  in.activation_bytes = gpt_activation_hook(scores);
+  in.llama_activation_bytes = llama_model_activation_hook(scores);
   in.ranks = world_size;
   // Under MPI the nodes are known once the ranks run: planned as nodes of hpZ's H (1 without it),
   // which H divides as the engine will require (its memory and groups are the same for any such node).

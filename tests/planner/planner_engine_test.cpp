@@ -146,7 +146,7 @@ PlanInput threads_input(ModelDescription model, int n, int stage, int micro_batc
   in.settings.stage = stage;
   in.gradient_accumulation_steps = micro_batches;
   in.comm_scratch = false;  // the threads backend has no reduce-scatter scratch
-  in.activation_bytes = gpt_activation_hook("cpu");  // the models here compute on the cpu device
+  in.activation_bytes = gpt_activation_hook(false);  // the models here compute on the cpu device
   return in;
 }
 
@@ -224,7 +224,7 @@ TEST(AgainstEngine, LlamaEveryStageAndOffloadActivationsIncluded) {
           in.settings = oc.zero;
           in.micro_batch = batch;
           in.checkpointing = ckpt;
-          in.llama_activation_bytes = llama_model_activation_hook("cpu");
+          in.llama_activation_bytes = llama_model_activation_hook(false);
           expect_prediction(in, m, cat("LLaMA ", shape.describe(), ckpt.enabled ? " ckpt" : "", " N=", n, " ", plan_label(oc.zero)));
           const Plan p = plan(in);
           EXPECT_EQ(p.device[Category::kActivations], Llama::activation_bytes(shape, batch, ckpt).device);

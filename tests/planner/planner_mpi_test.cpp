@@ -64,6 +64,7 @@ TEST(PlannerMpi, PredictedPeakWithinFivePercentNeverUnderOnePercent) {
       const std::uint64_t measured = measured_peak(shape, batch, zero, micro);
       PlanInput in;
       in.model = describe_gpt(shape);
+      in.activation_bytes = gpt_activation_hook(false);  // the models here compute on the cpu device
       in.ranks = in.ranks_per_node = comm.size();
       in.micro_batch = batch;
       in.gradient_accumulation_steps = micro;
@@ -102,6 +103,7 @@ TEST(PlannerMpi, DemoGptWithinFivePercent) {
     const std::uint64_t measured = measured_peak(shape, batch, zero, 1);
     PlanInput in;
     in.model = describe_gpt(shape);
+    in.activation_bytes = gpt_activation_hook(false);  // the models here compute on the cpu device
     in.ranks = in.ranks_per_node = comm.size();
     in.micro_batch = batch;
     in.settings = zero;
