@@ -122,5 +122,89 @@ TEST(DelayedUpdateCheckpoint, ResumedWithoutItAppliesThePendingUpdate) {
   EXPECT_NE(out.notes[0].find("the delayed update in flight at the save was applied now"), std::string::npos) << out.notes[0];
 }
 
+// ZenFlow (host tier, 2 ranks, stage 2): warm-up 2 steps, a CPU update every 3 (after steps 5,
+// 8, 11, ...). Saved at step K = steps / 2: right after a CPU update (K 5), with a step's gradient
+// summed for the next (K 6), and with overlap_step while an update is in flight and a step summed
+// (K 6). The straight and resumed runs end with the same weights, losses and final state bytes.
+struct ZenflowCase {
+  const char* name;
+  int steps;
+  bool overlap;
+  int summed;      // at the save
+  bool in_flight;  // at the save
+};
+
+class ZenflowResume : public ::testing::TestWithParam<ZenflowCase> {};
+
+TrainSetup zenflow_setup(bool overlap) {
+  TrainSetup s;
+  s.stage = 2;
+  s.offload = "optimizer";
+  s.gradient_clipping = 0;
+  s.n_embd = 32;
+  s.n_layer = 1;
+  s.zenflow = {{"topk_ratio", 0.25}, {"update_interval", 3}, {"full_warm_up_rounds", 2}, {"overlap_step", overlap}};
+  return s;
+}
+
+TEST_P(ZenflowResume, StraightEqualsSaveResume) {
+  const ZenflowCase p = GetParam();
+  const std::string dir = temp_dir(cat("zenflow_", p.name));
+  const std::string data = text_file(dir);
+  TrainSetup s = zenflow_setup(p.overlap);
+  s.steps = p.steps;
+  const auto [straight, resumed] = straight_and_resumed(s, data, dir, true);
+  const int k = p.steps / 2;
+  const checkpoint::Manifest m = checkpoint::read_manifest(cat(dir, "/first/", checkpoint::step_dir_name(k), "/manifest.json"));
+  EXPECT_EQ(m.tensors, checkpoint::zenflow_tensor_names());
+  EXPECT_EQ(m.zenflow["summed"], p.summed);
+  EXPECT_EQ(m.zenflow["in_flight"], p.in_flight);
+  EXPECT_EQ(resumed.steps_run, p.steps - k);
+  EXPECT_EQ(resumed.result.weights_sha256, straight.result.weights_sha256);
+  ASSERT_EQ(resumed.result.losses.size(), static_cast<std::size_t>(p.steps - k));
+  for (int i = 0; i < p.steps - k; ++i) EXPECT_EQ(resumed.result.losses[i], straight.result.losses[k + i]) << "step " << k + i + 1;
+  EXPECT_TRUE(rank_files(dir + "/second", p.steps) == rank_files(dir + "/straight", p.steps)) << "the final optimizer state differs";
+}
+
+INSTANTIATE_TEST_SUITE_P(HostTier, ZenflowResume,
+                         ::testing::Values(ZenflowCase{"after_update", 10, false, 0, false}, ZenflowCase{"between_updates", 12, false, 1, false},
+                                           ZenflowCase{"overlap_in_flight", 12, true, 1, true}),
+                         [](const ::testing::TestParamInfo<ZenflowCase>& i) { return std::string(i.param.name); });
+
+// A ZenFlow checkpoint does not reshard (each rank's columns are its own): another rank count is
+// refused before any step, naming both. A plain offload checkpoint starts ZenFlow afresh from it.
+TEST(ZenflowCheckpoint, OtherRanksRefusedPlainCheckpointStartsZenflow) {
+  const std::string dir = temp_dir("zenflow_reshard");
+  const std::string data = text_file(dir);
+  TrainSetup s = zenflow_setup(false);
+  s.steps = 4;
+  CheckpointOptions save;
+  save.save_dir = dir + "/zf";
+  run_training(s, data, save);
+  s.ranks = 1;
+  s.steps = 6;
+  CheckpointOptions resume;
+  resume.resume = dir + "/zf";
+  int steps = -1;
+  try {
+    steps = run_training(s, data, resume).steps_run;
+    ADD_FAILURE() << "resumed at another rank count";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("saved by 2 ranks at stage 2; this run has 1 at stage 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not reshard: resume with 2 ranks at stage 2"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(steps, -1);
+
+  TrainSetup plain = zenflow_setup(false);  // the same run without ZenFlow, 4 steps, then ZenFlow from its checkpoint
+  plain.zenflow = nullptr;
+  plain.steps = 4;
+  save.save_dir = dir + "/plain";
+  run_training(plain, data, save);
+  s = zenflow_setup(false);
+  s.steps = 6;
+  resume.resume = dir + "/plain";
+  EXPECT_EQ(run_training(s, data, resume).steps_run, 2);
+}
+
 }  // namespace
 }  // namespace zero
