@@ -119,7 +119,7 @@ LoadStats load_checkpoint(Engine& engine, const std::string& dir, const Manifest
     check_zenflow_fits(m, engine.config(), engine.layout().world_size(), (fs::path(dir) / "manifest.json").string());
     const int tensors = counters.zenflow ? kNumZenflowTensors : counters.update_in_flight ? kNumStateTensors + 1 : kNumStateTensors;
     stats = read_into(engine, dir, m, tensors);
-    stats.applied_pending_update = m.tensors.size() > static_cast<std::size_t>(kNumStateTensors) && !counters.update_in_flight;
+    stats.applied_pending_update = m.tensors.size() == kNumStateTensors + 1u && !counters.update_in_flight;
   } catch (const Error& e) {
     error = e.what();
   }

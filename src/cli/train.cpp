@@ -432,12 +432,6 @@ TrainOptions train_options(const Flags& flags, int world_size) {
   if (flags.has("keep")) ck.keep = static_cast<int>(flags.get_int("keep", 0, 1 << 20));
   if (flags.has("resume")) ck.resume = flags.get("resume");
   apply_checkpoint_settings(o.config.checkpoints, ck, o.checkpoints, o.config_overrides);
-  const OffloadOptions& offload = o.config.engine.offload;
-  if (offload.zenflow.enabled && offload.optimizer_nvme && (!o.checkpoints.save_dir.empty() || !o.checkpoints.resume.empty())) {
-    throw ConfigError("[train] checkpoints (--save, --resume, train_checkpoints) of a ZenFlow run with offload_optimizer.device "
-                      "\"nvme\" are not supported yet (its summed gradients live in the swap file): use offload_optimizer.device "
-                      "\"cpu\", or remove the checkpoint flags");
-  }
   o.trace = !flags.get("trace").empty() || o.config.engine.offload.optimizer;
   return o;
 }

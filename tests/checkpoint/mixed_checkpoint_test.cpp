@@ -122,7 +122,7 @@ TEST(DelayedUpdateCheckpoint, ResumedWithoutItAppliesThePendingUpdate) {
   EXPECT_NE(out.notes[0].find("the delayed update in flight at the save was applied now"), std::string::npos) << out.notes[0];
 }
 
-// ZenFlow (host tier, 2 ranks, stage 2): warm-up 2 steps, a CPU update every 3 (after steps 5,
+// ZenFlow (2 ranks, stage 2; the host tier, and the NVMe tier in the test's folder): warm-up 2 steps, a CPU update every 3 (after steps 5,
 // 8, 11, ...). Saved at step K = steps / 2: right after a CPU update (K 5), with a step's gradient
 // summed for the next (K 6), and with overlap_step while an update is in flight and a step summed
 // (K 6). The straight and resumed runs end with the same weights, losses and final state bytes.
@@ -132,14 +132,17 @@ struct ZenflowCase {
   bool overlap;
   int summed;      // at the save
   bool in_flight;  // at the save
+  const char* offload = "optimizer";  // "nvme": the CPU's state and the sum in the swap file
 };
+
+void PrintTo(const ZenflowCase& c, std::ostream* os) { *os << c.name; }
 
 class ZenflowResume : public ::testing::TestWithParam<ZenflowCase> {};
 
-TrainSetup zenflow_setup(bool overlap) {
+TrainSetup zenflow_setup(bool overlap, const char* offload = "optimizer") {
   TrainSetup s;
   s.stage = 2;
-  s.offload = "optimizer";
+  s.offload = offload;
   s.gradient_clipping = 0;
   s.n_embd = 32;
   s.n_layer = 1;
@@ -151,7 +154,7 @@ TEST_P(ZenflowResume, StraightEqualsSaveResume) {
   const ZenflowCase p = GetParam();
   const std::string dir = temp_dir(cat("zenflow_", p.name));
   const std::string data = text_file(dir);
-  TrainSetup s = zenflow_setup(p.overlap);
+  TrainSetup s = zenflow_setup(p.overlap, p.offload);
   s.steps = p.steps;
   const auto [straight, resumed] = straight_and_resumed(s, data, dir, true);
   const int k = p.steps / 2;
@@ -160,15 +163,18 @@ TEST_P(ZenflowResume, StraightEqualsSaveResume) {
   EXPECT_EQ(m.zenflow["summed"], p.summed);
   EXPECT_EQ(m.zenflow["in_flight"], p.in_flight);
   EXPECT_EQ(resumed.steps_run, p.steps - k);
+  ASSERT_FALSE(resumed.notes.empty());
+  EXPECT_EQ(resumed.notes[0].find("applied now"), std::string::npos) << resumed.notes[0];
   EXPECT_EQ(resumed.result.weights_sha256, straight.result.weights_sha256);
   ASSERT_EQ(resumed.result.losses.size(), static_cast<std::size_t>(p.steps - k));
   for (int i = 0; i < p.steps - k; ++i) EXPECT_EQ(resumed.result.losses[i], straight.result.losses[k + i]) << "step " << k + i + 1;
   EXPECT_TRUE(rank_files(dir + "/second", p.steps) == rank_files(dir + "/straight", p.steps)) << "the final optimizer state differs";
 }
 
-INSTANTIATE_TEST_SUITE_P(HostTier, ZenflowResume,
+INSTANTIATE_TEST_SUITE_P(HostAndNvmeTiers, ZenflowResume,
                          ::testing::Values(ZenflowCase{"after_update", 10, false, 0, false}, ZenflowCase{"between_updates", 12, false, 1, false},
-                                           ZenflowCase{"overlap_in_flight", 12, true, 1, true}),
+                                           ZenflowCase{"overlap_in_flight", 12, true, 1, true},
+                                           ZenflowCase{"nvme_overlap_in_flight", 12, true, 1, true, "nvme"}),
                          [](const ::testing::TestParamInfo<ZenflowCase>& i) { return std::string(i.param.name); });
 
 // A ZenFlow checkpoint does not reshard (each rank's columns are its own): another rank count is
