@@ -58,7 +58,8 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
 
   DeviceSpan state(int u, StateTensor tensor) override {
     const OptimizerPart& p = ctx_.parts.at(u);
-    if (tensor == StateTensor::kZenflowGradSum) return slot(acc_[acc_now_], p);  // the other (overlap_step) was the CPU's, which has finished
+    // The sum being filled; the other (overlap_step) was the CPU's, which has finished with it.
+    if (tensor == StateTensor::kZenflowGradSum) return slot(acc_[acc_now_], p);
     if (tensor > StateTensor::kZenflowGradSum) return cols_.state(u, tensor);
     return adam_state(p, tensor, master(p), m_, v_);
   }

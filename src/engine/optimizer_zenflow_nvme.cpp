@@ -110,7 +110,9 @@ class ZenflowNvmeOptimizer final : public HostGradientOptimizer {
   void state_written(std::int64_t steps_done, bool params_written) override {
     ZERO_CHECK(!restored_ || !restored_->in_flight || z_.overlap_step, "a ZenFlow update in flight without overlap_step");
     drop_staging();
-    if (!params_written) stream_.run(dev_, kState, 0u, [&](const SubGroup& g, std::size_t i) { dev_.copy(dev_.host(), params(g), tensor(i, g, 0)); }, traffic_);
+    if (!params_written) {
+      stream_.run(dev_, kState, 0u, [&](const SubGroup& g, std::size_t i) { dev_.copy(dev_.host(), params(g), tensor(i, g, 0)); }, traffic_);
+    }
     summed_ = restored_ ? restored_->summed : 0;
     in_flight_ = restored_ && restored_->in_flight;
     cols_.restore(steps_done, !restored_);

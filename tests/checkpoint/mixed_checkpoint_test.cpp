@@ -122,7 +122,7 @@ TEST(DelayedUpdateCheckpoint, ResumedWithoutItAppliesThePendingUpdate) {
   EXPECT_NE(out.notes[0].find("the delayed update in flight at the save was applied now"), std::string::npos) << out.notes[0];
 }
 
-// ZenFlow (2 ranks, stage 2; the host tier, and the NVMe tier in the test's folder): warm-up 2 steps, a CPU update every 3 (after steps 5,
+// ZenFlow (2 ranks, stages 1-3; the host tier, and the NVMe tier in the test's folder): warm-up 2 steps, a CPU update every 3 (after steps 5,
 // 8, 11, ...). Saved at step K = steps / 2: right after a CPU update (K 5), with a step's gradient
 // summed for the next (K 6), and with overlap_step while an update is in flight and a step summed
 // (K 6). The straight and resumed runs end with the same weights, losses and final state bytes.
@@ -132,6 +132,7 @@ struct ZenflowCase {
   bool overlap;
   int summed;      // at the save
   bool in_flight;  // at the save
+  int stage;
   const char* offload = "optimizer";  // "nvme": the CPU's state and the sum in the swap file
 };
 
@@ -156,6 +157,7 @@ TEST_P(ZenflowResume, StraightEqualsSaveResume) {
   const std::string data = text_file(dir);
   TrainSetup s = zenflow_setup(p.overlap, p.offload);
   s.steps = p.steps;
+  s.stage = p.stage;
   const auto [straight, resumed] = straight_and_resumed(s, data, dir, true);
   const int k = p.steps / 2;
   const checkpoint::Manifest m = checkpoint::read_manifest(cat(dir, "/first/", checkpoint::step_dir_name(k), "/manifest.json"));
@@ -172,9 +174,10 @@ TEST_P(ZenflowResume, StraightEqualsSaveResume) {
 }
 
 INSTANTIATE_TEST_SUITE_P(HostAndNvmeTiers, ZenflowResume,
-                         ::testing::Values(ZenflowCase{"after_update", 10, false, 0, false}, ZenflowCase{"between_updates", 12, false, 1, false},
-                                           ZenflowCase{"overlap_in_flight", 12, true, 1, true},
-                                           ZenflowCase{"nvme_overlap_in_flight", 12, true, 1, true, "nvme"}),
+                         ::testing::Values(ZenflowCase{"stage1_after_update", 10, false, 0, false, 1},
+                                           ZenflowCase{"stage2_between_updates", 12, false, 1, false, 2},
+                                           ZenflowCase{"stage3_overlap_in_flight", 12, true, 1, true, 3},
+                                           ZenflowCase{"stage2_nvme_overlap_in_flight", 12, true, 1, true, 2, "nvme"}),
                          [](const ::testing::TestParamInfo<ZenflowCase>& i) { return std::string(i.param.name); });
 
 // A ZenFlow checkpoint does not reshard (each rank's columns are its own): another rank count is
