@@ -181,7 +181,8 @@ INSTANTIATE_TEST_SUITE_P(HostAndNvmeTiers, ZenflowResume,
                          [](const ::testing::TestParamInfo<ZenflowCase>& i) { return std::string(i.param.name); });
 
 // A ZenFlow checkpoint does not reshard (each rank's columns are its own): another rank count is
-// refused before any step, naming both. A plain offload checkpoint starts ZenFlow afresh from it.
+// refused before any step, naming both, and so is a run without ZenFlow. A plain offload
+// checkpoint starts ZenFlow afresh from it.
 TEST(ZenflowCheckpoint, OtherRanksRefusedPlainCheckpointStartsZenflow) {
   const std::string dir = temp_dir("zenflow_reshard");
   const std::string data = text_file(dir);
@@ -203,16 +204,33 @@ TEST(ZenflowCheckpoint, OtherRanksRefusedPlainCheckpointStartsZenflow) {
     EXPECT_NE(std::string(e.what()).find("does not reshard: resume with 2 ranks at stage 2"), std::string::npos) << e.what();
   }
   EXPECT_EQ(steps, -1);
+  s = zenflow_setup(false);
+  s.zenflow = nullptr;
+  try {
+    steps = run_training(s, data, resume).steps_run;
+    ADD_FAILURE() << "resumed without ZenFlow";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("which a run without ZenFlow cannot continue"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(steps, -1);
 
-  TrainSetup plain = zenflow_setup(false);  // the same run without ZenFlow, 4 steps, then ZenFlow from its checkpoint
+  // Plain offload for 4 steps, then ZenFlow from its checkpoint: the same weights as ZenFlow
+  // straight with a warm-up of 4 (plain offload's steps), its columns chosen at step 5 alike.
+  TrainSetup plain = zenflow_setup(false);
   plain.zenflow = nullptr;
   plain.steps = 4;
   save.save_dir = dir + "/plain";
   run_training(plain, data, save);
   s = zenflow_setup(false);
-  s.steps = 6;
+  s.zenflow["full_warm_up_rounds"] = 4;
+  s.steps = 8;
+  const RunOutcome straight = run_training(s, data, CheckpointOptions{});
   resume.resume = dir + "/plain";
-  EXPECT_EQ(run_training(s, data, resume).steps_run, 2);
+  const RunOutcome resumed = run_training(s, data, resume);
+  EXPECT_EQ(resumed.steps_run, 4);
+  EXPECT_EQ(resumed.result.weights_sha256, straight.result.weights_sha256);
+  ASSERT_FALSE(resumed.notes.empty());
+  EXPECT_NE(resumed.notes[0].find("ZenFlow starts afresh"), std::string::npos) << resumed.notes[0];
 }
 
 }  // namespace
