@@ -204,7 +204,7 @@ EngineCounters counters_of(const Manifest& m) {
                                     j["last_overflow_iter"].get<std::int64_t>()};
   }
   c.update_in_flight = m.tensors.size() > static_cast<std::size_t>(kNumStateTensors) && m.zenflow.is_null();
-  if (!m.zenflow.is_null()) c.zenflow = ZenflowCounters{m.zenflow["summed"].get<int>(), m.zenflow["in_flight"].get<bool>()};
+  if (!m.zenflow.is_null()) c.zenflow = ZenflowCounters{m.zenflow.at("summed").get<int>(), m.zenflow.at("in_flight").get<bool>()};
   return c;
 }
 
