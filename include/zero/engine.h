@@ -134,7 +134,7 @@ class Engine {
   void write_state(StateTensor tensor, int u, std::size_t first, std::span<const float> in);
   // After write_state of every held element: the parameters the stage computes with are made
   // from the masters, rounded to the compute dtype as the step rounds them (or, with an update
-  // in flight, are the kParamsInUse written), and gathered where the stage keeps them whole; the
+  // in flight and always with ZenFlow's counters, are the kParamsInUse written), and gathered where the stage keeps them whole; the
   // next step is optimizer step `steps_done` + 1 (the schedule), Adam's step count leaves out the
   // skipped steps, and fp16's loss scaler continues from its saved state.
   void state_written(const EngineCounters& counters);
