@@ -122,10 +122,12 @@ TEST(DelayedUpdateCheckpoint, ResumedWithoutItAppliesThePendingUpdate) {
   EXPECT_NE(out.notes[0].find("the delayed update in flight at the save was applied now"), std::string::npos) << out.notes[0];
 }
 
-// ZenFlow (2 ranks, stages 1-3; the host tier, and the NVMe tier in the test's folder): warm-up 2 steps, a CPU update every 3 (after steps 5,
-// 8, 11, ...). Saved at step K = steps / 2: right after a CPU update (K 5), with a step's gradient
-// summed for the next (K 6), and with overlap_step while an update is in flight and a step summed
-// (K 6). The straight and resumed runs end with the same weights, losses and final state bytes.
+// ZenFlow (2 ranks, stages 1-3; the host tier, and the NVMe tier in the test's folder): warm-up 2
+// steps, a CPU update every 3 (after steps 5, 8, 11, ...). Saved at step K = steps / 2: right
+// after a CPU update (K 5), with a step's gradient summed for the next (K 6), with overlap_step
+// while an update is in flight and a step summed (K 6), and in the warm-up, before any column is
+// chosen (K 2). The straight and resumed runs end with the same weights, losses and final state
+// bytes.
 struct ZenflowCase {
   const char* name;
   int steps;
@@ -174,7 +176,8 @@ TEST_P(ZenflowResume, StraightEqualsSaveResume) {
 }
 
 INSTANTIATE_TEST_SUITE_P(HostAndNvmeTiers, ZenflowResume,
-                         ::testing::Values(ZenflowCase{"stage1_after_update", 10, false, 0, false, 1},
+                         ::testing::Values(ZenflowCase{"stage2_in_warm_up", 4, false, 0, false, 2},
+                                           ZenflowCase{"stage1_after_update", 10, false, 0, false, 1},
                                            ZenflowCase{"stage2_between_updates", 12, false, 1, false, 2},
                                            ZenflowCase{"stage3_overlap_in_flight", 12, true, 1, true, 3},
                                            ZenflowCase{"stage2_nvme_overlap_in_flight", 12, true, 1, true, 2, "nvme"}),
