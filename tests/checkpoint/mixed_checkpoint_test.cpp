@@ -234,6 +234,31 @@ TEST(ZenflowCheckpoint, OtherRanksRefusedPlainCheckpointStartsZenflow) {
   EXPECT_EQ(resumed.result.weights_sha256, straight.result.weights_sha256);
   ASSERT_FALSE(resumed.notes.empty());
   EXPECT_NE(resumed.notes[0].find("ZenFlow starts afresh"), std::string::npos) << resumed.notes[0];
+
+  // Past the warm-up (2 < 4) the fresh start chooses columns at once, at step 5, which is no
+  // selection step: every whole row of each weight then has k = int(0.25 * columns) of them.
+  s = zenflow_setup(false);
+  s.steps = 5;
+  resume.save_dir = dir + "/fresh";
+  run_training(s, data, resume);
+  const std::string at = dir + "/fresh/" + checkpoint::step_dir_name(5);
+  const checkpoint::Manifest m = checkpoint::read_manifest(at + "/manifest.json");
+  int matrices = 0;
+  for (const nlohmann::json& p : m.parameters) {
+    if (p["shape"].size() != 2) continue;
+    const std::size_t rows = p["shape"][0], cols = p["shape"][1], first = p["unit_offset"];
+    const std::vector<float> mask = consolidated(at, p["unit"], 5);  // zenflow_selected
+    int chosen_rows = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const auto row = mask.begin() + static_cast<std::ptrdiff_t>(first + r * cols);
+      const auto ones = static_cast<std::size_t>(std::count(row, row + static_cast<std::ptrdiff_t>(cols), 1.0f));
+      EXPECT_TRUE(ones == 0 || ones == cols / 4) << p["name"] << " row " << r << ": " << ones;
+      chosen_rows += ones > 0;
+    }
+    EXPECT_GT(chosen_rows, 0) << p["name"];
+    ++matrices;
+  }
+  EXPECT_GT(matrices, 0);
 }
 
 }  // namespace
