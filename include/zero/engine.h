@@ -57,9 +57,21 @@ struct EngineConfig : EngineSettings {
 // themselves while they are f32) and Adam's moments. Masters and moments stay f32 whatever the
 // compute dtype. With the delayed update in flight (the last step's Adam has updated the masters
 // but not yet the parameters the next forward computes with) a fourth: the parameters in use,
-// read and written as f32 (16-bit values widen exactly).
-enum class StateTensor { kMaster, kExpAvg, kExpAvgSq, kParamsInUse };
+// read and written as f32 (16-bit values widen exactly). A ZenFlow run saves the parameters in
+// use always (the device's columns are newer there than in the masters) and four more, laid out
+// like the others: the gradients summed since the CPU's last update, the device's columns (1 where
+// an element is the device's, else 0), and the device's Adam moments of them (0 elsewhere).
+enum class StateTensor { kMaster, kExpAvg, kExpAvgSq, kParamsInUse, kZenflowGradSum, kZenflowSelected, kZenflowExpAvg, kZenflowExpAvgSq };
 inline constexpr int kNumStateTensors = 3;  // always saved; kParamsInUse only with an update in flight
+inline constexpr int kNumZenflowTensors = 8;  // a ZenFlow checkpoint's: every StateTensor, in this order
+
+// ZenFlow's counters besides the step (its device step follows from it): the steps whose gradients
+// are summed for the CPU's next update, and whether a CPU update (overlap_step) has reached the
+// masters but not yet the parameters.
+struct ZenflowCounters {
+  int summed = 0;
+  bool in_flight = false;
+};
 
 // What a checkpoint restores besides the per-element state.
 struct EngineCounters {
@@ -67,6 +79,7 @@ struct EngineCounters {
   std::int64_t skipped_steps = 0;                // fp16: steps skipped on overflow (Adam counts the others)
   std::optional<LossScalerState> loss_scaler;    // fp16
   bool update_in_flight = false;                 // the delayed update: kParamsInUse differs from the masters
+  std::optional<ZenflowCounters> zenflow;        // a ZenFlow run's (its checkpoint holds kNumZenflowTensors)
 };
 
 struct StepReport {
@@ -121,7 +134,7 @@ class Engine {
   void write_state(StateTensor tensor, int u, std::size_t first, std::span<const float> in);
   // After write_state of every held element: the parameters the stage computes with are made
   // from the masters, rounded to the compute dtype as the step rounds them (or, with an update
-  // in flight, are the kParamsInUse written), and gathered where the stage keeps them whole; the
+  // in flight and always with ZenFlow's counters, are the kParamsInUse written), and gathered where the stage keeps them whole; the
   // next step is optimizer step `steps_done` + 1 (the schedule), Adam's step count leaves out the
   // skipped steps, and fp16's loss scaler continues from its saved state.
   void state_written(const EngineCounters& counters);

@@ -50,6 +50,32 @@ void agree_on_errors(Communicator& comm, const std::string& my_error) {
     if (!e.empty()) throw CheckpointError(e);
 }
 
+nlohmann::json zenflow_options_json(const ZenflowOptions& z) {
+  return {{"topk_ratio", z.topk_ratio}, {"select_interval", z.select_interval}, {"update_interval", z.update_interval},
+          {"full_warm_up_rounds", z.full_warm_up_rounds}, {"overlap_step", z.overlap_step}};
+}
+
+void check_zenflow_fits(const Manifest& m, const EngineSettings& settings, int world_size, const std::string& path) {
+  if (m.zenflow.is_null()) return;
+  const std::string what = cat("[checkpoint] ", path, " holds a ZenFlow run's state (zero_optimization.zenflow: the device's columns and their "
+                               "moments, the gradients summed for the CPU's next update), ");
+  if (!settings.offload.zenflow.enabled) {
+    throw CheckpointError(cat(what, "which a run without ZenFlow cannot continue: resume with the zenflow section it was saved with ",
+                              m.zenflow.value("options", nlohmann::json()).dump()));
+  }
+  const int stage = m.info.value("stage", settings.stage);
+  if (m.world_size != world_size || stage != settings.stage) {
+    throw CheckpointError(cat(what, "saved by ", m.world_size, " ranks at stage ", stage, "; this run has ", world_size, " at stage ",
+                              settings.stage, ". That state is each rank's own and does not reshard: resume with ", m.world_size,
+                              " ranks at stage ", stage));
+  }
+  const nlohmann::json now = zenflow_options_json(settings.offload.zenflow), then = m.zenflow.value("options", now);
+  if (then != now) {
+    throw CheckpointError(cat(what, "saved with zenflow ", then.dump(), "; this run's is ", now.dump(),
+                              ": resume with the zenflow section it was saved with"));
+  }
+}
+
 namespace {
 
 // This rank's held state of every unit, tensor by tensor, read piece by piece from the old files.
@@ -90,8 +116,10 @@ LoadStats load_checkpoint(Engine& engine, const std::string& dir, const Manifest
   std::string error;
   try {
     check_same_model(m, engine.layout(), (fs::path(dir) / "manifest.json").string());
-    stats = read_into(engine, dir, m, counters.update_in_flight ? kNumStateTensors + 1 : kNumStateTensors);
-    stats.applied_pending_update = m.tensors.size() > static_cast<std::size_t>(kNumStateTensors) && !counters.update_in_flight;
+    check_zenflow_fits(m, engine.config(), engine.layout().world_size(), (fs::path(dir) / "manifest.json").string());
+    const int tensors = counters.zenflow ? kNumZenflowTensors : counters.update_in_flight ? kNumStateTensors + 1 : kNumStateTensors;
+    stats = read_into(engine, dir, m, tensors);
+    stats.applied_pending_update = m.tensors.size() == kNumStateTensors + 1u && !counters.update_in_flight;
   } catch (const Error& e) {
     error = e.what();
   }

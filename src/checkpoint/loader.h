@@ -18,6 +18,14 @@ namespace zero::checkpoint {
 // `layout` describes (the first differing unit or parameter).
 void check_same_model(const Manifest& m, const FlatLayout& layout, const std::string& manifest_path);
 
+// ZenFlow's options as a checkpoint records them (manifest: zenflow.options).
+nlohmann::json zenflow_options_json(const ZenflowOptions& z);
+// Throws CheckpointError naming `manifest_path` when a ZenFlow checkpoint cannot continue in a run
+// of `settings` on `world_size` ranks: its state is each rank's own (the columns a rank selects are
+// of the rows it holds), so it loads only into ZenFlow with the same options, ranks and stage. A
+// checkpoint of any other placement loads into ZenFlow as a fresh ZenFlow start.
+void check_zenflow_fits(const Manifest& m, const EngineSettings& settings, int world_size, const std::string& manifest_path);
+
 struct LoadStats {
   std::uint64_t bytes_read = 0;  // by this rank, from disk
   double seconds = 0;

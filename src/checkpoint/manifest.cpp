@@ -128,6 +128,17 @@ void check_consistent(const Manifest& m, const std::string& path) {
   }
 }
 
+// The ZenFlow record, or null: its counters checked, so that counters_of reads them safely.
+nlohmann::json read_zenflow(const nlohmann::json& j, const std::string& path) {
+  const nlohmann::json z = j.value("zenflow", nlohmann::json());
+  if (z.is_null()) return z;
+  const bool ok = z.is_object() && z.contains("summed") && z["summed"].is_number_integer() && z["summed"].get<std::int64_t>() >= 0 &&
+                  z["summed"].get<std::int64_t>() <= INT32_MAX && z.contains("in_flight") && z["in_flight"].is_boolean() &&
+                  (!z.contains("options") || z["options"].is_object());
+  if (!ok) damaged(path, cat("'zenflow' is ", z.dump().substr(0, 200), ", not {summed, in_flight, options}"));
+  return z;
+}
+
 }  // namespace
 
 std::uint64_t Manifest::tensor_byte(int u, int t) const {
@@ -171,6 +182,16 @@ void record_counters(Manifest& m, const EngineCounters& c) {
                      {"last_overflow_iter", s.last_overflow_iter}};
   }
   if (c.update_in_flight) m.tensors.push_back(kParamsInUseName);
+  m.zenflow = nullptr;
+  if (c.zenflow) {
+    m.tensors = zenflow_tensor_names();
+    m.zenflow = {{"summed", c.zenflow->summed}, {"in_flight", c.zenflow->in_flight}};
+  }
+}
+
+std::vector<std::string> zenflow_tensor_names() {
+  return {"master", "exp_avg", "exp_avg_sq", kParamsInUseName, "zenflow_grad_sum", "zenflow_selected", "zenflow_exp_avg",
+          "zenflow_exp_avg_sq"};
 }
 
 EngineCounters counters_of(const Manifest& m) {
@@ -182,7 +203,8 @@ EngineCounters counters_of(const Manifest& m) {
     c.loss_scaler = LossScalerState{j["scale"].get<double>(), j["hysteresis_left"].get<int>(), j["iter"].get<std::int64_t>(),
                                     j["last_overflow_iter"].get<std::int64_t>()};
   }
-  c.update_in_flight = m.tensors.size() > static_cast<std::size_t>(kNumStateTensors);
+  c.update_in_flight = m.tensors.size() > static_cast<std::size_t>(kNumStateTensors) && m.zenflow.is_null();
+  if (!m.zenflow.is_null()) c.zenflow = ZenflowCounters{m.zenflow.at("summed").get<int>(), m.zenflow.at("in_flight").get<bool>()};
   return c;
 }
 
@@ -223,6 +245,7 @@ nlohmann::json to_json(const Manifest& m) {
           {"files", files},
           {"skipped_steps", m.skipped_steps},
           {"loss_scaler", m.loss_scaler},
+          {"zenflow", m.zenflow},
           {"info", m.info}};
 }
 
@@ -250,11 +273,13 @@ Manifest from_json(const nlohmann::json& j, const std::string& path) {
     }
     m.tensors.push_back(field<std::string>(t, "name", path));
   }
+  m.zenflow = read_zenflow(j, path);
   std::vector<std::string> known{"master", "exp_avg", "exp_avg_sq"};
   if (m.tensors.size() == 4) known.push_back(kParamsInUseName);
+  if (!m.zenflow.is_null()) known = zenflow_tensor_names();
   if (m.tensors != known) {
     throw CheckpointError(cat("[checkpoint] ", path, ": the tensors are not master, exp_avg, exp_avg_sq[, ", kParamsInUseName,
-                              "] (an optimizer this zero does not have)"));
+                              "] (an optimizer this zero does not have), or a ZenFlow checkpoint's without its 'zenflow' record"));
   }
   if (j.contains("skipped_steps") && !j["skipped_steps"].is_number_integer()) damaged(path, "'skipped_steps' is not an integer");
   m.skipped_steps = j.value("skipped_steps", std::int64_t{0});

@@ -60,6 +60,9 @@ struct Manifest {
   // delayed update was in flight (then `tensors` ends with params_in_use).
   std::int64_t skipped_steps = 0;
   nlohmann::json loss_scaler;       // {scale, hysteresis_left, iter, last_overflow_iter}, or null
+  // A ZenFlow run's: {summed, in_flight, options: the zenflow section}, or null (then `tensors`
+  // are zenflow_tensor_names()).
+  nlohmann::json zenflow;
   nlohmann::json parameters;        // [{name, shape, dtype, unit, offset, unit_offset}]
   nlohmann::json info;              // the trainer's: model, stage, optimizer, schedule, data, seed, config, loss
 
@@ -69,6 +72,8 @@ struct Manifest {
 };
 
 inline constexpr const char* kParamsInUseName = "params_in_use";
+// A ZenFlow checkpoint's tensors, in StateTensor order.
+std::vector<std::string> zenflow_tensor_names();
 
 // The engine's counters as the manifest records them, and back.
 void record_counters(Manifest& m, const EngineCounters& c);

@@ -111,6 +111,7 @@ SaveStarted Saver::save(Engine& engine, std::int64_t step, nlohmann::json info) 
   p->dir = dir;
   p->manifest = describe_layout(engine.layout());
   record_counters(p->manifest, counters);
+  if (counters.zenflow) p->manifest.zenflow["options"] = zenflow_options_json(engine.config().offload.zenflow);
   p->manifest.block_bytes = options_.block_bytes;
   p->manifest.info = std::move(info);
   const FlatLayout& layout = engine.layout();

@@ -432,11 +432,6 @@ TrainOptions train_options(const Flags& flags, int world_size) {
   if (flags.has("keep")) ck.keep = static_cast<int>(flags.get_int("keep", 0, 1 << 20));
   if (flags.has("resume")) ck.resume = flags.get("resume");
   apply_checkpoint_settings(o.config.checkpoints, ck, o.checkpoints, o.config_overrides);
-  if (o.config.engine.offload.zenflow.enabled && (!o.checkpoints.save_dir.empty() || !o.checkpoints.resume.empty())) {
-    throw ConfigError("[train] checkpoints (--save, --resume, train_checkpoints) of a ZenFlow run are not supported yet: the "
-                      "device's moments of the selected columns and the gradients summed since the CPU's last update are not "
-                      "in them; remove zero_optimization.zenflow, or the checkpoint flags");
-  }
   o.trace = !flags.get("trace").empty() || o.config.engine.offload.optimizer;
   return o;
 }

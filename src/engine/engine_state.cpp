@@ -81,6 +81,7 @@ EngineCounters Engine::counters() {
   c.skipped_steps = skipped_;
   if (scaler_) c.loss_scaler = scaler_->state();
   c.update_in_flight = optimizer_->update_in_flight();
+  c.zenflow = optimizer_->zenflow_counters();
   return c;
 }
 
@@ -95,7 +96,8 @@ void Engine::state_written(const EngineCounters& c) {
   ZERO_CHECK(!c.update_in_flight || holds_update_in_flight(c.steps_done), "an update in flight this engine cannot hold");
   if (scaler_ && c.loss_scaler) scaler_->restore(*c.loss_scaler);
   stage_->wait_parameter_gathers();  // the last step's gathers read the slices written next
-  optimizer_->state_written(c.steps_done, c.update_in_flight);
+  optimizer_->restore_zenflow(c.zenflow);
+  optimizer_->state_written(c.steps_done, c.update_in_flight || c.zenflow.has_value());  // ZenFlow's: kParamsInUse written
   stage_->gather_parameters();
   step_ = c.steps_done;
   skipped_ = c.skipped_steps;

@@ -64,6 +64,19 @@ void NvmeStream::check_disk_room(std::uint64_t bytes, const std::string& nvme_pa
   }
 }
 
+void NvmeStream::transfer_part(Device& dev, int part, std::size_t s, std::size_t t, const DeviceSpan& staging, bool to_file,
+                               ShardOptimizer::DiskTraffic& traffic) {
+  for (const SubGroup& g : groups_) {
+    if (g.part != part) continue;
+    const std::uint64_t at = g.offsets.at(s) + t * g.numel * sizeof(float);
+    char* data = static_cast<char*>(dev.transport(staging.sub(g.begin, g.numel)));
+    if (to_file) file_->write(at, data, g.numel * sizeof(float));
+    else file_->read(at, data, g.numel * sizeof(float));
+    (to_file ? traffic.written : traffic.read) += g.numel * sizeof(float);
+  }
+  file_->wait_all();
+}
+
 void NvmeStream::run(Device& dev, unsigned read, unsigned write, const Work& work, ShardOptimizer::DiskTraffic& traffic) {
   const std::size_t n = slots_.size(), count = groups_.size();
   const auto each = [&](unsigned mask, std::uint64_t& counter) {

@@ -71,6 +71,10 @@ class NvmeStream {
   // flight, while the CPU works on the current one. Counts the bytes in `traffic`.
   using Work = std::function<void(const SubGroup&, std::size_t slot)>;
   void run(Device& dev, unsigned read, unsigned write, const Work& work, ShardOptimizer::DiskTraffic& traffic);
+  // Tensor t of stretch s of every sub-group of part `part`, between the file and `staging` (a
+  // host-tier span of the part's size), a sub-group at a time, for checkpoints. Waits.
+  void transfer_part(Device& dev, int part, std::size_t s, std::size_t t, const DeviceSpan& staging, bool to_file,
+                     ShardOptimizer::DiskTraffic& traffic);
 
  private:
   struct Slot {

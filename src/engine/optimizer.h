@@ -145,6 +145,10 @@ class ShardOptimizer {
   // as kParamsInUse and the masters reach them at the next step); `steps_done` optimizer steps
   // have been taken.
   virtual void state_written(std::int64_t steps_done, bool in_flight) = 0;
+  // ZenFlow's counters for a checkpoint (none: not ZenFlow), after update_in_flight(); and, before
+  // state_written, a checkpoint's (none: a checkpoint of another placement, a fresh ZenFlow start).
+  virtual std::optional<ZenflowCounters> zenflow_counters() const { return std::nullopt; }
+  virtual void restore_zenflow(const std::optional<ZenflowCounters>&) {}
 
  protected:
   // The one division of the reduced gradients at the step's last micro-batch: the average over

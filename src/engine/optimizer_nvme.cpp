@@ -139,17 +139,7 @@ class NvmeOptimizer final : public HostGradientOptimizer {
 
   // One tensor of part u between the file and the staging buffer, a sub-group at a time.
   void transfer_part(int u, StateTensor tensor, bool to_file) {
-    const std::size_t t = tensor_index(tensor);
-    io::AsyncFile& file = *stream_.file();
-    for (const SubGroup& g : stream_.groups()) {
-      if (g.part != u) continue;
-      const std::uint64_t at = g.offsets[0] + t * g.numel * sizeof(float);
-      char* data = static_cast<char*>(dev_.transport(staging_.sub(g.begin, g.numel)));
-      if (to_file) file.write(at, data, g.numel * sizeof(float));
-      else file.read(at, data, g.numel * sizeof(float));
-      (to_file ? traffic_.written : traffic_.read) += g.numel * sizeof(float);
-    }
-    file.wait_all();
+    stream_.transfer_part(dev_, u, 0, tensor_index(tensor), staging_.span(), to_file, traffic_);
   }
 
   bool staged(int u, StateTensor tensor) const { return staged_ && staged_->first == u && staged_->second == tensor; }

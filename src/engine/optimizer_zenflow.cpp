@@ -77,7 +77,13 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
 
   DeviceSpan state(int u, StateTensor tensor) override {
     const OptimizerPart& p = ctx_.parts.at(u);
+    // The sum being filled; the other (overlap_step) was the CPU's, which has finished with it.
+    if (tensor == StateTensor::kZenflowGradSum) return slot(acc_[acc_now_], p);
+    if (tensor > StateTensor::kZenflowGradSum) return cols_.state(u, tensor);
     return adam_state(p, tensor, master(p), m_, v_);
+  }
+  void state_changed(int u, StateTensor tensor) override {
+    if (tensor > StateTensor::kZenflowGradSum) cols_.state_changed(u, tensor);
   }
 
   bool update_in_flight() override {
@@ -85,9 +91,21 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
     return false;
   }
 
-  void state_written(std::int64_t, bool) override {
-    throw ConfigError("[zenflow] a checkpoint cannot be loaded into a ZenFlow run yet (the device's moments of the selected "
-                      "columns and the accumulated gradients are not in checkpoints): remove zero_optimization.zenflow to resume");
+  // A checkpoint (update_in_flight() has waited for the CPU): a result in flight is saved as it
+  // stands, the masters holding it and the parameters in use not, and lands at the next update.
+  std::optional<ZenflowCounters> zenflow_counters() const override { return ZenflowCounters{accumulated_, in_flight_}; }
+  void restore_zenflow(const std::optional<ZenflowCounters>& c) override { restored_ = c; }
+
+  void state_written(std::int64_t steps_done, bool params_written) override {
+    ZERO_CHECK(!restored_ || !restored_->in_flight || z_.overlap_step, "a ZenFlow update in flight without overlap_step");
+    wait_cpu();
+    if (!params_written) {
+      for (const OptimizerPart& p : ctx_.parts) dev_.copy(dev_.compute(), p.params, master(p));
+      dev_.compute().synchronize();
+    }
+    accumulated_ = restored_ ? restored_->summed : 0;
+    in_flight_ = restored_ && restored_->in_flight;
+    cols_.restore(steps_done, !restored_);
   }
 
   // The CPU update in flight (overlap_step) is applied now rather than at the next update.
@@ -194,6 +212,7 @@ class ZenflowOptimizer final : public HostGradientOptimizer {
   int acc_now_ = 0;            // the accumulation buffer this interval fills
   int accumulated_ = 0;        // steps summed into it
   bool in_flight_ = false;     // a CPU update queued and not yet applied
+  std::optional<ZenflowCounters> restored_;  // a checkpoint's, being loaded
 };
 
 }  // namespace

@@ -64,6 +64,7 @@ class ZenflowNvmeOptimizer final : public HostGradientOptimizer {
   void prepare(const AdamStep&) override {}
 
   void step(const AdamStep& s) override {
+    drop_staging();
     const std::int64_t t = cols_.steps();
     if (!cols_.step(s, grads_[0], [&] { ++summed_; })) return warm_up_step(s);
     if (zenflow::is_update_step(z_, t)) cpu_update(s);
@@ -75,11 +76,48 @@ class ZenflowNvmeOptimizer final : public HostGradientOptimizer {
   void lamb_moments(const LambStep&, std::vector<LambNorms>&) override { ZERO_CHECK(false, "Lamb with ZenFlow"); }
   void lamb_update(const LambStep&, const std::vector<float>&) override { ZERO_CHECK(false, "Lamb with ZenFlow"); }
 
-  DeviceSpan state(int, StateTensor) override {
-    throw ConfigError("[zenflow] checkpoints of a ZenFlow run are not supported yet (the device's moments of the selected columns and "
-                      "the accumulated gradients are not in them): remove zero_optimization.zenflow, or the checkpoint flags");
+  // Checkpoints: the device's tensors are host ZenFlow's; the file's, a part of one tensor read
+  // into the staging buffer (kept while the same part and tensor are asked for again, until the
+  // next step) and written back when changed. The sum is zeros while nothing is summed (with
+  // update_interval 1 it never is, and the file has no place for it).
+  DeviceSpan state(int u, StateTensor tensor) override {
+    const OptimizerPart& p = ctx_.parts.at(u);
+    if (tensor == StateTensor::kParamsInUse) return p.params;
+    if (tensor > StateTensor::kZenflowGradSum) return cols_.state(u, tensor);
+    if (part_staging_.empty()) part_staging_ = dev_.alloc(Tier::kHost, Category::kOther, largest_part(), "NVMe state staging (one part)");
+    const DeviceSpan span = part_staging_.sub(0, p.params.size());
+    if (staged(u, tensor) || !stream_.file()) return span;
+    if (tensor != StateTensor::kZenflowGradSum || summed_ > 0) {  // the file's sum is written at an interval's first step
+      transfer(u, tensor, false);
+    } else {
+      dev_.fill(dev_.host(), span, 0.0f);
+      dev_.host().synchronize();
+    }
+    staged_ = {u, tensor};
+    return span;
   }
-  void state_written(std::int64_t, bool) override { state(0, StateTensor::kMaster); }
+  void state_changed(int u, StateTensor tensor) override {
+    if (tensor > StateTensor::kZenflowGradSum) return cols_.state_changed(u, tensor);
+    if (tensor == StateTensor::kParamsInUse) return;  // written in place
+    ZERO_CHECK(staged(u, tensor), "state written to a part that is not staged");
+    if (stream_.file() && (tensor != StateTensor::kZenflowGradSum || sums())) transfer(u, tensor, true);
+  }
+
+  std::optional<ZenflowCounters> zenflow_counters() const override { return ZenflowCounters{summed_, in_flight_}; }
+  void restore_zenflow(const std::optional<ZenflowCounters>& c) override { restored_ = c; }
+
+  // The parameters take the loaded masters unless they were written themselves (ZenFlow's
+  // checkpoint); a result in flight lands at the next update, as it would have.
+  void state_written(std::int64_t steps_done, bool params_written) override {
+    ZERO_CHECK(!restored_ || !restored_->in_flight || z_.overlap_step, "a ZenFlow update in flight without overlap_step");
+    drop_staging();
+    if (!params_written) {
+      stream_.run(dev_, kState, 0u, [&](const SubGroup& g, std::size_t i) { dev_.copy(dev_.host(), params(g), tensor(i, g, 0)); }, traffic_);
+    }
+    summed_ = restored_ ? restored_->summed : 0;
+    in_flight_ = restored_ && restored_->in_flight;
+    cols_.restore(steps_done, !restored_);
+  }
 
   // The CPU's last result (overlap_step) reaches the parameters now rather than at the next update.
   bool synchronize() override {
@@ -141,6 +179,19 @@ class ZenflowNvmeOptimizer final : public HostGradientOptimizer {
     in_flight_ = overlap;
   }
 
+  // Tensor `tensor` (master, m, v: stretch 0; the sum: stretch 1) of part u, file <-> staging.
+  void transfer(int u, StateTensor tensor, bool to_file) {
+    const bool sum = tensor == StateTensor::kZenflowGradSum;
+    stream_.transfer_part(dev_, u, sum ? 1 : 0, sum ? 0 : static_cast<std::size_t>(tensor), part_staging_.span(), to_file, traffic_);
+  }
+
+  bool staged(int u, StateTensor tensor) const { return staged_ && staged_->first == u && staged_->second == tensor; }
+
+  void drop_staging() {
+    part_staging_.reset();
+    staged_.reset();
+  }
+
   // The masters of the device's columns take its values and, if `apply`, the parameters take
   // the masters (host ZenFlow's merge, a sub-group at a time).
   void merge(const SubGroup& g, std::size_t i, bool apply = true) {
@@ -157,6 +208,9 @@ class ZenflowNvmeOptimizer final : public HostGradientOptimizer {
   DiskTraffic traffic_;           // bytes the steps moved to and from the file
   int summed_ = 0;                // steps whose gradients the interval's sum holds
   bool in_flight_ = false;        // overlap_step: a CPU result in the masters, not yet in the parameters
+  DeviceBuffer part_staging_;          // (largest part) f32, host tier, other: one part of one tensor, for checkpoints
+  std::optional<std::pair<int, StateTensor>> staged_;
+  std::optional<ZenflowCounters> restored_;  // a checkpoint's, being loaded
 };
 
 }  // namespace

@@ -54,9 +54,11 @@ AdamStep ZenflowColumns::scalars(const AdamStep& s, std::int64_t t) const {
 }
 
 bool ZenflowColumns::step(const AdamStep& s, const DeviceBuffer& grads, const std::function<void()>& between) {
+  release_checkpoint_buffers();
   const std::int64_t t = steps_++;
   if (zenflow::in_warm_up(z_, t)) return false;
-  if (zenflow::is_selection_step(z_, t)) select(grads);
+  if (zenflow::is_selection_step(z_, t) || reselect_) select(grads);
+  reselect_ = false;
   between();
   device_step(scalars(s, t - z_.full_warm_up_rounds + 1), grads);
   return true;

@@ -41,6 +41,18 @@ class ZenflowColumns {
   // is DeepSpeed's temp_copy_param: the CPU's result reaches every element but the device's.
   void take(Stream& s, int part, std::size_t begin, const DeviceSpan& master);
 
+  // Checkpoints (zenflow_columns_state.cpp): part `part`'s kZenflowSelected (host tier) or
+  // kZenflowExpAvg, kZenflowExpAvgSq (device tier), laid out like the part, unpacked from the
+  // device's; state_changed packs what was written into them (the selection first, as a
+  // checkpoint orders them). Spans valid until the next call.
+  DeviceSpan state(int part, StateTensor tensor);
+  void state_changed(int part, StateTensor tensor);
+  // A checkpoint of step `steps` was loaded; `fresh`: one without ZenFlow's state (the device's
+  // columns are chosen at the next step past the warm-up, their moments from zero).
+  void restore(std::int64_t steps, bool fresh);
+  // The buffers above freed (at the next step: the device's memory is the step's).
+  void release_checkpoint_buffers();
+
  private:
   // One parameter's run in a part, and where its device-side state lies.
   struct ColumnRun {
@@ -72,6 +84,9 @@ class ZenflowColumns {
   DeviceBuffer dg_;            // (device_numel) compute dtype, device tier: their gradient, packed
   DeviceBuffer dp16_;          // (device_numel) compute dtype, device tier, mixed precision only: their 16-bit parameters, packed
   std::int64_t steps_ = 0;
+  bool reselect_ = false;      // a fresh ZenFlow start past the warm-up: select at the next step
+  DeviceBuffer unpacked_;      // (largest part) f32, device tier: a checkpoint's moments, unpacked
+  DeviceBuffer mask_;          // (largest part) f32, host tier: a checkpoint's kZenflowSelected
 };
 
 }  // namespace zero

@@ -262,9 +262,13 @@ void check_steps_after_resume(std::int64_t checkpoint_step, std::int64_t train_s
   }
 }
 
-void check_checkpoint_options(const CheckpointOptions& o, const TrainConfig& config) {
+void check_checkpoint_options(const CheckpointOptions& o, const TrainConfig& config, int world_size) {
   const std::string resumed = o.resume.empty() ? "" : checkpoint::find_checkpoint(o.resume);
-  if (!resumed.empty()) check_steps_after_resume(read_resume_manifest(resumed, config, o.tokenizer).step, config.train_steps);
+  if (!resumed.empty()) {
+    const checkpoint::Manifest m = read_resume_manifest(resumed, config, o.tokenizer);
+    check_steps_after_resume(m.step, config.train_steps);
+    checkpoint::check_zenflow_fits(m, config.engine, world_size, resumed + "/manifest.json");
+  }
   if (!o.save_dir.empty()) {
     const std::string error = checkpoint::check_save_directory(o.save_dir, 0, resumed);
     if (!error.empty()) throw CheckpointError(error);
@@ -299,6 +303,9 @@ std::int64_t TrainCheckpoints::resume(Engine& engine, std::int64_t data_tokens) 
   differs("data seed", was.value("/data/seed"_json_pointer, nlohmann::json()), config_.data.seed);
   differs("precision", was.value("/precision/compute"_json_pointer, nlohmann::json()),
           dtype_label(engine.config().precision.compute));
+  if (config_.engine.offload.zenflow.enabled && m.zenflow.is_null()) {
+    diffs += "\n  ZenFlow starts afresh (the checkpoint has no ZenFlow state): its columns are chosen at the next step past the warm-up";
+  }
   if (stats.applied_pending_update) {
     diffs += "\n  the delayed update in flight at the save was applied now (this run has no delayed step next)";
   }

@@ -65,8 +65,9 @@ checkpoint::Manifest read_resume_manifest(const std::string& dir, const TrainCon
 void check_steps_after_resume(std::int64_t checkpoint_step, std::int64_t train_steps);
 // What every rank checks at start-up, checked once in the launching process before any rank
 // starts: --resume names a readable checkpoint of this model; --save can be written (and, in a
-// fresh run, holds no checkpoints yet). CheckpointError naming what is wrong.
-void check_checkpoint_options(const CheckpointOptions& o, const TrainConfig& config);
+// fresh run, holds no checkpoints yet); a ZenFlow checkpoint fits a run on `world_size` ranks
+// (checkpoint::check_zenflow_fits). CheckpointError naming what is wrong.
+void check_checkpoint_options(const CheckpointOptions& o, const TrainConfig& config, int world_size);
 
 class TrainCheckpoints {
  public:

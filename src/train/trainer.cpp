@@ -334,7 +334,7 @@ void check_train_options(const TrainOptions& o, int world_size, const std::strin
   const std::unique_ptr<data::Tokenizer> tokenizer = data::open_tokenizer(o.config.data.tokenizer);
   CheckpointOptions checkpoints = o.checkpoints;
   checkpoints.tokenizer = tokenizer_record(o.config.data.tokenizer, *tokenizer);
-  check_checkpoint_options(checkpoints, o.config);
+  check_checkpoint_options(checkpoints, o.config, world_size);
   if (!o.config.model.init_from.empty()) {  // every header read and matched to the model; no weight read
     const ModelSection& m = o.config.model;
     checkpoint::HfWeights(m.init_from, m.is_llama() ? m.llama.units() : m.shape.units(), m.is_llama());

@@ -55,6 +55,8 @@ struct TrainSetup {
   int loss_scale_window = 1000;    // fp16: clean steps before the scale doubles
   bool delayed_update = false;     // offload_optimizer.delayed_update (warm-up of delayed_warmup steps)
   int delayed_warmup = 2;
+  double gradient_clipping = 1.0;
+  nlohmann::json zenflow;          // zero_optimization.zenflow (null: none; needs offload "optimizer" and no clipping)
 };
 
 inline TrainConfig make_config(const TrainSetup& s) {
@@ -62,7 +64,7 @@ inline TrainConfig make_config(const TrainSetup& s) {
                       {"gradient_accumulation_steps", 1},
                       {"optimizer", {{"type", s.optimizer}, {"params", {{"lr", s.lr}, {"weight_decay", 0.1}}}}},
                       {"scheduler", {{"type", "WarmupLR"}, {"params", {{"warmup_min_lr", 0}, {"warmup_max_lr", 5e-3}, {"warmup_num_steps", 4}, {"warmup_type", "linear"}}}}},
-                      {"gradient_clipping", 1.0},
+                      {"gradient_clipping", s.gradient_clipping},
                       {"zero_optimization", {{"stage", s.stage}}},
                       {"train_steps", s.steps},
                       {"model", {{"type", "gpt"}, {"vocab_size", 256}, {"n_ctx", 16}, {"n_embd", s.n_embd}, {"n_layer", s.n_layer}, {"n_head", 2}}}};
@@ -85,6 +87,7 @@ inline TrainConfig make_config(const TrainSetup& s) {
       j["zero_optimization"]["offload_optimizer"]["delayed_update"] = {{"enabled", true}, {"warmup_steps", s.delayed_warmup}};
     }
   }
+  if (!s.zenflow.is_null()) j["zero_optimization"]["zenflow"] = s.zenflow;
   if (s.precision == "bf16") j["bf16"] = {{"enabled", true}};
   if (s.precision == "fp16") {
     j["fp16"] = {{"enabled", true}, {"loss_scale", s.loss_scale}, {"initial_scale_power", s.initial_scale_power},
